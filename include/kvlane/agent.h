@@ -1,0 +1,110 @@
+// Agent: one endpoint of kvlane (one per process or GPU). Owns registrations,
+// peers, lanes and request slots.
+//
+// Thread-safety: every method may be called from any thread, except that one
+// XferHandle is used by one thread at a time. Check() takes no lock and makes no
+// transport call. The transports' own threads drive progress.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvlane/descriptor.h"
+#include "kvlane/memory.h"
+#include "kvlane/options.h"
+#include "kvlane/status.h"
+#include "kvlane/transfer.h"
+
+namespace kvlane {
+
+namespace core {
+class AgentImpl;
+}
+
+class Agent {
+ public:
+  static Result<std::unique_ptr<Agent>> Create(const AgentOptions& options);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  const std::string& name() const;
+  const AgentOptions& options() const;
+
+  // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
+  // into pieces transparently. REQUIRES: the memory outlives the registration.
+  Result<RegionId> RegisterMemory(void* addr, uint64_t len, MemoryKind kind = MemoryKind::kHost,
+                                  int32_t device = 0);
+  // Removes a region. Remote accesses in flight finish first; later ones fail
+  // with kRemoteStale at the peer. Metadata exported earlier goes stale for it.
+  Status DeregisterMemory(RegionId region);
+
+  // This agent's metadata: an opaque blob carrying its identity, secret,
+  // endpoints and registered regions. Whoever holds it may access those regions.
+  Result<std::string> ExportMetadata() const;
+  // Loads a peer's blob (re-loading refreshes its region table). Returns its name.
+  Result<std::string> LoadPeer(std::string_view blob);
+  Status RemovePeer(std::string_view peer);
+  // The transport chosen for a peer ("local", "shm", "tcp", "cuda"); connects if needed.
+  Result<std::string> PeerTransport(std::string_view peer);
+
+  // Resolves a list once; the result is posted many times through transfers.
+  Result<PreparedId> PrepareLocal(const DescList& list);
+  Result<PreparedId> PrepareRemote(std::string_view peer, const DescList& list);
+  Status ReleasePrepared(PreparedId id);
+
+  // Pairs local[local_idx[i]] with remote[remote_idx[i]]. Empty index spans mean
+  // "all descriptors in order". `notif` (may be empty: none) is delivered to the
+  // peer after the data is visible there.
+  Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
+                                  PreparedId remote, std::span<const uint32_t> remote_idx,
+                                  std::string_view notif = {}, XferOptions xo = {});
+
+  // Posts the transfer. Returns kInProgress (or kOk) on success and updates
+  // handle->gen. REQUIRES: the previous post of this handle has finished.
+  // Never allocates. On error the handle stays valid and owned by the caller.
+  Status Post(XferHandle* handle);
+  // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
+  // kNotFound when the handle is stale (slot reposted or released).
+  Status Check(const XferHandle& handle) const;
+  // Blocks until the request ends or `timeout` passes (then kTimeout).
+  Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;
+  // Cancels a request whose chunks no lane has started (then kOk; it ends as
+  // kCanceled). A request a lane still owns: kNotAllowed, handle stays valid.
+  // A finished request: kOk.
+  Status Cancel(const XferHandle& handle);
+  // Frees the handle's slot. An in-flight request is canceled first; if a lane
+  // still owns it, kNotAllowed and the handle stays valid.
+  Status Release(XferHandle* handle);
+
+  // Standalone notification to a peer (ordered after this agent's finished WRITEs).
+  Status SendNotification(std::string_view peer, std::string_view bytes);
+  // Takes every notification received so far.
+  std::vector<Notification> TakeNotifications();
+
+  // First fatal error latched on the connection to `peer` (kOk when none).
+  Status PeerError(std::string_view peer) const;
+
+  core::AgentImpl* impl() { return impl_.get(); }
+
+ private:
+  explicit Agent(std::unique_ptr<core::AgentImpl> impl);
+  std::unique_ptr<core::AgentImpl> impl_;
+};
+
+// Fetches a peer's metadata from its metadata listener ("host:port").
+Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::milliseconds timeout);
+
+// Raises RLIMIT_MEMLOCK's soft limit towards the hard one so that `bytes` can be
+// pinned; fails with the numbers (needed, soft, hard) when the hard limit is too low.
+Status EnsureMemlock(uint64_t bytes);
+
+// "kvlane 0.1.0 (git abcdef)".
+std::string VersionString();
+
+}  // namespace kvlane

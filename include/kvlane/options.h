@@ -1,0 +1,48 @@
+// AgentOptions: every knob of an agent in one struct that validates itself.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvlane/status.h"
+
+namespace kvlane {
+
+enum class ProgressPolicy : uint8_t {
+  kIndependent = 0,  // each request completes when its own chunks retire (default)
+  kGlobalFifo = 1,   // the old behaviour: completions published in global post order
+};
+
+const char* PolicyName(ProgressPolicy policy);
+Result<ProgressPolicy> ParsePolicy(const std::string& name);
+
+struct AgentOptions {
+  std::string name;                         // required; unique among the agents of a job
+  ProgressPolicy policy = ProgressPolicy::kIndependent;
+  // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda").
+  std::vector<std::string> transports = {"local", "shm", "tcp", "cuda"};
+  std::string tcp_listen_host = "127.0.0.1";  // data listener bind address (no forced wildcard)
+  uint16_t tcp_listen_port = 0;               // 0: ephemeral
+  // Address to advertise for the tcp listener in metadata; empty = tcp_listen_host, or the
+  // host name when listening on the wildcard address.
+  std::string tcp_advertise_host;
+  std::string metadata_listen;                // "host:port" serves ExportMetadata(); empty = off
+  int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
+  uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once
+  uint32_t max_segments_per_chunk = 256;      // descriptors gathered into one chunk
+  uint64_t stripe_min_bytes = 4ull << 20;     // requests at least this big are striped
+  uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
+  uint32_t max_requests = 1u << 14;           // transfer handles alive at once
+  uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
+  std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
+  std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
+  std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
+  std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+
+  // Returns an InvalidArgument status naming the first bad field.
+  Status Validate() const;
+};
+
+}  // namespace kvlane

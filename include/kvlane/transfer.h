@@ -1,0 +1,44 @@
+// Transfer-level types: operations, prepared lists, handles, notifications.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kvlane {
+
+enum class Op : uint8_t {
+  kRead = 0,   // pull remote bytes into local memory
+  kWrite = 1,  // push local bytes into remote memory
+};
+
+const char* OpName(Op op);
+
+// A descriptor list resolved once by Agent::PrepareLocal / PrepareRemote.
+struct PreparedId {
+  uint32_t value = 0;
+  bool valid() const { return value != 0; }
+};
+
+// A transfer handle: names one request slot and the generation of its latest
+// post. A handle is used by one thread at a time; copies of it read as stale
+// once the slot is posted again or released.
+struct XferHandle {
+  uint32_t slot = UINT32_MAX;
+  uint32_t gen = 0;
+  bool valid() const { return slot != UINT32_MAX; }
+};
+
+// Per-transfer choices made at MakeTransfer time.
+struct XferOptions {
+  int lane = -1;           // -1: engine picks (stripe bulk, least-loaded lane for small)
+  bool stripe = true;      // allow striping chunks over every lane of the peer
+};
+
+// A notification received from a peer. Delivered only after the data of the
+// transfer that carried it is visible in this process.
+struct Notification {
+  std::string peer;   // the sender agent's name
+  std::string bytes;  // opaque payload
+};
+
+}  // namespace kvlane

@@ -1,0 +1,179 @@
+#include "core/agent_impl.h"
+
+#include <unistd.h>
+
+#include "control/metadata_server.h"
+#include "core/host_info.h"
+#include "core/random.h"
+#include "transport/local/local_transport.h"
+#include "transport/stream/stream_transport.h"
+#ifdef KVLANE_HAVE_CUDA
+#include "transport/cuda/cuda_transport.h"
+#endif
+
+namespace kvlane::core {
+namespace {
+
+std::unique_ptr<Transport> MakeTransport(const std::string& name, AgentContext* ctx) {
+  if (name == "local") return MakeLocalTransport(ctx);
+  if (name == "shm") return MakeShmTransport(ctx);
+  if (name == "tcp") return MakeTcpTransport(ctx);
+#ifdef KVLANE_HAVE_CUDA
+  if (name == "cuda") return MakeCudaTransport(ctx);
+#endif
+  return nullptr;  // not built in: skipped
+}
+
+}  // namespace
+
+AgentImpl::AgentImpl(const AgentOptions& options)
+    : completer_(options.policy, options.max_requests) {
+  ctx_.options = options;
+  ctx_.name = options.name;
+  ctx_.agent_id = RandomU64();
+  RandomBytes(ctx_.secret.data(), ctx_.secret.size());
+  ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
+  ctx_.notifs = std::make_shared<NotifQueue>();
+  ctx_.completer = &completer_;
+  slots_.resize(options.max_requests);
+  free_slots_.reserve(options.max_requests);
+  for (uint32_t i = options.max_requests; i-- > 0;) {
+    slots_[i] = std::make_unique<Request>();
+    slots_[i]->slot = i;
+    free_slots_.push_back(i);
+  }
+}
+
+Result<std::unique_ptr<AgentImpl>> AgentImpl::Create(const AgentOptions& options) {
+  KVLANE_RETURN_IF_ERROR(options.Validate());
+  std::unique_ptr<AgentImpl> impl(new AgentImpl(options));
+  KVLANE_RETURN_IF_ERROR(impl->Init());
+  return impl;
+}
+
+Status AgentImpl::Init() {
+  for (const std::string& name : ctx_.options.transports) {
+    std::unique_ptr<Transport> t = MakeTransport(name, &ctx_);
+    if (t == nullptr) continue;
+    KVLANE_RETURN_IF_ERROR(t->Start());
+    transports_.push_back(std::move(t));
+  }
+  if (!ctx_.options.metadata_listen.empty()) {
+    KVLANE_ASSIGN_OR_RETURN(metadata_server_,
+                            MetadataServer::Start(ctx_.options.metadata_listen, [this] {
+                              return EncodeMeta(SelfMeta());
+                            }));
+  }
+  return Status::Ok();
+}
+
+AgentImpl::~AgentImpl() {
+  metadata_server_.reset();
+  ctx_.registry->Close();  // peers' accesses from now on fail cleanly
+  for (auto& t : transports_) t->Stop();
+  {
+    std::unique_lock lock(peers_mu_);
+    for (auto& [name, peer] : peers_) {
+      std::lock_guard plock(peer->mu);
+      if (peer->channel) peer->channel->Close();
+    }
+  }
+  for (auto& r : slots_) r->peer.reset();
+  prepared_.clear();
+  peers_.clear();
+  transports_.clear();
+}
+
+Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device) {
+  if (kind == MemoryKind::kCuda &&
+      std::find(ctx_.options.transports.begin(), ctx_.options.transports.end(), "cuda") ==
+          ctx_.options.transports.end())
+    return Status::NotSupported("CUDA memory needs the cuda transport in AgentOptions.transports");
+  return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device);
+}
+
+Status AgentImpl::DeregisterMemory(RegionId region) { return ctx_.registry->Remove(region); }
+
+AgentMeta AgentImpl::SelfMeta() const {
+  AgentMeta m;
+  m.name = ctx_.name;
+  m.agent_id = ctx_.agent_id;
+  m.secret = ctx_.secret;
+  m.process_token = ProcessToken();
+  m.pid = static_cast<uint32_t>(getpid());
+  m.hostname = HostName();
+  m.boot_id = BootId();
+  for (const auto& t : transports_) t->Export(&m);
+  m.pieces = ctx_.registry->Pieces();
+  return m;
+}
+
+std::shared_ptr<PeerState> AgentImpl::FindPeer(std::string_view name) const {
+  std::shared_lock lock(peers_mu_);
+  auto it = peers_.find(name);
+  return it == peers_.end() ? nullptr : it->second;
+}
+
+Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
+  KVLANE_ASSIGN_OR_RETURN(AgentMeta meta, DecodeMeta(blob));
+  std::string name = meta.name;
+  std::unique_lock lock(peers_mu_);
+  auto it = peers_.find(name);
+  if (it != peers_.end() && it->second->meta.agent_id == meta.agent_id) {
+    std::lock_guard plock(it->second->mu);
+    it->second->meta.pieces = std::move(meta.pieces);  // refresh the region table
+    return name;
+  }
+  peers_[name] = std::make_shared<PeerState>(std::move(meta));  // new or restarted peer
+  return name;
+}
+
+Status AgentImpl::RemovePeer(std::string_view peer) {
+  std::unique_lock lock(peers_mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return Status::NotFound("unknown peer '" + std::string(peer) + "'");
+  peers_.erase(it);  // closes when the last transfer referring to it is released
+  return Status::Ok();
+}
+
+Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer) {
+  std::lock_guard lock(peer.mu);
+  if (peer.channel) return peer.channel.get();
+  std::string tried;
+  for (auto& t : transports_) {
+    if (!t->CanReach(peer.meta)) continue;
+    auto ch = t->Connect(peer.meta);
+    if (ch.ok()) {
+      peer.channel = std::move(ch).value();
+      return peer.channel.get();
+    }
+    tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";
+  }
+  if (tried.empty()) tried = "no enabled transport can reach it";
+  return Status::RemoteDisconnect("cannot connect to peer '" + peer.meta.name + "': " + tried);
+}
+
+Result<std::string> AgentImpl::PeerTransport(std::string_view name) {
+  auto peer = FindPeer(name);
+  if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*peer));
+  return std::string(ch->transport());
+}
+
+Status AgentImpl::PeerError(std::string_view name) const {
+  auto peer = FindPeer(name);
+  if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
+  std::lock_guard lock(peer->mu);
+  return peer->channel ? peer->channel->latch().Get() : Status::Ok();
+}
+
+Status AgentImpl::SendNotification(std::string_view name, std::string_view bytes) {
+  auto peer = FindPeer(name);
+  if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
+  if (bytes.size() > (64u << 10)) return Status::InvalidArgument("notification larger than 64 KiB");
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*peer));
+  KVLANE_RETURN_IF_ERROR(ch->latch().Get());
+  return ch->Notify(bytes);
+}
+
+}  // namespace kvlane::core

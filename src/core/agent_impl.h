@@ -1,0 +1,83 @@
+// AgentImpl: the engine behind kvlane::Agent. See include/kvlane/agent.h for the
+// contracts; this header only adds the internal state.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/completer.h"
+#include "core/peer.h"
+#include "core/request.h"
+#include "kvlane/agent.h"
+#include "transport/transport.h"
+
+namespace kvlane::core {
+
+class MetadataServer;
+
+class AgentImpl {
+ public:
+  static Result<std::unique_ptr<AgentImpl>> Create(const AgentOptions& options);
+  ~AgentImpl();
+
+  const AgentContext& context() const { return ctx_; }
+
+  Result<RegionId> RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device);
+  Status DeregisterMemory(RegionId region);
+  AgentMeta SelfMeta() const;
+  Result<std::string> LoadPeer(std::string_view blob);
+  Status RemovePeer(std::string_view peer);
+  Result<std::string> PeerTransport(std::string_view peer);
+  Status PeerError(std::string_view peer) const;
+
+  Result<PreparedId> PrepareLocal(const DescList& list);
+  Result<PreparedId> PrepareRemote(std::string_view peer, const DescList& list);
+  Status ReleasePrepared(PreparedId id);
+  Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
+                                  PreparedId remote, std::span<const uint32_t> remote_idx,
+                                  std::string_view notif, XferOptions xo);
+  Status Post(XferHandle* handle);
+  Status Check(const XferHandle& handle) const;
+  Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;
+  Status Cancel(const XferHandle& handle);
+  Status Release(XferHandle* handle);
+  Status SendNotification(std::string_view peer, std::string_view bytes);
+  std::vector<Notification> TakeNotifications() { return ctx_.notifs->TakeAll(); }
+
+ private:
+  explicit AgentImpl(const AgentOptions& options);
+  Status Init();
+  std::shared_ptr<PeerState> FindPeer(std::string_view name) const;
+  Result<Channel*> EnsureChannel(PeerState& peer);
+  Result<std::shared_ptr<PreparedList>> GetPrepared(PreparedId id) const;
+  Result<Request*> SlotOf(const XferHandle& h) const;
+  Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
+                       const PreparedList& remote, std::span<const uint32_t> ri);
+  void FreeSlot(Request* r);
+  int PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const;
+
+  AgentContext ctx_;
+  Completer completer_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+  std::unique_ptr<MetadataServer> metadata_server_;
+
+  mutable std::shared_mutex peers_mu_;
+  std::map<std::string, std::shared_ptr<PeerState>, std::less<>> peers_;  // GUARDED_BY(peers_mu_)
+
+  mutable std::mutex prepared_mu_;
+  std::unordered_map<uint32_t, std::shared_ptr<PreparedList>> prepared_;  // GUARDED_BY(prepared_mu_)
+  uint32_t next_prepared_ = 1;                                            // GUARDED_BY(prepared_mu_)
+
+  std::vector<std::unique_ptr<Request>> slots_;  // fixed size: options.max_requests
+  std::mutex free_mu_;
+  std::vector<uint32_t> free_slots_;  // GUARDED_BY(free_mu_)
+  std::atomic<uint32_t> rotation_{0};
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,61 @@
+// Channel: the connection to one peer over one transport: its lanes (each a
+// LaneQueue driven by the transport's threads), its error latch and its
+// notification path. Transports subclass it.
+//
+// Thread-safety: Notify and Close are thread-safe; lane cursors belong to the
+// transport's lane threads.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/completer.h"
+#include "core/error_latch.h"
+#include "core/lane_queue.h"
+
+namespace kvlane::core {
+
+class Channel {
+ public:
+  Channel(int lanes, uint32_t ring_slots, Completer* completer);
+  virtual ~Channel() = default;
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  virtual const char* transport() const = 0;
+  // Delivers `bytes` to the peer's notification list. Blocking; thread-safe.
+  virtual Status Notify(std::string_view bytes) = 0;
+  // Stops the lane threads. Every item still queued retires with an error.
+  // REQUIRES: called once, before destruction, by the owner.
+  virtual void Close() = 0;
+
+  int lane_count() const { return static_cast<int>(queues_.size()); }
+  LaneQueue& queue(int lane) { return *queues_[lane]; }
+  ErrorLatch& latch() { return latch_; }
+  const std::atomic<bool>& closing() const { return closing_; }
+
+ protected:
+  // A lane is about to move chunk `w`. False: the request was canceled; the
+  // lane must retire it without touching memory.
+  static bool BeginChunk(const WorkItem& w);
+  // Retires the oldest issued item of `lane` with status `s`.
+  void RetireHead(int lane, const Status& s);
+  // Issues and retires everything published on `lane` with `s` (no data moves).
+  void DrainLane(int lane, const Status& s);
+  // Sets closing and wakes every lane.
+  void BeginClose();
+
+ private:
+  std::vector<std::unique_ptr<LaneQueue>> queues_;
+  Completer* completer_;
+  ErrorLatch latch_;
+  std::atomic<bool> closing_{false};
+};
+
+// Bytes carried by chunk `chunk` of `r`.
+uint64_t ChunkBytes(const WorkItem& w);
+
+}  // namespace kvlane::core

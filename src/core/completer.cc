@@ -1,0 +1,84 @@
+#include "core/completer.h"
+
+#include "core/channel.h"
+
+namespace kvlane::core {
+
+void Request::SetError(const Status& s) {
+  int32_t expected = 0;
+  if (error.compare_exchange_strong(expected, static_cast<int32_t>(s.code()),
+                                    std::memory_order_acq_rel)) {
+    error_message = s.message();  // read only after the record is published
+  }
+}
+
+Completer::Completer(ProgressPolicy policy, uint32_t max_requests)
+    : policy_(policy), order_(policy == ProgressPolicy::kGlobalFifo ? max_requests : 0) {}
+
+void Completer::OnPost(Request* r) {
+  if (policy_ != ProgressPolicy::kGlobalFifo) return;
+  std::lock_guard lock(order_mu_);
+  r->seq = order_tail_++;
+  r->done_unpublished.store(false, std::memory_order_relaxed);
+  order_[r->seq % order_.size()] = r;
+}
+
+void Completer::FinishChunk(const WorkItem& w, const Status& s) {
+  if (s.is_error()) w.req->SetError(s);
+  DropPending(w.req, 1);
+}
+
+void Completer::DropPending(Request* r, int64_t n) {
+  if (n == 0) return;
+  // acq_rel: the last dropper sees every other lane's writes to the request.
+  if (r->pending.fetch_sub(n, std::memory_order_acq_rel) == n) Done(r);
+}
+
+void Completer::Done(Request* r) {
+  if (r->error.load(std::memory_order_acquire) == 0 && !r->notif.empty()) {
+    Status s = r->channel->Notify(r->notif);  // data is visible at the peer already
+    if (s.is_error()) r->SetError(s);
+  }
+  if (policy_ == ProgressPolicy::kIndependent) {
+    Publish(r);
+    return;
+  }
+  std::lock_guard lock(order_mu_);
+  r->done_unpublished.store(true, std::memory_order_relaxed);
+  while (order_head_ < order_tail_) {
+    Request* head = order_[order_head_ % order_.size()];
+    if (!head->done_unpublished.load(std::memory_order_relaxed)) break;
+    head->done_unpublished.store(false, std::memory_order_relaxed);
+    ++order_head_;
+    Publish(head);
+  }
+}
+
+void Completer::Publish(Request* r) {
+  int32_t err = r->error.load(std::memory_order_acquire);
+  Code code = err == 0 ? Code::kOk : static_cast<Code>(err);
+  // Release pairs with the acquire load in Check(): the transport is done with
+  // the request's memory and error_message is written.
+  r->record.store(PackRecord(r->gen, code), std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with WaitPublished's increment
+  if (waiters_.load(std::memory_order_relaxed) != 0) {
+    std::lock_guard lock(wait_mu_);
+    wait_cv_.notify_all();
+  }
+}
+
+void Completer::WaitPublished(const std::atomic<uint64_t>& record, uint32_t gen,
+                              std::chrono::steady_clock::time_point deadline) {
+  auto terminal = [&] {
+    uint64_t w = record.load(std::memory_order_acquire);
+    return RecordGen(w) != gen || RecordCode(w) != Code::kInProgress;
+  };
+  std::unique_lock lock(wait_mu_);
+  waiters_.fetch_add(1, std::memory_order_seq_cst);
+  while (!terminal()) {
+    if (wait_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
+  }
+  waiters_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+}  // namespace kvlane::core

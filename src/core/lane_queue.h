@@ -1,0 +1,68 @@
+// LaneQueue: one lane's ring of chunk slots. Posting threads reserve tickets in
+// the order they take them; the lane's issue side consumes them in ticket order
+// and its retire side frees them FIFO. Bounded: Push waits for a free slot.
+//
+// Thread-safety: Push from any thread; the issue cursor is owned by one thread
+// and the retire cursor by one thread (they may be the same thread).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "kvlane/status.h"
+
+namespace kvlane::core {
+
+struct Request;
+
+struct WorkItem {
+  Request* req = nullptr;
+  uint32_t chunk = 0;
+  uint32_t gen = 0;
+};
+
+class LaneQueue {
+ public:
+  explicit LaneQueue(uint32_t slots);
+
+  // Reserves the next ticket and publishes `item`; waits (spin, then sleep) up
+  // to `deadline` while the ring is full. kTimeout when it stays full, the
+  // latched status when `abandon` becomes true.
+  Status Push(const WorkItem& item, std::chrono::steady_clock::time_point deadline,
+              const std::atomic<bool>& abandon);
+
+  // Issue side: the next published item, or nullptr.
+  WorkItem* PeekIssue();
+  void AdvanceIssue() { issue_.fetch_add(1, std::memory_order_release); }
+  // Sleeps until an item may be available or Wake() is called. Spins first.
+  void WaitForIssue(std::chrono::microseconds spin);
+
+  // Retire side: the oldest issued item not yet retired, or nullptr.
+  WorkItem* PeekRetire();
+  void AdvanceRetire();
+  bool HasUnretired() const { return retire_ < issue_.load(std::memory_order_acquire); }
+
+  // Wakes any thread sleeping in WaitForIssue (stop, error latch).
+  void Wake();
+
+  uint64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
+  void AddBytes(int64_t delta) { queued_bytes_.fetch_add(delta, std::memory_order_relaxed); }
+
+ private:
+  struct Cell {
+    std::atomic<uint64_t> seq;
+    WorkItem item;
+  };
+  const uint64_t mask_;
+  std::unique_ptr<Cell[]> cells_;
+  alignas(64) std::atomic<uint64_t> tail_{0};   // next ticket to reserve
+  alignas(64) std::atomic<uint64_t> issue_{0};  // next ticket to issue
+  alignas(64) uint64_t retire_ = 0;             // next ticket to retire
+  alignas(64) std::atomic<uint32_t> doorbell_{0};
+  std::atomic<uint32_t> sleepers_{0};
+  std::atomic<uint64_t> queued_bytes_{0};
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,48 @@
+#include "kvlane/options.h"
+
+#include <algorithm>
+
+namespace kvlane {
+namespace {
+
+bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+Status Bad(const std::string& field, const std::string& why) {
+  return Status::InvalidArgument("AgentOptions." + field + " " + why);
+}
+
+}  // namespace
+
+const char* PolicyName(ProgressPolicy policy) {
+  return policy == ProgressPolicy::kGlobalFifo ? "global-fifo" : "independent";
+}
+
+Result<ProgressPolicy> ParsePolicy(const std::string& name) {
+  if (name == "independent") return ProgressPolicy::kIndependent;
+  if (name == "global-fifo") return ProgressPolicy::kGlobalFifo;
+  return Status::InvalidArgument("unknown progress policy '" + name +
+                                 "' (expected independent or global-fifo)");
+}
+
+Status AgentOptions::Validate() const {
+  if (name.empty() || name.size() > 255) return Bad("name", "must be 1..255 bytes");
+  static const char* kKnown[] = {"local", "shm", "tcp", "cuda"};
+  for (const auto& t : transports) {
+    if (std::find(std::begin(kKnown), std::end(kKnown), t) == std::end(kKnown))
+      return Bad("transports", "names unknown transport '" + t + "'");
+  }
+  if (lanes_per_peer < 1 || lanes_per_peer > 64) return Bad("lanes_per_peer", "must be 1..64");
+  if (chunk_bytes < 4096 || chunk_bytes > (1ull << 30)) return Bad("chunk_bytes", "must be 4 KiB..1 GiB");
+  if (max_segments_per_chunk < 1 || max_segments_per_chunk > 1024)
+    return Bad("max_segments_per_chunk", "must be 1..1024");
+  if (!IsPowerOfTwo(lane_ring_slots) || lane_ring_slots < 2)
+    return Bad("lane_ring_slots", "must be a power of two >= 2");
+  if (max_requests < 1 || max_requests > (1u << 24)) return Bad("max_requests", "must be 1..16M");
+  if (piece_bytes < 4096) return Bad("piece_bytes", "must be at least 4096");
+  if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
+    return Bad("*_timeout", "must be positive");
+  if (spin.count() < 0) return Bad("spin", "must not be negative");
+  return Status::Ok();
+}
+
+}  // namespace kvlane

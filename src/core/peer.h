@@ -1,0 +1,35 @@
+// PeerState: what this agent knows of one peer (its metadata) and the channel
+// to it, opened on first use. Kept alive by every prepared list and transfer
+// that refers to it; its destruction closes the channel.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/channel.h"
+#include "core/metadata.h"
+
+namespace kvlane::core {
+
+struct PeerState {
+  explicit PeerState(AgentMeta m) : meta(std::move(m)) {}
+  ~PeerState() {
+    if (channel) channel->Close();
+  }
+
+  std::mutex mu;
+  AgentMeta meta;                    // GUARDED_BY(mu) (pieces refresh on reload)
+  std::unique_ptr<Channel> channel;  // GUARDED_BY(mu)
+};
+
+// A prepared descriptor list: each descriptor split at piece boundaries.
+struct PreparedList {
+  bool remote = false;
+  MemoryKind kind = MemoryKind::kHost;
+  std::shared_ptr<PeerState> peer;              // remote lists only
+  std::vector<std::vector<PieceRange>> descs;   // one entry per descriptor
+  std::vector<uint64_t> lens;
+};
+
+}  // namespace kvlane::core

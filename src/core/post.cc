@@ -1,0 +1,137 @@
+// The hot path: posting prepared transfers, and reading their terminal records.
+#include "core/agent_impl.h"
+
+namespace kvlane::core {
+
+Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
+  if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
+  return slots_[h.slot].get();
+}
+
+int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const {
+  const int n = r.channel->lane_count();
+  if (r.fixed_lane >= 0) return r.fixed_lane % n;
+  if (r.stripe && r.total_bytes >= ctx_.options.stripe_min_bytes)
+    return static_cast<int>((rotation + chunk) % n);
+  // Small request: the lane with the fewest bytes queued, so it does not wait
+  // behind bulk work. Chosen once per post (chunk 0) and kept for its chunks.
+  int best = 0;
+  uint64_t best_bytes = UINT64_MAX;
+  for (int i = 0; i < n; ++i) {
+    uint64_t b = r.channel->queue((rotation + i) % n).queued_bytes();
+    if (b < best_bytes) best = (rotation + i) % n, best_bytes = b;
+  }
+  return best;
+}
+
+Status AgentImpl::Post(XferHandle* h) {
+  KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
+  uint64_t w = r->record.load(std::memory_order_acquire);
+  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
+  Channel* ch = r->channel;
+  KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
+
+  const uint32_t nchunks = static_cast<uint32_t>(r->chunks.size());
+  r->gen = h->gen + 1;
+  r->error.store(0, std::memory_order_relaxed);
+  r->ctl.store(0, std::memory_order_relaxed);
+  r->pending.store(int64_t{nchunks} + 1, std::memory_order_relaxed);
+  r->record.store(PackRecord(r->gen, Code::kInProgress), std::memory_order_release);
+  h->gen = r->gen;
+  completer_.OnPost(r);
+
+  auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;
+  uint32_t rotation = rotation_.fetch_add(1, std::memory_order_relaxed);
+  int lane = PickLane(*r, 0, rotation);
+  uint32_t launched = 0;
+  Status failure;
+  for (; launched < nchunks; ++launched) {
+    if (launched > 0 && r->fixed_lane < 0 && r->stripe && r->total_bytes >= ctx_.options.stripe_min_bytes)
+      lane = PickLane(*r, launched, rotation);
+    LaneQueue& q = ch->queue(lane);
+    q.AddBytes(static_cast<int64_t>(r->chunks[launched].bytes));
+    failure = q.Push({r, launched, r->gen}, deadline, ch->closing());
+    if (!failure.ok()) {
+      q.AddBytes(-static_cast<int64_t>(r->chunks[launched].bytes));
+      r->SetError(failure);
+      break;
+    }
+  }
+  completer_.DropPending(r, int64_t{nchunks - launched} + 1);
+  if (launched == nchunks) return Status::InProgress();
+  // Failed half way: report only after the launched chunks have drained.
+  completer_.WaitPublished(r->record, r->gen, std::chrono::steady_clock::time_point::max());
+  return failure;
+}
+
+Status AgentImpl::Check(const XferHandle& h) const {
+  if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
+  const Request* r = slots_[h.slot].get();
+  // Acquire pairs with the release store in Completer::Publish.
+  uint64_t w = r->record.load(std::memory_order_acquire);
+  if (RecordGen(w) != h.gen) return Status::NotFound("stale transfer handle");
+  Code c = RecordCode(w);
+  if (c == Code::kOk) return Status::Ok();
+  if (c == Code::kInProgress) return Status::InProgress();
+  return Status(c, r->error_message);
+}
+
+Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) const {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto spin_until = std::chrono::steady_clock::now() + ctx_.options.spin;
+  for (;;) {
+    Status s = Check(h);
+    if (!s.in_progress()) return s;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return Status::Timeout("transfer still in flight after the wait timeout");
+    if (now >= spin_until) {
+      const_cast<Completer&>(completer_).WaitPublished(slots_[h.slot]->record, h.gen, deadline);
+    }
+  }
+}
+
+Status AgentImpl::Cancel(const XferHandle& h) {
+  KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(h));
+  uint64_t w = r->record.load(std::memory_order_acquire);
+  if (!r->in_use || RecordGen(w) != h.gen) return Status::NotFound("stale transfer handle");
+  if (RecordCode(w) != Code::kInProgress) return Status::Ok();  // finished: nothing to do
+  uint32_t v = r->ctl.load(std::memory_order_acquire);
+  for (;;) {
+    if (v & kCanceledBit) return Status::Ok();
+    if (v != 0) return Status::NotAllowed("a lane owns part of the transfer; wait for it");
+    // acq_rel pairs with the lanes' fetch_add in Channel::BeginChunk.
+    if (r->ctl.compare_exchange_weak(v, kCanceledBit, std::memory_order_acq_rel)) break;
+  }
+  r->SetError(Status::Canceled("canceled by the caller"));
+  return Status::Ok();
+}
+
+Status AgentImpl::Release(XferHandle* h) {
+  KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
+  uint64_t w = r->record.load(std::memory_order_acquire);
+  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (RecordCode(w) == Code::kInProgress) {
+    KVLANE_RETURN_IF_ERROR(Cancel(*h));
+    // Canceled chunks are skipped by the lanes without touching memory.
+    completer_.WaitPublished(r->record, h->gen, std::chrono::steady_clock::time_point::max());
+  }
+  FreeSlot(r);
+  *h = XferHandle{};
+  return Status::Ok();
+}
+
+void AgentImpl::FreeSlot(Request* r) {
+  uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
+  r->record.store(PackRecord(gen, Code::kNotFound), std::memory_order_release);  // stale for all
+  r->in_use = false;
+  r->peer.reset();
+  r->channel = nullptr;
+  r->segs.clear();
+  r->chunks.clear();
+  r->notif.clear();
+  std::lock_guard lock(free_mu_);
+  free_slots_.push_back(r->slot);
+}
+
+}  // namespace kvlane::core

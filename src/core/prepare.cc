@@ -1,0 +1,161 @@
+// Preparing descriptor lists and building transfers from them: every lookup
+// happens here, once, so that Post() only enqueues.
+#include <algorithm>
+
+#include "core/agent_impl.h"
+
+namespace kvlane::core {
+namespace {
+
+constexpr size_t kMaxNotif = 64u << 10;
+
+std::string DescError(size_t i, const Status& s) {
+  return "descriptor " + std::to_string(i) + ": " + s.message();
+}
+
+}  // namespace
+
+Result<PreparedId> AgentImpl::PrepareLocal(const DescList& list) {
+  auto p = std::make_shared<PreparedList>();
+  p->kind = list.kind;
+  p->descs.resize(list.descs.size());
+  for (size_t i = 0; i < list.descs.size(); ++i) {
+    const Desc& d = list.descs[i];
+    Status s = ctx_.registry->ResolveLocal(d.addr, d.len, list.kind, &p->descs[i]);
+    if (!s.ok()) return Status(s.code(), "local " + DescError(i, s));
+    p->lens.push_back(d.len);
+  }
+  std::lock_guard lock(prepared_mu_);
+  uint32_t id = next_prepared_++;
+  prepared_[id] = std::move(p);
+  return PreparedId{id};
+}
+
+Result<PreparedId> AgentImpl::PrepareRemote(std::string_view peer_name, const DescList& list) {
+  auto peer = FindPeer(peer_name);
+  if (!peer) return Status::NotFound("unknown peer '" + std::string(peer_name) + "'");
+  auto p = std::make_shared<PreparedList>();
+  p->remote = true;
+  p->kind = list.kind;
+  p->peer = peer;
+  p->descs.resize(list.descs.size());
+  std::lock_guard plock(peer->mu);
+  for (size_t i = 0; i < list.descs.size(); ++i) {
+    const Desc& d = list.descs[i];
+    Status s = ResolveRange(peer->meta.pieces, d.addr, d.len, list.kind, &p->descs[i]);
+    if (!s.ok()) return Status(s.code(), "remote " + DescError(i, s));
+    p->lens.push_back(d.len);
+  }
+  std::lock_guard lock(prepared_mu_);
+  uint32_t id = next_prepared_++;
+  prepared_[id] = std::move(p);
+  return PreparedId{id};
+}
+
+Status AgentImpl::ReleasePrepared(PreparedId id) {
+  std::lock_guard lock(prepared_mu_);
+  if (prepared_.erase(id.value) == 0) return Status::NotFound("unknown prepared list");
+  return Status::Ok();  // transfers made from it keep their own resolved copy
+}
+
+Result<std::shared_ptr<PreparedList>> AgentImpl::GetPrepared(PreparedId id) const {
+  std::lock_guard lock(prepared_mu_);
+  auto it = prepared_.find(id.value);
+  if (it == prepared_.end()) return Status::NotFound("unknown prepared list " + std::to_string(id.value));
+  return it->second;
+}
+
+// Walks local and remote ranges of each descriptor pair in lockstep, cutting at
+// every piece boundary of either side and at chunk_bytes.
+Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
+                                const PreparedList& remote, std::span<const uint32_t> ri) {
+  const uint64_t max_seg = ctx_.options.chunk_bytes;
+  size_t n = li.empty() ? local.descs.size() : li.size();
+  size_t m = ri.empty() ? remote.descs.size() : ri.size();
+  if (n != m) return Status::InvalidArgument("local and remote lists differ in length (" +
+                                             std::to_string(n) + " vs " + std::to_string(m) + ")");
+  if (n == 0) return Status::InvalidArgument("empty transfer");
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t a = li.empty() ? i : li[i], b = ri.empty() ? i : ri[i];
+    if (a >= local.descs.size() || b >= remote.descs.size())
+      return Status::InvalidArgument("descriptor index out of range at pair " + std::to_string(i));
+    if (local.lens[a] != remote.lens[b])
+      return Status::InvalidArgument("pair " + std::to_string(i) + ": local length " +
+                                     std::to_string(local.lens[a]) + " != remote length " +
+                                     std::to_string(remote.lens[b]));
+    const auto& L = local.descs[a];
+    const auto& R = remote.descs[b];
+    size_t x = 0, y = 0;
+    uint64_t xo = 0, yo = 0;
+    while (x < L.size() && y < R.size()) {
+      uint64_t take = std::min({L[x].len - xo, R[y].len - yo, max_seg});
+      r->segs.push_back({L[x].addr + xo, R[y].addr + yo, R[y].piece.key, L[x].piece.key, take});
+      r->total_bytes += take;
+      xo += take;
+      yo += take;
+      if (xo == L[x].len) ++x, xo = 0;
+      if (yo == R[y].len) ++y, yo = 0;
+    }
+  }
+  return Status::Ok();
+}
+
+// Groups consecutive segments into chunks of at most chunk_bytes and
+// max_segments_per_chunk segments.
+static void PlanChunks(Request* r, uint64_t chunk_bytes, uint32_t max_segs) {
+  ChunkPlan cur;
+  for (uint32_t i = 0; i < r->segs.size(); ++i) {
+    uint64_t len = r->segs[i].len;
+    bool full = cur.seg_end > cur.seg_begin &&
+                (cur.bytes + len > chunk_bytes || cur.seg_end - cur.seg_begin >= max_segs);
+    if (full) {
+      r->chunks.push_back(cur);
+      cur = ChunkPlan{i, i, 0};
+    }
+    cur.seg_end = i + 1;
+    cur.bytes += len;
+  }
+  r->chunks.push_back(cur);
+}
+
+Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span<const uint32_t> li,
+                                           PreparedId remote_id, std::span<const uint32_t> ri,
+                                           std::string_view notif, XferOptions xo) {
+  if (op != Op::kRead && op != Op::kWrite) return Status::InvalidArgument("unknown op");
+  if (notif.size() > kMaxNotif) return Status::InvalidArgument("notification larger than 64 KiB");
+  KVLANE_ASSIGN_OR_RETURN(auto local, GetPrepared(local_id));
+  KVLANE_ASSIGN_OR_RETURN(auto remote, GetPrepared(remote_id));
+  if (local->remote || !remote->remote)
+    return Status::InvalidArgument("MakeTransfer wants a local list first, then a remote list");
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer));
+  uint32_t slot;
+  {
+    std::lock_guard lock(free_mu_);
+    if (free_slots_.empty())
+      return Status::NotAllowed("all " + std::to_string(slots_.size()) +
+                                " transfer slots are in use (AgentOptions.max_requests)");
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  Request* r = slots_[slot].get();
+  r->op = op;
+  r->peer = remote->peer;
+  r->channel = ch;
+  r->notif.assign(notif);
+  r->fixed_lane = xo.lane;
+  r->stripe = xo.stripe;
+  r->total_bytes = 0;
+  Status s = BuildSegments(r, *local, li, *remote, ri);
+  if (!s.ok()) {
+    FreeSlot(r);
+    return s;
+  }
+  PlanChunks(r, ctx_.options.chunk_bytes, ctx_.options.max_segments_per_chunk);
+  r->in_use = true;
+  uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
+  r->gen = gen;
+  r->record.store(PackRecord(gen, Code::kOk), std::memory_order_release);  // "not posted": idle
+  return XferHandle{slot, gen};
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,65 @@
+#include "core/registry.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/random.h"
+
+namespace kvlane::core {
+
+Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device) {
+  if (addr == 0 || len == 0) return Status::InvalidArgument("RegisterMemory: null address or zero length");
+  if (addr + len < addr) return Status::InvalidArgument("RegisterMemory: range wraps");
+  std::unique_lock lock(mu_);
+  for (const Piece& p : sorted_) {
+    if (addr < p.base + p.len && p.base < addr + len)
+      return Status::InvalidArgument("RegisterMemory: range overlaps region " +
+                                     std::to_string(p.region) + "; deregister it first");
+  }
+  RegionId id{next_region_++};
+  for (uint64_t off = 0; off < len; off += piece_bytes_) {
+    Piece p{RandomU64(), addr + off, std::min(piece_bytes_, len - off), id.value, kind, device};
+    by_key_[p.key] = p;
+    sorted_.push_back(p);
+  }
+  std::sort(sorted_.begin(), sorted_.end(), [](const Piece& a, const Piece& b) { return a.base < b.base; });
+  return id;
+}
+
+Status Registry::Remove(RegionId id) {
+  std::unique_lock lock(mu_);  // waits for remote accesses in flight
+  auto dead = [&](const Piece& p) { return p.region == id.value; };
+  size_t before = sorted_.size();
+  std::erase_if(sorted_, dead);
+  if (sorted_.size() == before) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
+  std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
+  return Status::Ok();
+}
+
+std::vector<Piece> Registry::Pieces() const {
+  std::shared_lock lock(mu_);
+  return sorted_;
+}
+
+Status Registry::ResolveLocal(uint64_t addr, uint64_t len, MemoryKind kind,
+                              std::vector<PieceRange>* out) const {
+  std::shared_lock lock(mu_);
+  return ResolveRange(sorted_, addr, len, kind, out);
+}
+
+Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr) const {
+  if (closed_) return Status::RemoteDisconnect("peer agent is shutting down");
+  auto it = by_key_.find(key);
+  if (it == by_key_.end()) return Status::RemoteStale("region key is not registered (deregistered?)");
+  if (len == 0 || !Contains(it->second, addr, len))
+    return Status::NotAllowed("access outside the registered piece");
+  *ptr = reinterpret_cast<uint8_t*>(addr);
+  return Status::Ok();
+}
+
+void Registry::Close() {
+  std::unique_lock lock(mu_);
+  closed_ = true;
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,55 @@
+// Registry: this agent's registered memory, cut into pieces, and the live check
+// every remote access goes through.
+//
+// Thread-safety: all methods are thread-safe. Remote accesses hold a shared lock
+// for the duration of their copy, so Remove() returns only after accesses to the
+// removed pieces have finished.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "core/piece.h"
+#include "kvlane/memory.h"
+#include "kvlane/status.h"
+
+namespace kvlane::core {
+
+class Registry {
+ public:
+  explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
+
+  // REQUIRES: len > 0. Overlapping an existing registration is rejected.
+  Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device);
+  Status Remove(RegionId id);
+
+  // Copy of the live pieces, sorted by base.
+  std::vector<Piece> Pieces() const;
+  // Resolves a local range against the live pieces; appends to `out`.
+  Status ResolveLocal(uint64_t addr, uint64_t len, MemoryKind kind,
+                      std::vector<PieceRange>* out) const;
+
+  // Remote side: hold the returned lock across LookupLocked() and the copy.
+  std::shared_lock<std::shared_mutex> LockShared() const { return std::shared_lock(mu_); }
+  // REQUIRES: LockShared() held. Returns the local pointer for a peer's access,
+  // kRemoteStale when the key is gone, kNotAllowed when out of bounds, and
+  // kRemoteDisconnect after Close().
+  Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr) const;
+
+  // Agent shutting down: every later remote access fails.
+  void Close();
+
+ private:
+  const uint64_t piece_bytes_;
+  mutable std::shared_mutex mu_;
+  std::vector<Piece> sorted_;                        // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Piece> by_key_;       // GUARDED_BY(mu_)
+  uint64_t next_region_ = 1;                         // GUARDED_BY(mu_)
+  bool closed_ = false;                              // GUARDED_BY(mu_)
+};
+
+}  // namespace kvlane::core

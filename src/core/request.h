@@ -1,0 +1,77 @@
+// Request: the state of one transfer handle's slot. Built by MakeTransfer, reset
+// by each Post, finished by the lanes, read by Check through `record`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kvlane/status.h"
+#include "kvlane/transfer.h"
+
+namespace kvlane::core {
+
+class Channel;
+struct PeerState;
+
+// One contiguous pair: a local range and a remote range of equal length, each
+// inside one piece.
+struct Segment {
+  uint64_t local_addr = 0;
+  uint64_t remote_addr = 0;
+  uint64_t remote_key = 0;
+  uint64_t local_key = 0;
+  uint64_t len = 0;
+};
+
+// Segments [seg_begin, seg_end) of a request move as one unit on one lane.
+struct ChunkPlan {
+  uint32_t seg_begin = 0;
+  uint32_t seg_end = 0;
+  uint64_t bytes = 0;
+};
+
+// The terminal record word: generation in the high 32 bits, status code in the
+// low 32 bits (two's complement).
+inline uint64_t PackRecord(uint32_t gen, Code code) {
+  return (uint64_t{gen} << 32) | static_cast<uint32_t>(static_cast<int32_t>(code));
+}
+inline uint32_t RecordGen(uint64_t w) { return static_cast<uint32_t>(w >> 32); }
+inline Code RecordCode(uint64_t w) { return static_cast<Code>(static_cast<int32_t>(w)); }
+
+inline constexpr uint32_t kCanceledBit = 1u << 31;
+
+struct alignas(64) Request {
+  // Published with release after the transport let go of the memory; Check()
+  // reads it with acquire.
+  std::atomic<uint64_t> record{PackRecord(0, Code::kNotFound)};
+
+  // Fixed between MakeTransfer and Release.
+  uint32_t slot = 0;
+  bool in_use = false;
+  Op op = Op::kWrite;
+  std::shared_ptr<PeerState> peer;
+  Channel* channel = nullptr;
+  std::vector<Segment> segs;
+  std::vector<ChunkPlan> chunks;
+  std::string notif;
+  uint64_t total_bytes = 0;
+  int fixed_lane = -1;
+  bool stripe = true;
+
+  // Per post.
+  uint32_t gen = 0;
+  uint64_t seq = 0;                  // global post order (global-fifo)
+  std::atomic<int64_t> pending{0};   // chunks not retired, +1 while Post runs
+  std::atomic<int32_t> error{0};     // first error code of this post
+  std::atomic<uint32_t> ctl{0};      // chunks started by lanes | kCanceledBit
+  std::string error_message;         // written by whoever set `error`
+  std::atomic<bool> done_unpublished{false};  // global-fifo: finished, waiting for order
+
+  // Records the first error of this post.
+  void SetError(const Status& s);
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,112 @@
+#include "transport/local/local_transport.h"
+
+#include <cstring>
+#include <thread>
+
+#include "core/random.h"
+#include "core/request.h"
+#include "transport/local/local_directory.h"
+
+namespace kvlane::core {
+namespace {
+
+// Moves one chunk between this process's memory and the peer's registered memory.
+Status CopyChunk(const LocalEndpoint& peer, const WorkItem& w) {
+  const Request& r = *w.req;
+  const ChunkPlan& c = r.chunks[w.chunk];
+  auto lock = peer.registry->LockShared();  // Deregister waits for us
+  for (uint32_t i = c.seg_begin; i < c.seg_end; ++i) {
+    const Segment& s = r.segs[i];
+    uint8_t* remote = nullptr;
+    KVLANE_RETURN_IF_ERROR(peer.registry->LookupLocked(s.remote_key, s.remote_addr, s.len, &remote));
+    auto* local = reinterpret_cast<uint8_t*>(s.local_addr);
+    if (r.op == Op::kWrite) {
+      std::memcpy(remote, local, s.len);
+    } else {
+      std::memcpy(local, remote, s.len);
+    }
+  }
+  return Status::Ok();
+}
+
+class LocalChannel final : public Channel {
+ public:
+  LocalChannel(std::shared_ptr<LocalEndpoint> peer, std::string self_name, const AgentOptions& o,
+               Completer* completer)
+      : Channel(o.lanes_per_peer, o.lane_ring_slots, completer),
+        peer_(std::move(peer)),
+        self_name_(std::move(self_name)),
+        spin_(o.spin) {
+    for (int i = 0; i < lane_count(); ++i) threads_.emplace_back([this, i] { Run(i); });
+  }
+  ~LocalChannel() override { Close(); }
+
+  const char* transport() const override { return "local"; }
+
+  Status Notify(std::string_view bytes) override {
+    KVLANE_RETURN_IF_ERROR(latch().Get());
+    peer_->notifs->Push({self_name_, std::string(bytes)});
+    return Status::Ok();
+  }
+
+  void Close() override {
+    if (closing().load()) return;
+    BeginClose();
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  void Run(int lane) {
+    LaneQueue& q = queue(lane);
+    while (!closing().load(std::memory_order_acquire)) {
+      WorkItem* w = q.PeekIssue();
+      if (w == nullptr) {
+        q.WaitForIssue(spin_);
+        continue;
+      }
+      q.AdvanceIssue();
+      Status s = latch().Get();
+      if (s.ok()) s = BeginChunk(*w) ? CopyChunk(*peer_, *w) : Status::Canceled("canceled before start");
+      RetireHead(lane, s);
+    }
+    DrainLane(lane, Status::Canceled("channel closed"));
+  }
+
+  std::shared_ptr<LocalEndpoint> peer_;
+  std::string self_name_;
+  std::chrono::microseconds spin_;
+  std::vector<std::thread> threads_;
+};
+
+class LocalTransport final : public Transport {
+ public:
+  explicit LocalTransport(AgentContext* ctx) : ctx_(ctx) {}
+  const char* name() const override { return "local"; }
+
+  Status Start() override {
+    PublishLocal(ctx_->agent_id,
+                 std::make_shared<LocalEndpoint>(LocalEndpoint{ctx_->name, ctx_->registry, ctx_->notifs}));
+    return Status::Ok();
+  }
+  bool CanReach(const AgentMeta& peer) const override {
+    return peer.process_token == ProcessToken() && FindLocal(peer.agent_id) != nullptr;
+  }
+  Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) override {
+    auto ep = FindLocal(peer.agent_id);
+    if (ep == nullptr) return Status::RemoteDisconnect("local peer '" + peer.name + "' is gone");
+    return std::unique_ptr<Channel>(
+        new LocalChannel(std::move(ep), ctx_->name, ctx_->options, ctx_->completer));
+  }
+  void Stop() override { UnpublishLocal(ctx_->agent_id); }
+
+ private:
+  AgentContext* ctx_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> MakeLocalTransport(AgentContext* ctx) {
+  return std::make_unique<LocalTransport>(ctx);
+}
+
+}  // namespace kvlane::core

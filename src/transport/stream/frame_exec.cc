@@ -1,0 +1,117 @@
+#include "transport/stream/frame_exec.h"
+
+#include <sys/uio.h>
+
+#include "core/sys.h"
+
+namespace kvlane::core {
+
+Status FrameExecutor::Run() {
+  for (;;) {
+    FrameHeader h{};
+    KVLANE_RETURN_IF_ERROR(RecvAll(fd_, &h, sizeof(h)));
+    switch (static_cast<FrameType>(h.type)) {
+      case FrameType::kWrite: KVLANE_RETURN_IF_ERROR(Write(h)); break;
+      case FrameType::kRead: KVLANE_RETURN_IF_ERROR(Read(h)); break;
+      case FrameType::kNotify: KVLANE_RETURN_IF_ERROR(Notify(h)); break;
+      case FrameType::kNop:
+        if (h.nseg != 0 || h.bytes != 0) return Status::InvalidArgument("protocol: bad nop");
+        KVLANE_RETURN_IF_ERROR(Reply(h.ticket, Status::Ok()));
+        break;
+      default: return Status::InvalidArgument("protocol: unknown frame type");
+    }
+  }
+}
+
+// Protocol violations end the connection: the stream cannot be trusted after them.
+Status FrameExecutor::ReadSegs(const FrameHeader& h) {
+  if (h.nseg == 0 || h.nseg > kMaxWireSegs || h.bytes == 0 || h.bytes > kMaxFrameBytes)
+    return Status::InvalidArgument("protocol: bad frame size");
+  segs_.resize(h.nseg);
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, segs_.data(), h.nseg * sizeof(WireSeg)));
+  uint64_t sum = 0;
+  for (const WireSeg& s : segs_) {
+    if (s.len == 0 || s.len > kMaxFrameBytes) return Status::InvalidArgument("protocol: bad segment length");
+    sum += s.len;
+  }
+  if (sum != h.bytes) return Status::InvalidArgument("protocol: segment lengths do not add up");
+  return Status::Ok();
+}
+
+Status FrameExecutor::Validate() {
+  local_.clear();
+  remote_.clear();
+  for (const WireSeg& s : segs_) {
+    uint8_t* p = nullptr;
+    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(s.key, s.addr, s.len, &p));
+    local_.push_back({p, s.len});
+    remote_.push_back({reinterpret_cast<void*>(s.peer_addr), s.len});
+  }
+  return Status::Ok();
+}
+
+Status FrameExecutor::CmaCopy(bool into_target) {
+  const uint64_t want = [&] {
+    uint64_t n = 0;
+    for (const iovec& v : local_) n += v.iov_len;
+    return n;
+  }();
+  ssize_t got = into_target
+                    ? process_vm_readv(peer_pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0)
+                    : process_vm_writev(peer_pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
+  if (got < 0) {
+    if (errno == ESRCH) return Status::RemoteDisconnect("initiator process is gone");
+    return ErrnoStatus(into_target ? "process_vm_readv" : "process_vm_writev", errno);
+  }
+  if (static_cast<uint64_t>(got) != want) return Status::Backend("CMA copied a partial range");
+  return Status::Ok();
+}
+
+Status FrameExecutor::Write(const FrameHeader& h) {
+  KVLANE_RETURN_IF_ERROR(ReadSegs(h));
+  auto lock = ctx_->registry->LockShared();  // Deregister waits for this copy
+  Status v = Validate();
+  if (!v.ok()) {
+    lock.unlock();
+    if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
+    return Reply(h.ticket, v);
+  }
+  Status s = mode_ == PayloadMode::kInline ? RecvIov(fd_, local_.data(), static_cast<int>(local_.size()))
+                                           : CmaCopy(/*into_target=*/true);
+  lock.unlock();
+  if (!s.ok() && mode_ == PayloadMode::kInline) return s;  // stream broken
+  return Reply(h.ticket, s);
+}
+
+Status FrameExecutor::Read(const FrameHeader& h) {
+  KVLANE_RETURN_IF_ERROR(ReadSegs(h));
+  auto lock = ctx_->registry->LockShared();
+  Status v = Validate();
+  if (!v.ok()) {
+    lock.unlock();
+    return Reply(h.ticket, v);
+  }
+  if (mode_ == PayloadMode::kCma) {
+    Status s = CmaCopy(/*into_target=*/false);
+    lock.unlock();
+    return Reply(h.ticket, s);
+  }
+  ReplyHeader r{h.ticket, 0, 0, h.bytes};
+  local_.insert(local_.begin(), iovec{&r, sizeof(r)});
+  return SendIov(fd_, local_.data(), static_cast<int>(local_.size()));
+}
+
+Status FrameExecutor::Notify(const FrameHeader& h) {
+  if (h.nseg != 0 || h.bytes > kMaxNotifyBytes) return Status::InvalidArgument("protocol: bad notify");
+  std::string bytes(h.bytes, '\0');
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, bytes.data(), bytes.size()));
+  ctx_->notifs->Push({peer_name_, std::move(bytes)});
+  return Reply(h.ticket, Status::Ok());
+}
+
+Status FrameExecutor::Reply(uint64_t ticket, const Status& s) {
+  ReplyHeader r{ticket, static_cast<int32_t>(s.code()), 0, 0};
+  return SendAll(fd_, &r, sizeof(r));
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,47 @@
+// Executes one initiator frame on the target side: validates every segment
+// against the live registry, moves the bytes (inline or CMA), writes the reply.
+#pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <string>
+#include <vector>
+
+#include "transport/stream/server.h"
+#include "transport/stream/wire.h"
+
+namespace kvlane::core {
+
+class FrameExecutor {
+ public:
+  FrameExecutor(AgentContext* ctx, PayloadMode mode, int fd, pid_t peer_pid, std::string peer_name)
+      : ctx_(ctx), mode_(mode), fd_(fd), peer_pid_(peer_pid), peer_name_(std::move(peer_name)) {
+    segs_.reserve(kMaxWireSegs);
+    local_.reserve(kMaxWireSegs + 1);
+    remote_.reserve(kMaxWireSegs);
+  }
+
+  // Serves frames until the connection ends. Returns why it ended.
+  Status Run();
+
+ private:
+  Status ReadSegs(const FrameHeader& h);
+  Status Validate();  // REQUIRES: registry lock held; fills local_
+  Status Write(const FrameHeader& h);
+  Status Read(const FrameHeader& h);
+  Status Notify(const FrameHeader& h);
+  Status Reply(uint64_t ticket, const Status& s);
+  Status CmaCopy(bool into_target);
+
+  AgentContext* ctx_;
+  const PayloadMode mode_;
+  const int fd_;
+  const pid_t peer_pid_;
+  const std::string peer_name_;
+  std::vector<WireSeg> segs_;
+  std::vector<iovec> local_;   // target memory
+  std::vector<iovec> remote_;  // initiator memory (CMA)
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,230 @@
+#include "transport/stream/socket.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "core/sys.h"
+
+namespace kvlane::core {
+namespace {
+
+Status IoError(const char* what, int err) {
+  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
+    return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
+  return ErrnoStatus(what, err);
+}
+
+// Drops `done` bytes from the front of iov[*first..n).
+void Advance(struct iovec* iov, int n, int* first, size_t done) {
+  while (*first < n && done >= iov[*first].iov_len) done -= iov[(*first)++].iov_len;
+  if (*first < n) {
+    iov[*first].iov_base = static_cast<char*>(iov[*first].iov_base) + done;
+    iov[*first].iov_len -= done;
+  }
+}
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+Status WaitConnected(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLOUT, 0};
+  int rc;
+  KVLANE_SYSCALL_RETRY(rc, poll(&p, 1, static_cast<int>(timeout.count())));
+  if (rc == 0) return Status::Timeout("connect timed out");
+  int err = 0;
+  socklen_t len = sizeof(err);
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (err != 0) return Status::RemoteDisconnect(std::string("connect: ") + std::strerror(err));
+  return Status::Ok();
+}
+
+Status SetBlocking(int fd, bool blocking) {
+  int flags = fcntl(fd, F_GETFL, 0);
+  if (flags < 0) return ErrnoStatus("fcntl", errno);
+  flags = blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK;
+  if (fcntl(fd, F_SETFL, flags) < 0) return ErrnoStatus("fcntl", errno);
+  return Status::Ok();
+}
+
+sockaddr_un UnixAddr(const std::string& name, socklen_t* len) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  size_t n = std::min(name.size(), sizeof(a.sun_path) - 2);
+  std::memcpy(a.sun_path + 1, name.data(), n);  // leading NUL: abstract namespace
+  *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+  return a;
+}
+
+}  // namespace
+
+void Fd::Reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Status SendIov(int fd, struct iovec* iov, int n) {
+  int first = 0;
+  while (first < n) {
+    msghdr msg{};
+    msg.msg_iov = iov + first;
+    msg.msg_iovlen = std::min(n - first, 1024);
+    ssize_t rc;
+    KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL));
+    if (rc < 0) return IoError("sendmsg", errno);
+    Advance(iov, n, &first, static_cast<size_t>(rc));
+    while (first < n && iov[first].iov_len == 0) ++first;
+  }
+  return Status::Ok();
+}
+
+Status SendAll(int fd, const void* buf, size_t len) {
+  iovec v{const_cast<void*>(buf), len};
+  return SendIov(fd, &v, 1);
+}
+
+Status RecvIov(int fd, struct iovec* iov, int n) {
+  int first = 0;
+  while (first < n && iov[first].iov_len == 0) ++first;
+  while (first < n) {
+    msghdr msg{};
+    msg.msg_iov = iov + first;
+    msg.msg_iovlen = std::min(n - first, 1024);
+    ssize_t rc;
+    KVLANE_SYSCALL_RETRY(rc, recvmsg(fd, &msg, MSG_WAITALL));
+    if (rc < 0) return IoError("recvmsg", errno);
+    if (rc == 0) return Status::RemoteDisconnect("peer closed the connection");
+    Advance(iov, n, &first, static_cast<size_t>(rc));
+    while (first < n && iov[first].iov_len == 0) ++first;
+  }
+  return Status::Ok();
+}
+
+Status RecvAll(int fd, void* buf, size_t len) {
+  iovec v{buf, len};
+  return RecvIov(fd, &v, 1);
+}
+
+Status Discard(int fd, uint64_t len) {
+  char sink[16384];
+  while (len > 0) {
+    size_t n = std::min<uint64_t>(len, sizeof(sink));
+    KVLANE_RETURN_IF_ERROR(RecvAll(fd, sink, n));
+    len -= n;
+  }
+  return Status::Ok();
+}
+
+Status WaitReadable(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN, 0};
+  int rc;
+  KVLANE_SYSCALL_RETRY(rc, poll(&p, 1, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count())));
+  if (rc < 0) return ErrnoStatus("poll", errno);
+  if (rc == 0) return Status::Timeout("no data from peer within the I/O timeout");
+  return Status::Ok();
+}
+
+Status SplitHostPort(const std::string& hp, std::string* host, uint16_t* port) {
+  size_t colon = hp.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= hp.size())
+    return Status::InvalidArgument("expected HOST:PORT, got '" + hp + "'");
+  std::string h = hp.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  char* end = nullptr;
+  unsigned long p = std::strtoul(hp.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p > 65535) return Status::InvalidArgument("bad port in '" + hp + "'");
+  *host = h.empty() ? "0.0.0.0" : h;
+  *port = static_cast<uint16_t>(p);
+  return Status::Ok();
+}
+
+Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  std::string ps = std::to_string(port);
+  int rc = getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
+  if (rc != 0) return Status::InvalidArgument("cannot resolve listen host '" + host + "': " + gai_strerror(rc));
+  Fd fd(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool bad = !fd.valid() || bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 || listen(fd.get(), 128) != 0;
+  int err = errno;
+  freeaddrinfo(res);
+  if (bad) return ErrnoStatus(("listen on " + host + ":" + ps).c_str(), err);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof(ss);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len);
+  *bound_port = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                               : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return fd;
+}
+
+Result<Fd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  std::string ps = std::to_string(port);
+  int rc = getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
+  if (rc != 0) return Status::RemoteDisconnect("cannot resolve '" + host + "': " + gai_strerror(rc));
+  Fd fd(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  Status s = fd.valid() ? Status::Ok() : ErrnoStatus("socket", errno);
+  if (s.ok() && connect(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
+    s = errno == EINPROGRESS ? WaitConnected(fd.get(), timeout)
+                             : Status::RemoteDisconnect(std::string("connect: ") + std::strerror(errno));
+  }
+  freeaddrinfo(res);
+  if (!s.ok()) return Status(s.code(), s.message() + " (" + host + ":" + ps + ")");
+  KVLANE_RETURN_IF_ERROR(SetBlocking(fd.get(), true));
+  SetNoDelay(fd.get());
+  return fd;
+}
+
+Result<Fd> ListenUnix(const std::string& name) {
+  socklen_t len;
+  sockaddr_un a = UnixAddr(name, &len);
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0) return ErrnoStatus("bind(unix)", errno);
+  if (listen(fd.get(), 128) != 0) return ErrnoStatus("listen(unix)", errno);
+  return fd;
+}
+
+Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout) {
+  socklen_t len;
+  sockaddr_un a = UnixAddr(name, &len);
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0) {
+    if (errno != EINPROGRESS && errno != EAGAIN)
+      return Status::RemoteDisconnect(std::string("connect(unix): ") + std::strerror(errno));
+    KVLANE_RETURN_IF_ERROR(WaitConnected(fd.get(), timeout));
+  }
+  KVLANE_RETURN_IF_ERROR(SetBlocking(fd.get(), true));
+  return fd;
+}
+
+Result<Fd> Accept(int listen_fd) {
+  int fd;
+  KVLANE_SYSCALL_RETRY(fd, accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC));
+  if (fd < 0) {
+    if (errno == EINVAL || errno == EBADF) return Status::Canceled("listener closed");
+    return ErrnoStatus("accept", errno);
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // harmless on unix sockets
+  return Fd(fd);
+}
+
+}  // namespace kvlane::core

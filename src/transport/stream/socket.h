@@ -1,0 +1,60 @@
+// Socket helpers for the stream transports (tcp, shm's unix control sockets).
+// Every call retries EINTR and turns failures into Status.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "kvlane/status.h"
+
+namespace kvlane::core {
+
+// Owns a file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { Reset(); }
+  Fd(Fd&& o) noexcept : fd_(o.Release()) {}
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      fd_ = o.Release();
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  bool valid() const { return fd_ >= 0; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset();
+
+ private:
+  int fd_ = -1;
+};
+
+// Writes every byte of `iov[0..n)`; may modify iov. kRemoteDisconnect on EOF/EPIPE.
+Status SendIov(int fd, struct iovec* iov, int n);
+Status SendAll(int fd, const void* buf, size_t len);
+// Reads exactly the bytes of iov[0..n) (scatter); may modify iov.
+Status RecvIov(int fd, struct iovec* iov, int n);
+Status RecvAll(int fd, void* buf, size_t len);
+// Reads and drops `len` bytes.
+Status Discard(int fd, uint64_t len);
+// Waits until fd is readable. kTimeout after `timeout` (negative: forever).
+Status WaitReadable(int fd, std::chrono::milliseconds timeout);
+
+Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port);
+Result<Fd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
+// Abstract-namespace unix sockets (name without the leading NUL).
+Result<Fd> ListenUnix(const std::string& name);
+Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout);
+// Accepts one connection; kCanceled when the listener was shut down.
+Result<Fd> Accept(int listen_fd);
+
+// Splits "host:port" ("[v6]:port" too).
+Status SplitHostPort(const std::string& hp, std::string* host, uint16_t* port);
+
+}  // namespace kvlane::core

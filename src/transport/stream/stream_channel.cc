@@ -1,0 +1,186 @@
+#include "transport/stream/stream_channel.h"
+
+#include <sys/socket.h>
+
+#include "core/request.h"
+
+namespace kvlane::core {
+
+StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name)
+    : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
+      mode_(mode),
+      name_(name),
+      spin_(ctx.options.spin),
+      io_timeout_(ctx.options.io_timeout),
+      max_segs_(std::min<uint32_t>(ctx.options.max_segments_per_chunk, kMaxWireSegs)) {}
+
+Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, PayloadMode mode,
+                                                     const char* name, const Dialer& dial) {
+  std::unique_ptr<StreamChannel> ch(new StreamChannel(ctx, mode, name));
+  KVLANE_ASSIGN_OR_RETURN(ch->control_, dial(ConnRole::kControl));
+  for (int i = 0; i < ch->lane_count(); ++i) {
+    auto l = std::make_unique<Lane>();
+    KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane));
+    l->segs.resize(ch->max_segs_);
+    l->send_iov.resize(ch->max_segs_ + 1);
+    l->recv_iov.resize(ch->max_segs_);
+    ch->lanes_.push_back(std::move(l));
+  }
+  for (int i = 0; i < ch->lane_count(); ++i) {
+    ch->lanes_[i]->sender = std::thread([p = ch.get(), i] { p->Send(i); });
+    ch->lanes_[i]->receiver = std::thread([p = ch.get(), i] { p->Receive(i); });
+  }
+  return std::unique_ptr<Channel>(std::move(ch));
+}
+
+void StreamChannel::Fail(int i, const Status& s) {
+  latch().Latch(s);
+  for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);  // wake both sides of every lane
+  (void)i;
+  for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
+}
+
+Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
+  const Request& r = *w.req;
+  const ChunkPlan& c = r.chunks[w.chunk];
+  FrameHeader h{};
+  h.ticket = l.sent;
+  uint32_t n = c.seg_end - c.seg_begin;
+  if (!BeginChunk(w)) {  // canceled before start (the request already holds kCanceled):
+                         // a nop keeps the reply order
+    h.type = static_cast<uint8_t>(FrameType::kNop);
+    return SendAll(l.fd.get(), &h, sizeof(h));
+  }
+  h.type = static_cast<uint8_t>(r.op == Op::kWrite ? FrameType::kWrite : FrameType::kRead);
+  h.nseg = n;
+  h.bytes = c.bytes;
+  bool cma = mode_ == PayloadMode::kCma;
+  for (uint32_t k = 0; k < n; ++k) {
+    const Segment& s = r.segs[c.seg_begin + k];
+    l.segs[k] = {s.remote_key, s.remote_addr, s.len, cma ? s.local_addr : 0};
+  }
+  iovec* v = l.send_iov.data();
+  iovec head[2] = {{&h, sizeof(h)}, {l.segs.data(), n * sizeof(WireSeg)}};
+  if (cma || r.op == Op::kRead) return SendIov(l.fd.get(), head, 2);
+  KVLANE_RETURN_IF_ERROR(SendIov(l.fd.get(), head, 2));
+  for (uint32_t k = 0; k < n; ++k) {
+    const Segment& s = r.segs[c.seg_begin + k];
+    v[k] = {reinterpret_cast<void*>(s.local_addr), s.len};
+  }
+  return SendIov(l.fd.get(), v, static_cast<int>(n));
+}
+
+void StreamChannel::Send(int i) {
+  Lane& l = *lanes_[i];
+  LaneQueue& q = queue(i);
+  while (!closing().load(std::memory_order_acquire) && !latch().latched()) {
+    WorkItem* w = q.PeekIssue();
+    if (w == nullptr) {
+      q.WaitForIssue(spin_);
+      continue;
+    }
+    WorkItem item = *w;
+    Status s = SendItem(l, item);
+    if (!s.ok()) {
+      Fail(i, s);
+      break;
+    }
+    ++l.sent;
+    q.AdvanceIssue();
+  }
+  // The receiver owns the retire cursor until it is done; then we drain.
+  while (!l.receiver_done.load(std::memory_order_acquire)) q.WaitForIssue(std::chrono::microseconds(100));
+  Status why = latch().latched() ? latch().Get() : Status::Canceled("channel closed");
+  for (;;) {
+    DrainLane(i, why);
+    if (closing().load(std::memory_order_acquire)) break;
+    q.WaitForIssue(spin_);
+  }
+  DrainLane(i, why);
+}
+
+Status StreamChannel::ReceiveOne(Lane& l, int i) {
+  ReplyHeader r{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &r, sizeof(r)));
+  LaneQueue& q = queue(i);
+  WorkItem* w = q.PeekRetire();
+  if (w == nullptr || r.ticket != l.replied) return Status::Backend("protocol: reply out of order");
+  const Request& req = *w->req;
+  const ChunkPlan& c = req.chunks[w->chunk];
+  Status s = IsKnownCode(r.status) ? Status(static_cast<Code>(r.status), "reported by the peer")
+                                   : Status::Backend("protocol: bad status");
+  if (r.bytes != 0) {  // tcp READ payload: scatter straight into local memory
+    if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
+    uint32_t n = c.seg_end - c.seg_begin;
+    for (uint32_t k = 0; k < n; ++k) {
+      const Segment& sg = req.segs[c.seg_begin + k];
+      l.recv_iov[k] = {reinterpret_cast<void*>(sg.local_addr), sg.len};
+    }
+    KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
+  }
+  ++l.replied;
+  RetireHead(i, s);
+  return Status::Ok();
+}
+
+void StreamChannel::Receive(int i) {
+  Lane& l = *lanes_[i];
+  LaneQueue& q = queue(i);
+  auto last = std::chrono::steady_clock::now();
+  while (!closing().load(std::memory_order_acquire) && !latch().latched()) {
+    bool busy = q.HasUnretired();
+    Status s = WaitReadable(l.fd.get(), busy ? io_timeout_ : std::chrono::milliseconds(1000));
+    if (s.code() == Code::kTimeout) {
+      if (busy && std::chrono::steady_clock::now() - last >= io_timeout_) {
+        Fail(i, Status::Timeout("peer sent nothing for the whole io_timeout"));
+        break;
+      }
+      if (!busy) last = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (s.ok()) s = ReceiveOne(l, i);
+    if (!s.ok()) {
+      Fail(i, closing().load() ? Status::Canceled("channel closed") : s);
+      break;
+    }
+    last = std::chrono::steady_clock::now();
+  }
+  Status why = latch().latched() ? latch().Get() : Status::Canceled("channel closed");
+  while (q.HasUnretired()) RetireHead(i, why);
+  l.receiver_done.store(true, std::memory_order_release);
+  q.Wake();
+}
+
+Status StreamChannel::Notify(std::string_view bytes) {
+  std::lock_guard lock(control_mu_);
+  KVLANE_RETURN_IF_ERROR(latch().Get());
+  FrameHeader h{};
+  h.type = static_cast<uint8_t>(FrameType::kNotify);
+  h.bytes = bytes.size();
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(bytes.data()), bytes.size()}};
+  Status s = SendIov(control_.get(), v, 2);
+  ReplyHeader r{};
+  if (s.ok()) s = WaitReadable(control_.get(), io_timeout_);
+  if (s.ok()) s = RecvAll(control_.get(), &r, sizeof(r));
+  if (!s.ok()) {
+    Fail(0, s);
+    return s;
+  }
+  if (r.status != 0) return Status::Backend("peer refused the notification");
+  return Status::Ok();
+}
+
+void StreamChannel::Close() {
+  std::call_once(close_once_, [this] {
+    BeginClose();
+    for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);
+    for (auto& l : lanes_) {
+      l->receiver.join();
+      l->sender.join();
+    }
+    std::lock_guard lock(control_mu_);
+    if (control_.valid()) shutdown(control_.get(), SHUT_RDWR);
+  });
+}
+
+}  // namespace kvlane::core

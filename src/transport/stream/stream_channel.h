@@ -1,0 +1,62 @@
+// StreamChannel: the initiator side of tcp and shm. Each lane is one connection
+// with a sender thread (issues frames in ticket order) and a receiver thread
+// (reads replies and retires tickets FIFO). A separate control connection
+// carries notifications.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "transport/stream/server.h"
+#include "transport/stream/socket.h"
+#include "transport/stream/wire.h"
+
+namespace kvlane::core {
+
+// Opens one authenticated connection to the peer.
+using Dialer = std::function<Result<Fd>(ConnRole role)>;
+
+class StreamChannel final : public Channel {
+ public:
+  // Dials lanes_per_peer lane connections and one control connection.
+  static Result<std::unique_ptr<Channel>> Open(const AgentContext& ctx, PayloadMode mode,
+                                               const char* name, const Dialer& dial);
+  ~StreamChannel() override { Close(); }
+
+  const char* transport() const override { return name_; }
+  Status Notify(std::string_view bytes) override;
+  void Close() override;
+
+ private:
+  struct Lane {
+    Fd fd;
+    std::thread sender, receiver;
+    std::atomic<bool> receiver_done{false};
+    std::vector<WireSeg> segs;    // sender scratch
+    std::vector<iovec> send_iov;  // sender scratch
+    std::vector<iovec> recv_iov;  // receiver scratch
+    uint64_t sent = 0;            // tickets sent (sender)
+    uint64_t replied = 0;         // tickets retired (receiver)
+  };
+  StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name);
+  void Send(int i);
+  void Receive(int i);
+  Status SendItem(Lane& l, const WorkItem& w);
+  Status ReceiveOne(Lane& l, int i);
+  void Fail(int i, const Status& s);
+
+  const PayloadMode mode_;
+  const char* name_;
+  const std::chrono::microseconds spin_;
+  const std::chrono::milliseconds io_timeout_;
+  const uint32_t max_segs_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::mutex control_mu_;
+  Fd control_;  // GUARDED_BY(control_mu_)
+  std::once_flag close_once_;
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,104 @@
+#include "transport/stream/stream_transport.h"
+
+#include <cstdio>
+
+#include "core/host_info.h"
+#include "transport/stream/server.h"
+#include "transport/stream/stream_channel.h"
+
+namespace kvlane::core {
+namespace {
+
+// Sends the Hello on a fresh connection and checks the reply.
+Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
+  HelloFrame h{};
+  h.magic = kHelloMagic;
+  h.version = kWireVersion;
+  h.role = static_cast<uint8_t>(role);
+  h.name_len = static_cast<uint8_t>(ctx.name.size());
+  h.target_id = peer.agent_id;
+  std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
+  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, 2));
+  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
+  HelloReply r{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &r, sizeof(r)));
+  if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
+  return Status::Ok();
+}
+
+bool IsWildcard(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+
+class StreamTransport final : public Transport {
+ public:
+  StreamTransport(AgentContext* ctx, PayloadMode mode) : ctx_(ctx), mode_(mode), server_(ctx, mode) {}
+  ~StreamTransport() override { server_.Stop(); }
+
+  const char* name() const override { return mode_ == PayloadMode::kCma ? "shm" : "tcp"; }
+
+  Status Start() override {
+    if (mode_ == PayloadMode::kCma) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "kvlane-%016llx", static_cast<unsigned long long>(ctx_->agent_id));
+      socket_name_ = buf;
+      KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenUnix(socket_name_));
+      server_.Start(std::move(fd));
+      return Status::Ok();
+    }
+    const AgentOptions& o = ctx_->options;
+    KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(o.tcp_listen_host, o.tcp_listen_port, &port_));
+    host_ = !o.tcp_advertise_host.empty() ? o.tcp_advertise_host
+            : IsWildcard(o.tcp_listen_host) ? HostName()
+                                            : o.tcp_listen_host;
+    server_.Start(std::move(fd));
+    return Status::Ok();
+  }
+
+  void Export(AgentMeta* self) const override {
+    if (mode_ == PayloadMode::kCma) {
+      self->shm_socket = socket_name_;
+    } else {
+      self->tcp_host = host_;
+      self->tcp_port = port_;
+    }
+  }
+
+  bool CanReach(const AgentMeta& peer) const override {
+    if (mode_ == PayloadMode::kCma) return !peer.shm_socket.empty() && peer.boot_id == BootId();
+    return !peer.tcp_host.empty() && peer.tcp_port != 0;
+  }
+
+  Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) override {
+    auto dial = [this, &peer](ConnRole role) -> Result<Fd> {
+      auto timeout = ctx_->options.connect_timeout;
+      auto fd = mode_ == PayloadMode::kCma ? ConnectUnix(peer.shm_socket, timeout)
+                                           : ConnectTcp(peer.tcp_host, peer.tcp_port, timeout);
+      if (!fd.ok()) return fd.status();
+      KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role));
+      return std::move(fd).value();
+    };
+    return StreamChannel::Open(*ctx_, mode_, name(), dial);
+  }
+
+  void Stop() override { server_.Stop(); }
+
+ private:
+  AgentContext* ctx_;
+  const PayloadMode mode_;
+  StreamServer server_;
+  std::string socket_name_;
+  std::string host_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> MakeTcpTransport(AgentContext* ctx) {
+  return std::make_unique<StreamTransport>(ctx, PayloadMode::kInline);
+}
+
+std::unique_ptr<Transport> MakeShmTransport(AgentContext* ctx) {
+  return std::make_unique<StreamTransport>(ctx, PayloadMode::kCma);
+}
+
+}  // namespace kvlane::core

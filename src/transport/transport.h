@@ -1,0 +1,63 @@
+// Transport: one way of reaching peers (local, shm, tcp, cuda), behind split
+// phases: Start (listeners), Export (endpoint into our metadata), CanReach,
+// Connect (a Channel with lanes), Stop. Progress runs on the transport's own
+// threads, never inside Check().
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/channel.h"
+#include "core/completer.h"
+#include "core/metadata.h"
+#include "core/registry.h"
+#include "kvlane/options.h"
+#include "kvlane/transfer.h"
+
+namespace kvlane::core {
+
+// Received notifications of one agent. Thread-safe.
+class NotifQueue {
+ public:
+  void Push(Notification n) {
+    std::lock_guard lock(mu_);
+    items_.push_back(std::move(n));
+  }
+  std::vector<Notification> TakeAll() {
+    std::lock_guard lock(mu_);
+    return std::exchange(items_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Notification> items_;  // GUARDED_BY(mu_)
+};
+
+// What every transport of an agent shares. Outlives the transports.
+struct AgentContext {
+  AgentOptions options;
+  std::string name;
+  uint64_t agent_id = 0;
+  Secret secret{};
+  std::shared_ptr<Registry> registry;
+  std::shared_ptr<NotifQueue> notifs;
+  Completer* completer = nullptr;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  // Starts listeners. Called once before Export.
+  virtual Status Start() { return Status::Ok(); }
+  // Adds this transport's endpoint to our metadata.
+  virtual void Export(AgentMeta* self) const { (void)self; }
+  virtual bool CanReach(const AgentMeta& peer) const = 0;
+  virtual Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) = 0;
+  // Stops listeners and server threads. Called once, before destruction.
+  virtual void Stop() {}
+};
+
+}  // namespace kvlane::core
