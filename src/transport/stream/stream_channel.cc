@@ -46,8 +46,7 @@ Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
   FrameHeader h{};
   h.ticket = l.sent;
   uint32_t n = c.seg_end - c.seg_begin;
-  if (!BeginChunk(w)) {  // canceled before start (the request already holds kCanceled):
-                         // a nop keeps the reply order
+  if (w.canceled) {  // canceled before start: a nop keeps the reply order
     h.type = static_cast<uint8_t>(FrameType::kNop);
     return SendAll(l.fd.get(), &h, sizeof(h));
   }
@@ -79,8 +78,8 @@ void StreamChannel::Send(int i) {
       q.WaitForIssue(spin_);
       continue;
     }
-    WorkItem item = *w;
-    Status s = SendItem(l, item);
+    w->canceled = !BeginChunk(*w);  // read by the receiver after AdvanceIssue's release
+    Status s = SendItem(l, *w);
     if (!s.ok()) {
       Fail(i, s);
       break;
@@ -107,8 +106,13 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w == nullptr || r.ticket != l.replied) return Status::Backend("protocol: reply out of order");
   const Request& req = *w->req;
   const ChunkPlan& c = req.chunks[w->chunk];
-  Status s = IsKnownCode(r.status) ? Status(static_cast<Code>(r.status), "reported by the peer")
-                                   : Status::Backend("protocol: bad status");
+  Status s;
+  if (w->canceled) {
+    s = Status::Canceled("canceled before start");
+  } else if (r.status != 0) {
+    s = IsKnownCode(r.status) && r.status < 0 ? Status(static_cast<Code>(r.status), "reported by the peer")
+                                              : Status::Backend("protocol: bad status");
+  }
   if (r.bytes != 0) {  // tcp READ payload: scatter straight into local memory
     if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
     uint32_t n = c.seg_end - c.seg_begin;
@@ -175,8 +179,8 @@ void StreamChannel::Close() {
     BeginClose();
     for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);
     for (auto& l : lanes_) {
-      l->receiver.join();
-      l->sender.join();
+      if (l->receiver.joinable()) l->receiver.join();
+      if (l->sender.joinable()) l->sender.join();
     }
     std::lock_guard lock(control_mu_);
     if (control_.valid()) shutdown(control_.get(), SHUT_RDWR);
