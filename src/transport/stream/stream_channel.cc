@@ -22,7 +22,7 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
     auto l = std::make_unique<Lane>();
     KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane));
     l->segs.resize(ch->max_segs_);
-    l->send_iov.resize(ch->max_segs_ + 1);
+    l->send_iov.resize(ch->max_segs_ + 2);
     l->recv_iov.resize(ch->max_segs_);
     ch->lanes_.push_back(std::move(l));
   }
@@ -58,15 +58,19 @@ Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
     const Segment& s = r.segs[c.seg_begin + k];
     l.segs[k] = {s.remote_key, s.remote_addr, s.len, cma ? s.local_addr : 0};
   }
+  // One sendmsg: header, segment table and (tcp WRITE) the payload gathered
+  // straight from registered memory.
   iovec* v = l.send_iov.data();
-  iovec head[2] = {{&h, sizeof(h)}, {l.segs.data(), n * sizeof(WireSeg)}};
-  if (cma || r.op == Op::kRead) return SendIov(l.fd.get(), head, 2);
-  KVLANE_RETURN_IF_ERROR(SendIov(l.fd.get(), head, 2));
-  for (uint32_t k = 0; k < n; ++k) {
-    const Segment& s = r.segs[c.seg_begin + k];
-    v[k] = {reinterpret_cast<void*>(s.local_addr), s.len};
+  v[0] = {&h, sizeof(h)};
+  v[1] = {l.segs.data(), n * sizeof(WireSeg)};
+  int count = 2;
+  if (!cma && r.op == Op::kWrite) {
+    for (uint32_t k = 0; k < n; ++k) {
+      const Segment& s = r.segs[c.seg_begin + k];
+      v[count++] = {reinterpret_cast<void*>(s.local_addr), s.len};
+    }
   }
-  return SendIov(l.fd.get(), v, static_cast<int>(n));
+  return SendIov(l.fd.get(), v, count);
 }
 
 void StreamChannel::Send(int i) {
@@ -103,6 +107,14 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &r, sizeof(r)));
   LaneQueue& q = queue(i);
   WorkItem* w = q.PeekRetire();
+  // The sender advances the issue cursor just after its sendmsg returns, and the
+  // reply can beat it here: wait for it, bounded (a reply for nothing sent is a
+  // protocol violation).
+  for (auto until = std::chrono::steady_clock::now() + io_timeout_;
+       w == nullptr && r.ticket == l.replied && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::yield();
+    w = q.PeekRetire();
+  }
   if (w == nullptr || r.ticket != l.replied) return Status::Backend("protocol: reply out of order");
   const Request& req = *w->req;
   const ChunkPlan& c = req.chunks[w->chunk];
