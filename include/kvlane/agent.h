@@ -35,6 +35,9 @@ class Agent {
 
   const std::string& name() const;
   const AgentOptions& options() const;
+  // Port the metadata listener is bound to (resolves metadata_listen "host:0");
+  // 0 when options().metadata_listen is empty.
+  uint16_t metadata_port() const;
 
   // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
   // into pieces transparently. REQUIRES: the memory outlives the registration.
@@ -50,8 +53,10 @@ class Agent {
   // Loads a peer's blob (re-loading refreshes its region table). Returns its name.
   Result<std::string> LoadPeer(std::string_view blob);
   Status RemovePeer(std::string_view peer);
-  // The transport chosen for a peer ("local", "shm", "tcp", "cuda"); connects if needed.
-  Result<std::string> PeerTransport(std::string_view peer);
+  // The transport that moves `kind` memory to and from a peer ("local", "shm",
+  // "tcp", "cuda"): the first enabled one, in options order, that moves that kind
+  // and reaches the peer. Connects if needed.
+  Result<std::string> PeerTransport(std::string_view peer, MemoryKind kind = MemoryKind::kHost);
 
   // Resolves a list once; the result is posted many times through transfers.
   Result<PreparedId> PrepareLocal(const DescList& list);

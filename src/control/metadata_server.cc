@@ -13,6 +13,8 @@ constexpr uint32_t kMaxBlob = 256u << 20;
 
 void ServeOne(int fd, const MetadataServer::Source& source) {
   char req[sizeof(kMetadataRequest)];
+  // Served on the accept thread: a client that stops reading must not block it.
+  if (!SetIoTimeout(fd, std::chrono::milliseconds(2000)).ok()) return;
   if (!WaitReadable(fd, std::chrono::milliseconds(2000)).ok()) return;
   if (!RecvAll(fd, req, sizeof(req)).ok() || std::memcmp(req, kMetadataRequest, sizeof(req)) != 0) return;
   std::string blob = source();

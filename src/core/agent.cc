@@ -16,6 +16,7 @@ Agent::~Agent() = default;
 
 const std::string& Agent::name() const { return impl_->context().name; }
 const AgentOptions& Agent::options() const { return impl_->context().options; }
+uint16_t Agent::metadata_port() const { return impl_->metadata_port(); }
 
 Result<RegionId> Agent::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device) {
   return impl_->RegisterMemory(addr, len, kind, device);
@@ -24,7 +25,9 @@ Status Agent::DeregisterMemory(RegionId region) { return impl_->DeregisterMemory
 Result<std::string> Agent::ExportMetadata() const { return core::EncodeMeta(impl_->SelfMeta()); }
 Result<std::string> Agent::LoadPeer(std::string_view blob) { return impl_->LoadPeer(blob); }
 Status Agent::RemovePeer(std::string_view peer) { return impl_->RemovePeer(peer); }
-Result<std::string> Agent::PeerTransport(std::string_view peer) { return impl_->PeerTransport(peer); }
+Result<std::string> Agent::PeerTransport(std::string_view peer, MemoryKind kind) {
+  return impl_->PeerTransport(peer, kind);
+}
 Result<PreparedId> Agent::PrepareLocal(const DescList& list) { return impl_->PrepareLocal(list); }
 Result<PreparedId> Agent::PrepareRemote(std::string_view peer, const DescList& list) {
   return impl_->PrepareRemote(peer, list);

@@ -75,7 +75,7 @@ AgentImpl::~AgentImpl() {
     std::unique_lock lock(peers_mu_);
     for (auto& [name, peer] : peers_) {
       std::lock_guard plock(peer->mu);
-      if (peer->channel) peer->channel->Close();
+      peer->CloseAll();
     }
   }
   for (auto& r : slots_) r->peer.reset();
@@ -122,6 +122,7 @@ Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
   if (it != peers_.end() && it->second->meta.agent_id == meta.agent_id) {
     std::lock_guard plock(it->second->mu);
     it->second->meta.pieces = std::move(meta.pieces);  // refresh the region table
+    it->second->meta.cuda_blob = std::move(meta.cuda_blob);  // and the IPC handles of new pieces
     return name;
   }
   peers_[name] = std::make_shared<PeerState>(std::move(meta));  // new or restarted peer
@@ -136,42 +137,64 @@ Status AgentImpl::RemovePeer(std::string_view peer) {
   return Status::Ok();
 }
 
-Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer) {
+Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote) {
   std::lock_guard lock(peer.mu);
-  if (peer.channel) return peer.channel.get();
   std::string tried;
   for (auto& t : transports_) {
+    if (!t->CanMove(local, remote)) continue;
+    auto it = peer.channels.find(t->name());
+    if (it != peer.channels.end()) return it->second.get();
     if (!t->CanReach(peer.meta)) continue;
     auto ch = t->Connect(peer.meta);
-    if (ch.ok()) {
-      peer.channel = std::move(ch).value();
-      return peer.channel.get();
-    }
+    if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
     tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";
   }
-  if (tried.empty()) tried = "no enabled transport can reach it";
+  if (tried.empty())
+    tried = std::string("no enabled transport moves ") + MemoryKindName(local) + " to " +
+            MemoryKindName(remote) + " memory to it";
   return Status::RemoteDisconnect("cannot connect to peer '" + peer.meta.name + "': " + tried);
 }
 
-Result<std::string> AgentImpl::PeerTransport(std::string_view name) {
+Result<std::string> AgentImpl::PeerTransport(std::string_view name, MemoryKind kind) {
   auto peer = FindPeer(name);
   if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
-  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*peer));
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*peer, kind, kind));
   return std::string(ch->transport());
 }
+
+Result<Channel*> AgentImpl::PeerChannel(std::string_view name, MemoryKind kind) {
+  auto peer = FindPeer(name);
+  if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
+  return EnsureChannel(*peer, kind, kind);
+}
+
+uint16_t AgentImpl::metadata_port() const { return metadata_server_ ? metadata_server_->port() : 0; }
 
 Status AgentImpl::PeerError(std::string_view name) const {
   auto peer = FindPeer(name);
   if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
   std::lock_guard lock(peer->mu);
-  return peer->channel ? peer->channel->latch().Get() : Status::Ok();
+  for (auto& [t, ch] : peer->channels) KVLANE_RETURN_IF_ERROR(ch->latch().Get());
+  return Status::Ok();
 }
 
 Status AgentImpl::SendNotification(std::string_view name, std::string_view bytes) {
   auto peer = FindPeer(name);
   if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
   if (bytes.size() > (64u << 10)) return Status::InvalidArgument("notification larger than 64 KiB");
-  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*peer));
+  // Any open channel will do (its control path is ordered after our finished
+  // transfers on it); otherwise open the host-memory one, else any.
+  Channel* ch = nullptr;
+  {
+    std::lock_guard lock(peer->mu);
+    if (!peer->channels.empty()) ch = peer->channels.begin()->second.get();
+  }
+  if (ch == nullptr) {
+    auto host = EnsureChannel(*peer, MemoryKind::kHost, MemoryKind::kHost);
+    if (!host.ok()) host = EnsureChannel(*peer, MemoryKind::kCuda, MemoryKind::kCuda);
+    if (!host.ok()) return host.status();
+    ch = host.value();
+  }
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());
   return ch->Notify(bytes);
 }

@@ -33,8 +33,12 @@ class AgentImpl {
   AgentMeta SelfMeta() const;
   Result<std::string> LoadPeer(std::string_view blob);
   Status RemovePeer(std::string_view peer);
-  Result<std::string> PeerTransport(std::string_view peer);
+  Result<std::string> PeerTransport(std::string_view peer, MemoryKind kind = MemoryKind::kHost);
   Status PeerError(std::string_view peer) const;
+  // The channel to `peer`, connected if needed (tests inject faults through its latch).
+  Result<Channel*> PeerChannel(std::string_view peer, MemoryKind kind = MemoryKind::kHost);
+  // Port of the metadata listener; 0 when AgentOptions.metadata_listen is empty.
+  uint16_t metadata_port() const;
 
   Result<PreparedId> PrepareLocal(const DescList& list);
   Result<PreparedId> PrepareRemote(std::string_view peer, const DescList& list);
@@ -54,12 +58,15 @@ class AgentImpl {
   explicit AgentImpl(const AgentOptions& options);
   Status Init();
   std::shared_ptr<PeerState> FindPeer(std::string_view name) const;
-  Result<Channel*> EnsureChannel(PeerState& peer);
+  // The channel for moving `local` to/from `remote` memory: the first enabled
+  // transport (in options order) that moves those kinds and reaches the peer.
+  Result<Channel*> EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote);
   Result<std::shared_ptr<PreparedList>> GetPrepared(PreparedId id) const;
   Result<Request*> SlotOf(const XferHandle& h) const;
   Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
                        const PreparedList& remote, std::span<const uint32_t> ri);
   void FreeSlot(Request* r);
+  bool Striped(const Request& r) const;
   int PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const;
 
   AgentContext ctx_;

@@ -31,6 +31,9 @@ class Channel {
   // Stops the lane threads. Every item still queued retires with an error.
   // REQUIRES: called once, before destruction, by the owner.
   virtual void Close() = 0;
+  // Whether the core should stripe bulk requests over this channel's lanes
+  // (false when one lane already saturates the link, e.g. one GPU launch).
+  virtual bool stripe_bulk() const { return true; }
 
   int lane_count() const { return static_cast<int>(queues_.size()); }
   LaneQueue& queue(int lane) { return *queues_[lane]; }

@@ -60,6 +60,9 @@ WorkItem* LaneQueue::PeekIssue() {
 }
 
 void LaneQueue::WaitForIssue(std::chrono::microseconds spin) {
+  // A Wake() since the last wait returns at once: the caller checked its stop
+  // condition before calling, and the wake may have come in between.
+  if (woken_.exchange(false, std::memory_order_seq_cst)) return;
   auto until = std::chrono::steady_clock::now() + spin;
   while (std::chrono::steady_clock::now() < until) {
     if (PeekIssue() != nullptr) return;
@@ -67,7 +70,10 @@ void LaneQueue::WaitForIssue(std::chrono::microseconds spin) {
   }
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
   uint32_t bell = doorbell_.load(std::memory_order_seq_cst);
-  if (PeekIssue() == nullptr) doorbell_.wait(bell, std::memory_order_seq_cst);
+  // seq_cst: if the exchange misses Wake()'s store, its doorbell bump follows
+  // our load of `bell`, so the wait below returns at once.
+  if (PeekIssue() == nullptr && !woken_.exchange(false, std::memory_order_seq_cst))
+    doorbell_.wait(bell, std::memory_order_seq_cst);
   sleepers_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
@@ -83,6 +89,7 @@ void LaneQueue::AdvanceRetire() {
 }
 
 void LaneQueue::Wake() {
+  woken_.store(true, std::memory_order_seq_cst);  // sticky until the next WaitForIssue
   doorbell_.fetch_add(1, std::memory_order_seq_cst);
   doorbell_.notify_all();
 }

@@ -37,7 +37,9 @@ class LaneQueue {
   // Issue side: the next published item, or nullptr.
   WorkItem* PeekIssue();
   void AdvanceIssue() { issue_.fetch_add(1, std::memory_order_release); }
-  // Sleeps until an item may be available or Wake() is called. Spins first.
+  // Sleeps until an item may be available or Wake() is called (also a Wake()
+  // that came before this call, since the previous one returned). Spins first.
+  // REQUIRES: one waiting thread per queue (the issue side).
   void WaitForIssue(std::chrono::microseconds spin);
 
   // Retire side: the oldest issued item not yet retired, or nullptr.
@@ -63,6 +65,7 @@ class LaneQueue {
   alignas(64) uint64_t retire_ = 0;             // next ticket to retire
   alignas(64) std::atomic<uint32_t> doorbell_{0};
   std::atomic<uint32_t> sleepers_{0};
+  std::atomic<bool> woken_{false};  // a Wake() not yet seen by WaitForIssue
   std::atomic<uint64_t> queued_bytes_{0};
 };
 

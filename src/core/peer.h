@@ -1,8 +1,10 @@
-// PeerState: what this agent knows of one peer (its metadata) and the channel
-// to it, opened on first use. Kept alive by every prepared list and transfer
-// that refers to it; its destruction closes the channel.
+// PeerState: what this agent knows of one peer (its metadata) and the channels
+// to it (at most one per transport), each opened on first use. Kept alive by
+// every prepared list and transfer that refers to it; its destruction closes
+// the channels.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -14,13 +16,15 @@ namespace kvlane::core {
 
 struct PeerState {
   explicit PeerState(AgentMeta m) : meta(std::move(m)) {}
-  ~PeerState() {
-    if (channel) channel->Close();
+  ~PeerState() { CloseAll(); }
+  // REQUIRES: mu held, or no other thread can reach this peer.
+  void CloseAll() {
+    for (auto& [name, ch] : channels) ch->Close();
   }
 
   std::mutex mu;
-  AgentMeta meta;                    // GUARDED_BY(mu) (pieces refresh on reload)
-  std::unique_ptr<Channel> channel;  // GUARDED_BY(mu)
+  AgentMeta meta;  // GUARDED_BY(mu) (pieces refresh on reload)
+  std::map<std::string, std::unique_ptr<Channel>> channels;  // GUARDED_BY(mu), by transport
 };
 
 // A prepared descriptor list: each descriptor split at piece boundaries.

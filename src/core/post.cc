@@ -8,11 +8,14 @@ Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
   return slots_[h.slot].get();
 }
 
+bool AgentImpl::Striped(const Request& r) const {
+  return r.stripe && r.channel->stripe_bulk() && r.total_bytes >= ctx_.options.stripe_min_bytes;
+}
+
 int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const {
   const int n = r.channel->lane_count();
   if (r.fixed_lane >= 0) return r.fixed_lane % n;
-  if (r.stripe && r.total_bytes >= ctx_.options.stripe_min_bytes)
-    return static_cast<int>((rotation + chunk) % n);
+  if (Striped(r)) return static_cast<int>((rotation + chunk) % n);
   // Small request: the lane with the fewest bytes queued, so it does not wait
   // behind bulk work. Chosen once per post (chunk 0) and kept for its chunks.
   int best = 0;
@@ -31,6 +34,7 @@ Status AgentImpl::Post(XferHandle* h) {
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
+  if (ch->closing().load(std::memory_order_acquire)) return Status::Canceled("agent is shutting down");
 
   const uint32_t nchunks = static_cast<uint32_t>(r->chunks.size());
   r->gen = h->gen + 1;
@@ -47,8 +51,7 @@ Status AgentImpl::Post(XferHandle* h) {
   uint32_t launched = 0;
   Status failure;
   for (; launched < nchunks; ++launched) {
-    if (launched > 0 && r->fixed_lane < 0 && r->stripe && r->total_bytes >= ctx_.options.stripe_min_bytes)
-      lane = PickLane(*r, launched, rotation);
+    if (launched > 0 && r->fixed_lane < 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
     LaneQueue& q = ch->queue(lane);
     q.AddBytes(static_cast<int64_t>(r->chunks[launched].bytes));
     failure = q.Push({r, launched, r->gen}, deadline, ch->closing());
@@ -131,6 +134,7 @@ void AgentImpl::FreeSlot(Request* r) {
   r->segs.clear();
   r->chunks.clear();
   r->notif.clear();
+  r->transport_state.reset();
   std::lock_guard lock(free_mu_);
   free_slots_.push_back(r->slot);
 }

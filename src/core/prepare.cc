@@ -127,7 +127,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   KVLANE_ASSIGN_OR_RETURN(auto remote, GetPrepared(remote_id));
   if (local->remote || !remote->remote)
     return Status::InvalidArgument("MakeTransfer wants a local list first, then a remote list");
-  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer));
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
   uint32_t slot;
   {
     std::lock_guard lock(free_mu_);

@@ -27,13 +27,24 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
 }
 
 Status Registry::Remove(RegionId id) {
-  std::unique_lock lock(mu_);  // waits for remote accesses in flight
-  auto dead = [&](const Piece& p) { return p.region == id.value; };
-  size_t before = sorted_.size();
-  std::erase_if(sorted_, dead);
-  if (sorted_.size() == before) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
-  std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
+  std::vector<Piece> removed;
+  {
+    std::unique_lock lock(mu_);  // waits for remote accesses in flight
+    auto dead = [&](const Piece& p) { return p.region == id.value; };
+    for (const Piece& p : sorted_)
+      if (dead(p)) removed.push_back(p);
+    if (removed.empty()) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
+    std::erase_if(sorted_, dead);
+    std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
+  }
+  std::lock_guard hook_lock(hook_mu_);
+  if (remove_hook_) remove_hook_(removed);
   return Status::Ok();
+}
+
+void Registry::SetRemoveHook(RemoveHook hook) {
+  std::lock_guard lock(hook_mu_);
+  remove_hook_ = std::move(hook);
 }
 
 std::vector<Piece> Registry::Pieces() const {

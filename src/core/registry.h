@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -35,6 +36,9 @@ class Registry {
 
   // Remote side: hold the returned lock across LookupLocked() and the copy.
   std::shared_lock<std::shared_mutex> LockShared() const { return std::shared_lock(mu_); }
+  // Blocks every remote access (and every lookup) until the lock is released.
+  // Fault injection for tests: holds requests "in flight" deterministically.
+  std::unique_lock<std::shared_mutex> LockExclusive() const { return std::unique_lock(mu_); }
   // REQUIRES: LockShared() held. Returns the local pointer for a peer's access,
   // kRemoteStale when the key is gone, kNotAllowed when out of bounds, and
   // kRemoteDisconnect after Close().
@@ -43,6 +47,12 @@ class Registry {
   // Agent shutting down: every later remote access fails.
   void Close();
 
+  // Called by Remove() with the removed pieces, after they left the table and
+  // before Remove() returns (transports whose peers touch memory without going
+  // through LookupLocked revoke it here). Empty function: none.
+  using RemoveHook = std::function<void(const std::vector<Piece>&)>;
+  void SetRemoveHook(RemoveHook hook);
+
  private:
   const uint64_t piece_bytes_;
   mutable std::shared_mutex mu_;
@@ -50,6 +60,8 @@ class Registry {
   std::unordered_map<uint64_t, Piece> by_key_;       // GUARDED_BY(mu_)
   uint64_t next_region_ = 1;                         // GUARDED_BY(mu_)
   bool closed_ = false;                              // GUARDED_BY(mu_)
+  std::mutex hook_mu_;                               // held while the hook runs
+  RemoveHook remove_hook_;                           // GUARDED_BY(hook_mu_)
 };
 
 }  // namespace kvlane::core

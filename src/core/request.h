@@ -60,6 +60,9 @@ struct alignas(64) Request {
   uint64_t total_bytes = 0;
   int fixed_lane = -1;
   bool stripe = true;
+  // Built by a transport on the first post (e.g. a segment table uploaded to a
+  // GPU) and reused by later posts; dropped when the slot is released.
+  std::shared_ptr<void> transport_state;
 
   // Per post.
   uint32_t gen = 0;

@@ -55,6 +55,10 @@ class Transport {
   // Adds this transport's endpoint to our metadata.
   virtual void Export(AgentMeta* self) const { (void)self; }
   virtual bool CanReach(const AgentMeta& peer) const = 0;
+  // Whether this transport moves bytes between these kinds of memory.
+  virtual bool CanMove(MemoryKind local, MemoryKind remote) const {
+    return local == MemoryKind::kHost && remote == MemoryKind::kHost;
+  }
   virtual Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) = 0;
   // Stops listeners and server threads. Called once, before destruction.
   virtual void Stop() {}

@@ -3,39 +3,32 @@
 #include <sys/uio.h>
 
 #include "core/sys.h"
+#include "transport/stream/frame_check.h"
 
 namespace kvlane::core {
 
 Status FrameExecutor::Run() {
   for (;;) {
+    // Idle between frames may last forever; once a frame starts, the socket's
+    // io timeout bounds every read and write (set by the server).
+    KVLANE_RETURN_IF_ERROR(WaitReadable(fd_, std::chrono::milliseconds(-1)));
     FrameHeader h{};
     KVLANE_RETURN_IF_ERROR(RecvAll(fd_, &h, sizeof(h)));
+    // Protocol violations end the connection: the stream cannot be trusted after them.
+    KVLANE_RETURN_IF_ERROR(CheckFrameHeader(h));
     switch (static_cast<FrameType>(h.type)) {
       case FrameType::kWrite: KVLANE_RETURN_IF_ERROR(Write(h)); break;
       case FrameType::kRead: KVLANE_RETURN_IF_ERROR(Read(h)); break;
       case FrameType::kNotify: KVLANE_RETURN_IF_ERROR(Notify(h)); break;
-      case FrameType::kNop:
-        if (h.nseg != 0 || h.bytes != 0) return Status::InvalidArgument("protocol: bad nop");
-        KVLANE_RETURN_IF_ERROR(Reply(h.ticket, Status::Ok()));
-        break;
-      default: return Status::InvalidArgument("protocol: unknown frame type");
+      case FrameType::kNop: KVLANE_RETURN_IF_ERROR(Reply(h.ticket, Status::Ok())); break;
     }
   }
 }
 
-// Protocol violations end the connection: the stream cannot be trusted after them.
 Status FrameExecutor::ReadSegs(const FrameHeader& h) {
-  if (h.nseg == 0 || h.nseg > kMaxWireSegs || h.bytes == 0 || h.bytes > kMaxFrameBytes)
-    return Status::InvalidArgument("protocol: bad frame size");
   segs_.resize(h.nseg);
   KVLANE_RETURN_IF_ERROR(RecvAll(fd_, segs_.data(), h.nseg * sizeof(WireSeg)));
-  uint64_t sum = 0;
-  for (const WireSeg& s : segs_) {
-    if (s.len == 0 || s.len > kMaxFrameBytes) return Status::InvalidArgument("protocol: bad segment length");
-    sum += s.len;
-  }
-  if (sum != h.bytes) return Status::InvalidArgument("protocol: segment lengths do not add up");
-  return Status::Ok();
+  return CheckSegments(h, segs_);
 }
 
 Status FrameExecutor::Validate() {
@@ -102,7 +95,6 @@ Status FrameExecutor::Read(const FrameHeader& h) {
 }
 
 Status FrameExecutor::Notify(const FrameHeader& h) {
-  if (h.nseg != 0 || h.bytes > kMaxNotifyBytes) return Status::InvalidArgument("protocol: bad notify");
   std::string bytes(h.bytes, '\0');
   KVLANE_RETURN_IF_ERROR(RecvAll(fd_, bytes.data(), bytes.size()));
   ctx_->notifs->Push({peer_name_, std::move(bytes)});

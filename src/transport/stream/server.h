@@ -23,6 +23,9 @@ enum class PayloadMode : uint8_t {
 
 class StreamServer {
  public:
+  // Connections served at once (each holds a thread); more are closed at accept.
+  static constexpr size_t kMaxConns = 4096;
+
   StreamServer(AgentContext* ctx, PayloadMode mode) : ctx_(ctx), mode_(mode) {}
   ~StreamServer() { Stop(); }
 

@@ -124,6 +124,13 @@ Status Discard(int fd, uint64_t len) {
   return Status::Ok();
 }
 
+Status SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
+  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+  return Status::Ok();
+}
+
 Status WaitReadable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
   int rc;

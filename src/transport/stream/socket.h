@@ -43,6 +43,9 @@ Status RecvIov(int fd, struct iovec* iov, int n);
 Status RecvAll(int fd, void* buf, size_t len);
 // Reads and drops `len` bytes.
 Status Discard(int fd, uint64_t len);
+// Bounds each blocking send/recv on fd by `timeout` (SO_SNDTIMEO / SO_RCVTIMEO);
+// a call that times out fails with a Backend status (EAGAIN).
+Status SetIoTimeout(int fd, std::chrono::milliseconds timeout);
 // Waits until fd is readable. kTimeout after `timeout` (negative: forever).
 Status WaitReadable(int fd, std::chrono::milliseconds timeout);
 

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every gpu-labelled test and the cuda benchmark on a machine with GPUs and
+# prints one summary table. Binaries come from BIN (default: gpu-bin, a copy of
+# build-cuda/tests/gpu made on the build machine with -arch=sm_90a).
+#   usage: scripts/gpu-check.sh [BIN]
+set -u
+BIN=${1:-gpu-bin}
+OUT=${OUT:-/tmp/gpu-check}
+mkdir -p "$OUT"
+nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader || true
+nvidia-smi topo -m 2>/dev/null | head -4 || true
+declare -a rows
+run() {  # name, command...
+  local name=$1; shift
+  local start=$(date +%s%N)
+  "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  local summary
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$name.log" | tr '\n' ' ' | cut -c1-120)
+  rows+=("$(printf '| %-22s | %-4s | %7d ms | %s' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL)" "$ms" "$summary")")
+  [ $rc = 0 ] || grep -E 'Failure|FAILED|error' "$OUT/$name.log" | head -20
+}
+run cuda_blob_test "$BIN/cuda_blob_test"
+run cuda_transfer_test timeout 300 "$BIN/cuda_transfer_test"
+run cuda_bench timeout 300 "$BIN/cuda_bench"
+echo
+cat "$OUT/cuda_bench.log"
+echo
+echo "| check                  | rc   | time      | result"
+for r in "${rows[@]}"; do echo "$r"; done

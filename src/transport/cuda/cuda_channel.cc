@@ -1,0 +1,200 @@
+#include "transport/cuda/cuda_channel.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "core/random.h"
+#include "transport/cuda/cuda_check.h"
+#include "transport/cuda/cuda_control.h"
+
+namespace kvlane::core {
+
+const DriverApi& Driver() {
+  static const DriverApi api = [] {
+    DriverApi a;
+    cudaDriverEntryPointQueryResult q{};
+    void* fn = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess && q == cudaDriverEntryPointSuccess)
+      a.write_value64 = reinterpret_cast<decltype(a.write_value64)>(fn);
+    fn = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess && q == cudaDriverEntryPointSuccess)
+      a.address_range = reinterpret_cast<decltype(a.address_range)>(fn);
+    (void)cudaGetLastError();
+    return a;
+  }();
+  return api;
+}
+
+CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control)
+    : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
+      self_name_(ctx.name),
+      peer_name_(peer.name),
+      same_process_(peer.process_token == ProcessToken()),
+      device_(device),
+      spin_(ctx.options.spin),
+      io_timeout_(ctx.options.io_timeout),
+      stripe_min_bytes_(ctx.options.stripe_min_bytes),
+      control_(std::move(control)) {}
+
+Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, const AgentMeta& peer,
+                                                   int device, Fd control) {
+  std::unique_ptr<CudaChannel> ch(new CudaChannel(ctx, peer, device, std::move(control)));
+  Status s = ch->CreateLanes();
+  if (!s.ok()) {
+    ch->DestroyGpu();
+    return s;
+  }
+  ch->control_thread_ = std::thread([p = ch.get()] { p->ControlLoop(); });
+  for (int i = 0; i < ch->lane_count(); ++i) {
+    ch->lanes_[i]->issuer = std::thread([p = ch.get(), i] { p->IssueLoop(i); });
+    ch->lanes_[i]->retirer = std::thread([p = ch.get(), i] { p->RetireLoop(i); });
+  }
+  return std::unique_ptr<Channel>(std::move(ch));
+}
+
+Status CudaChannel::CreateLanes() {
+  DeviceGuard guard(device_);
+  KVLANE_CUDA(cudaSetDevice(device_));
+  int sms = 0, lo = 0, hi = 0;
+  KVLANE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
+  max_blocks_ = 2 * sms;
+  KVLANE_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  for (int i = 0; i < lane_count(); ++i) {
+    auto l = std::make_unique<Lane>();
+    lanes_.push_back(std::move(l));
+    Lane& lane = *lanes_.back();
+    KVLANE_CUDA(cudaStreamCreateWithPriority(&lane.sm, cudaStreamNonBlocking, hi));
+    KVLANE_CUDA(cudaStreamCreateWithPriority(&lane.ce, cudaStreamNonBlocking, lo));
+    KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&lane.blocks_finished), sizeof(uint32_t)));
+    KVLANE_CUDA(cudaMemset(lane.blocks_finished, 0, sizeof(uint32_t)));
+    KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&lane.done), kBatchRing * sizeof(uint64_t),
+                              cudaHostAllocMapped | cudaHostAllocPortable));
+    std::memset(lane.done, 0, kBatchRing * sizeof(uint64_t));
+  }
+  KVLANE_CUDA(cudaDeviceSynchronize());
+  return Status::Ok();
+}
+
+void CudaChannel::DestroyGpu() {
+  DeviceGuard guard(device_);
+  for (auto& l : lanes_) {
+    if (l->sm) (void)cudaStreamSynchronize(l->sm), (void)cudaStreamDestroy(l->sm);
+    if (l->ce) (void)cudaStreamSynchronize(l->ce), (void)cudaStreamDestroy(l->ce);
+    if (l->blocks_finished) (void)cudaFree(l->blocks_finished);
+    if (l->done) (void)cudaFreeHost(l->done);
+  }
+  std::lock_guard lock(build_mu_);
+  for (auto& [base, ptr] : opened_) (void)cudaIpcCloseMemHandle(ptr);
+  opened_.clear();
+  (void)cudaGetLastError();
+}
+
+void CudaChannel::Fail(const Status& s) {
+  latch().Latch(s);
+  for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
+  std::lock_guard lock(ack_mu_);
+  ack_cv_.notify_all();
+}
+
+void CudaChannel::ControlLoop() {
+  CtlFrame f{};
+  std::string payload;
+  for (;;) {
+    Status s = RecvCtl(control_.get(), &f, &payload);
+    if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kNotifyAck)) {
+      std::lock_guard lock(ack_mu_);
+      ack_status_ = static_cast<int32_t>(f.seq);
+      ++acks_;
+      ack_cv_.notify_all();
+      continue;
+    }
+    if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kRevoke) && payload.size() % 8 == 0) {
+      HandleRevoke(payload, f.seq);
+      continue;
+    }
+    if (!closing().load(std::memory_order_acquire))
+      Fail(s.ok() ? Status::Backend("cuda control: protocol violation by peer '" + peer_name_ + "'")
+                  : Status::RemoteDisconnect("peer '" + peer_name_ +
+                                             "' closed its control connection (process gone?)"));
+    return;
+  }
+}
+
+// Marks the keys revoked, then waits until nothing launched before can still
+// touch them: the seq_cst store of `revoked` and the lanes' seq_cst `issuing`
+// flag pair up (Dekker), so a lane either sees the flag or is seen issuing.
+void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
+  {
+    std::lock_guard lock(build_mu_);
+    for (size_t i = 0; i + 8 <= keys.size(); i += 8) {
+      uint64_t key;
+      std::memcpy(&key, keys.data() + i, 8);
+      revoked_keys_[key] = true;
+      auto it = remote_.find(key);
+      if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + io_timeout_;
+  for (auto& l : lanes_) {
+    while (l->issuing.load(std::memory_order_seq_cst)) std::this_thread::yield();
+    uint64_t upto = l->issued.load(std::memory_order_acquire);
+    for (uint64_t seq = l->retired.load(std::memory_order_acquire); seq < upto; ++seq) {
+      while (!BatchFinished(*l, seq) && !closing().load() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::microseconds(5));
+    }
+  }
+  std::lock_guard w(write_mu_);
+  (void)SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0);
+}
+
+// True when batch `seq` can no longer touch memory: retired, never launched, or
+// its completion word written. Does not wait for the retire thread (which may
+// be blocked in Notify, waiting for this control thread).
+bool CudaChannel::BatchFinished(const Lane& l, uint64_t seq) {
+  if (l.retired.load(std::memory_order_acquire) > seq) return true;
+  bool launched = l.batches[seq % kBatchRing].launched.load(std::memory_order_acquire);
+  if (l.retired.load(std::memory_order_acquire) > seq) return true;  // the slot may have moved on
+  if (!launched) return true;
+  return std::atomic_ref<uint64_t>(l.done[seq % kBatchRing]).load(std::memory_order_acquire) >= seq + 1;
+}
+
+Status CudaChannel::Notify(std::string_view bytes) {
+  std::lock_guard one(notify_mu_);
+  KVLANE_RETURN_IF_ERROR(latch().Get());
+  uint64_t before;
+  {
+    std::lock_guard lock(ack_mu_);
+    before = acks_;
+  }
+  {
+    std::lock_guard w(write_mu_);
+    Status s = SendCtl(control_.get(), CtlType::kNotify, 0, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    if (!s.ok()) {
+      Fail(s);
+      return s;
+    }
+  }
+  std::unique_lock lock(ack_mu_);
+  bool acked = ack_cv_.wait_for(lock, io_timeout_, [&] { return acks_ > before || latch().latched(); });
+  if (acks_ > before) return ack_status_ == 0 ? Status::Ok() : Status::Backend("peer refused the notification");
+  if (!acked) return Status::Timeout("peer did not acknowledge the notification");
+  return latch().Get();
+}
+
+void CudaChannel::Close() {
+  std::call_once(close_once_, [this] {
+    BeginClose();
+    for (auto& l : lanes_) {
+      if (l->issuer.joinable()) l->issuer.join();
+      if (l->retirer.joinable()) l->retirer.join();
+    }
+    if (control_.valid()) shutdown(control_.get(), SHUT_RDWR);
+    if (control_thread_.joinable()) control_thread_.join();
+    DestroyGpu();
+  });
+}
+
+}  // namespace kvlane::core

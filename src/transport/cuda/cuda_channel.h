@@ -1,0 +1,126 @@
+// CudaChannel: the initiator side of the cuda transport, for one peer on this
+// host. Each lane owns two CUDA streams on the channel's GPU (a high-priority
+// one for SM copy kernels, one for copy-engine copies), an issue thread and a
+// retire thread. The issue thread gathers consecutive chunks of one request
+// into one batch and launches it once (one kernel over the uploaded segment
+// table, or one cudaMemcpyAsync when the batch is one contiguous run); the GPU
+// then writes the batch's number into a pinned host word. The retire thread
+// polls that host word (never the GPU) and retires the batch's tickets FIFO.
+//
+// Thread-safety: Notify and Close are thread-safe; lanes run on their own threads.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/channel.h"
+#include "core/metadata.h"
+#include "transport/cuda/cuda_blob.h"
+#include "transport/cuda/xfer_table.h"
+#include "transport/stream/socket.h"
+#include "transport/transport.h"
+
+namespace kvlane::core {
+
+struct Request;
+
+class CudaChannel final : public Channel {
+ public:
+  // REQUIRES: `control` is an authenticated control connection to `peer`.
+  static Result<std::unique_ptr<Channel>> Open(const AgentContext& ctx, const AgentMeta& peer,
+                                               int device, Fd control);
+  ~CudaChannel() override { Close(); }
+
+  const char* transport() const override { return "cuda"; }
+  // One launch per posted list already drives the link; striping splits it.
+  bool stripe_bulk() const override { return false; }
+  Status Notify(std::string_view bytes) override;
+  void Close() override;
+
+ private:
+  static constexpr uint32_t kBatchRing = 1024;  // launched batches in flight per lane
+
+  struct Batch {
+    uint32_t items = 0;    // tickets it retires
+    std::atomic<bool> launched{false};  // the GPU will write its completion word
+    Status status;         // outcome when not launched (or the launch error)
+  };
+  struct Lane {
+    cudaStream_t sm = nullptr;            // high priority: copy kernels
+    cudaStream_t ce = nullptr;            // copy engine: contiguous bulk
+    uint32_t* blocks_finished = nullptr;  // device memory: the kernel's arrival counter
+    uint64_t* done = nullptr;             // pinned host: kBatchRing completion words
+    std::unique_ptr<Batch[]> batches{new Batch[kBatchRing]};
+    alignas(64) std::atomic<uint64_t> issued{0};   // batches published (issue thread)
+    alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
+    std::atomic<bool> issuing{false};              // inside a batch's live check + launch
+    std::atomic<uint32_t> bell{0};                 // wakes the retire thread
+    std::atomic<bool> issuer_done{false};
+    std::thread issuer, retirer;
+  };
+
+  CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control);
+  Status CreateLanes();
+  void DestroyGpu();
+
+  // cuda_lane.cc
+  void IssueLoop(int lane);
+  void IssueBatch(int lane, bool closing);
+  Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
+                uint64_t seq);
+  void RetireLoop(int lane);
+  Status WaitDone(Lane& l, uint64_t seq);
+
+  // xfer_table.cc
+  Status TableFor(Request* r, XferTable** out);
+  Status BuildTable(Request* r, XferTable* t);
+  Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
+  Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
+  Status CheckLocal(uint64_t addr);
+  Status EnablePeer(int device);
+
+  // cuda_channel.cc
+  void ControlLoop();
+  void HandleRevoke(const std::string& keys, uint64_t seq);
+  static bool BatchFinished(const Lane& l, uint64_t seq);
+  void Fail(const Status& s);
+
+  const std::string self_name_;
+  const std::string peer_name_;
+  const bool same_process_;
+  const int device_;
+  const std::chrono::microseconds spin_;
+  const std::chrono::milliseconds io_timeout_;
+  const uint64_t stripe_min_bytes_;
+  int max_blocks_ = 264;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+
+  std::mutex build_mu_;  // builds tables; guards the maps below
+  std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, void*> opened_;      // peer alloc base -> IPC mapping; GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, bool> revoked_keys_;  // revoked before first use; GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, bool> local_ok_;     // local allocation checked; GUARDED_BY(build_mu_)
+  std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
+  std::string blob_bytes_;                          // GUARDED_BY(build_mu_)
+  CudaBlob blob_;                                   // GUARDED_BY(build_mu_)
+
+  Fd control_;
+  std::thread control_thread_;
+  std::mutex write_mu_;      // serializes writes on control_
+  std::mutex notify_mu_;     // one notification in flight
+  std::mutex ack_mu_;
+  std::condition_variable ack_cv_;
+  uint64_t acks_ = 0;        // GUARDED_BY(ack_mu_)
+  int32_t ack_status_ = 0;   // GUARDED_BY(ack_mu_)
+  std::once_flag close_once_;
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,156 @@
+#include "transport/cuda/cuda_control.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "transport/stream/wire.h"
+
+namespace kvlane::core {
+
+Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len) {
+  CtlFrame f{static_cast<uint32_t>(type), len, seq};
+  iovec v[2] = {{&f, sizeof(f)}, {const_cast<void*>(payload), len}};
+  return SendIov(fd, v, len == 0 ? 1 : 2);
+}
+
+Status RecvCtl(int fd, CtlFrame* f, std::string* payload) {
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, f, sizeof(*f)));
+  if (f->len > kMaxCtlPayload) return Status::Backend("control: frame too large");
+  payload->resize(f->len);
+  if (f->len != 0) KVLANE_RETURN_IF_ERROR(RecvAll(fd, payload->data(), f->len));
+  return Status::Ok();
+}
+
+Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std::string& socket) {
+  KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, ctx.options.connect_timeout));
+  HelloFrame h{};
+  h.magic = kHelloMagic;
+  h.version = kWireVersion;
+  h.role = static_cast<uint8_t>(ConnRole::kControl);
+  h.name_len = static_cast<uint8_t>(ctx.name.size());
+  h.target_id = peer.agent_id;
+  std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
+  KVLANE_RETURN_IF_ERROR(SendIov(fd.get(), v, 2));
+  KVLANE_RETURN_IF_ERROR(WaitReadable(fd.get(), ctx.options.connect_timeout));
+  HelloReply r{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd.get(), &r, sizeof(r)));
+  if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
+  return fd;
+}
+
+namespace {
+
+// Reads and checks the Hello; returns the initiator's name.
+Result<std::string> Handshake(const AgentContext& ctx, int fd) {
+  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
+  HelloFrame h{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h)));
+  Secret got{};
+  std::copy(std::begin(h.secret), std::end(h.secret), got.begin());
+  bool ok = h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == ctx.agent_id &&
+            SecretEquals(got, ctx.secret) && h.name_len > 0;
+  std::string name(h.name_len, '\0');
+  if (ok) KVLANE_RETURN_IF_ERROR(RecvAll(fd, name.data(), name.size()));
+  HelloReply reply{static_cast<int32_t>(ok ? Code::kOk : Code::kNotAllowed), 0};
+  KVLANE_RETURN_IF_ERROR(SendAll(fd, &reply, sizeof(reply)));
+  if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, secret or version");
+  return name;
+}
+
+}  // namespace
+
+Status ControlServer::Start(const std::string& socket) {
+  KVLANE_ASSIGN_OR_RETURN(listener_, ListenUnix(socket));
+  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  return Status::Ok();
+}
+
+void ControlServer::AcceptLoop() {
+  for (;;) {
+    auto fd = Accept(listener_.get());
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    if (!fd.ok()) {
+      if (fd.status().code() == Code::kCanceled) return;
+      continue;
+    }
+    for (auto it = conns_.begin(); it != conns_.end();) {  // reap finished connections
+      if ((*it)->done) {
+        (*it)->thread.join();
+        it = conns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto c = std::make_unique<Conn>();
+    c->fd = std::move(fd).value();
+    Conn* raw = c.get();
+    c->thread = std::thread([this, raw] { Serve(raw); });
+    conns_.push_back(std::move(c));
+  }
+}
+
+void ControlServer::Serve(Conn* c) {
+  int fd = c->fd.get();
+  auto name = Handshake(*ctx_, fd);
+  CtlFrame f{};
+  std::string payload;
+  while (name.ok() && RecvCtl(fd, &f, &payload).ok()) {
+    if (f.type == static_cast<uint32_t>(CtlType::kNotify)) {
+      ctx_->notifs->Push({name.value(), payload});  // the initiator's data landed before it sent this
+      std::lock_guard w(c->write_mu);
+      if (!SendCtl(fd, CtlType::kNotifyAck, 0, nullptr, 0).ok()) break;
+    } else if (f.type == static_cast<uint32_t>(CtlType::kRevokeAck)) {
+      std::lock_guard lock(mu_);
+      c->acked = std::max(c->acked, f.seq);
+      cv_.notify_all();
+    } else {
+      break;  // protocol violation: drop the connection
+    }
+  }
+  shutdown(fd, SHUT_RDWR);
+  std::lock_guard lock(mu_);
+  c->done = true;
+  cv_.notify_all();
+}
+
+void ControlServer::Revoke(std::span<const uint64_t> keys) {
+  std::unique_lock lock(mu_);
+  if (stopped_ || conns_.empty()) return;
+  uint64_t seq = 0;
+  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys) {
+    uint32_t n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
+    seq = ++revoke_seq_;
+    for (auto& c : conns_) {
+      if (c->done) continue;
+      std::lock_guard w(c->write_mu);
+      if (!SendCtl(c->fd.get(), CtlType::kRevoke, seq, keys.data() + at, n * 8).ok())
+        shutdown(c->fd.get(), SHUT_RDWR);
+    }
+  }
+  auto deadline = std::chrono::steady_clock::now() + ctx_->options.io_timeout;
+  auto all_acked = [&] {
+    return std::all_of(conns_.begin(), conns_.end(), [&](auto& c) { return c->done || c->acked >= seq; });
+  };
+  if (!cv_.wait_until(lock, deadline, all_acked)) {
+    for (auto& c : conns_)  // an initiator that cannot confirm loses its connection
+      if (!c->done && c->acked < seq) shutdown(c->fd.get(), SHUT_RDWR);
+  }
+}
+
+void ControlServer::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    if (listener_.valid()) shutdown(listener_.get(), SHUT_RDWR);
+    for (auto& c : conns_) shutdown(c->fd.get(), SHUT_RDWR);
+  }
+  if (accept_thread_.joinable()) accept_thread_.join();
+  for (auto& c : conns_) c->thread.join();
+  conns_.clear();
+}
+
+}  // namespace kvlane::core

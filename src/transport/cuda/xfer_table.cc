@@ -1,0 +1,149 @@
+// Building a transfer's segment table: every lookup happens here, once per
+// transfer, on the first post; later posts reuse the uploaded table.
+#include <thread>
+
+#include "core/peer.h"
+#include "core/request.h"
+#include "transport/cuda/cuda_channel.h"
+#include "transport/cuda/cuda_check.h"
+
+namespace kvlane::core {
+
+XferTable::~XferTable() {
+  if (segs == nullptr) return;
+  DeviceGuard guard(device);
+  (void)cudaFree(segs);
+}
+
+void ComputeRuns(XferTable* t) {
+  const auto& s = t->host_segs;
+  t->contig_end.assign(s.size(), 0);
+  for (size_t i = s.size(); i-- > 0;) {
+    bool joins = i + 1 < s.size() && s[i].src + s[i].len == s[i + 1].src && s[i].dst + s[i].len == s[i + 1].dst;
+    t->contig_end[i] = joins ? t->contig_end[i + 1] : static_cast<uint32_t>(i + 1);
+  }
+}
+
+Status CudaChannel::TableFor(Request* r, XferTable** out) {
+  std::lock_guard lock(build_mu_);
+  if (!r->transport_state) {
+    auto t = std::make_shared<XferTable>();
+    t->device = device_;
+    Status s = BuildTable(r, t.get());
+    if (!s.ok()) t->error = s;
+    r->transport_state = t;
+  }
+  *out = static_cast<XferTable*>(r->transport_state.get());
+  return (*out)->error;
+}
+
+Status CudaChannel::BuildTable(Request* r, XferTable* t) {
+  t->host_segs.resize(r->segs.size());
+  RemotePiece* rp = nullptr;
+  for (size_t i = 0; i < r->segs.size(); ++i) {
+    const Segment& sg = r->segs[i];
+    if (rp == nullptr || rp->key != sg.remote_key) {
+      KVLANE_ASSIGN_OR_RETURN(rp, FindRemote(r, sg.remote_key));
+      if (std::find(t->pieces.begin(), t->pieces.end(), rp) == t->pieces.end()) t->pieces.push_back(rp);
+    }
+    if (sg.len == 0 || sg.remote_addr < rp->base || sg.len > rp->len || sg.remote_addr - rp->base > rp->len - sg.len)
+      return Status::NotAllowed("segment outside the peer's piece");
+    if (!local_ok_.contains(sg.local_key)) {  // once per local piece
+      KVLANE_RETURN_IF_ERROR(CheckLocal(sg.local_addr));
+      local_ok_[sg.local_key] = true;
+    }
+    uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
+    bool write = r->op == Op::kWrite;
+    t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
+  }
+  ComputeRuns(t);
+  size_t bytes = t->host_segs.size() * sizeof(gpu::CopySeg);
+  KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&t->segs), bytes));
+  KVLANE_CUDA(cudaMemcpy(t->segs, t->host_segs.data(), bytes, cudaMemcpyHostToDevice));
+  return Status::Ok();
+}
+
+// REQUIRES: build_mu_ held.
+Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
+  auto it = remote_.find(key);
+  if (it != remote_.end()) return it->second.get();
+  return OpenRemote(r, key);
+}
+
+// Resolves a peer piece against the peer's latest metadata: same process, its
+// own address (peer access on); otherwise the allocation's IPC handle, opened
+// once per allocation. REQUIRES: build_mu_ held.
+Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
+  if (revoked_keys_.contains(key)) return Status::RemoteStale("peer deregistered this piece");
+  PeerState& peer = *r->peer;
+  while (!peer.mu.try_lock()) {  // Close() may hold it while joining this thread
+    if (closing().load(std::memory_order_acquire)) return Status::Canceled("channel closed");
+    std::this_thread::yield();
+  }
+  std::lock_guard plock(peer.mu, std::adopt_lock);
+  auto piece = std::find_if(peer.meta.pieces.begin(), peer.meta.pieces.end(),
+                            [&](const Piece& p) { return p.key == key; });
+  if (piece == peer.meta.pieces.end()) return Status::RemoteStale("peer piece is no longer registered");
+  auto rp = std::make_unique<RemotePiece>();
+  rp->key = key;
+  rp->base = piece->base;
+  rp->len = piece->len;
+  if (same_process_) {
+    cudaPointerAttributes a{};
+    KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(piece->base)));
+    if (a.type == cudaMemoryTypeDevice) KVLANE_RETURN_IF_ERROR(EnablePeer(a.device));
+    else if (a.type != cudaMemoryTypeHost && a.type != cudaMemoryTypeManaged)
+      return Status::NotSupported("peer memory is neither device nor pinned host memory");
+    rp->mapped = piece->base;
+  } else {
+    if (peer.meta.cuda_blob != blob_bytes_) {
+      KVLANE_ASSIGN_OR_RETURN(blob_, DecodeCudaBlob(peer.meta.cuda_blob));
+      blob_bytes_ = peer.meta.cuda_blob;
+    }
+    auto e = std::find_if(blob_.exports.begin(), blob_.exports.end(), [&](const CudaExport& x) { return x.key == key; });
+    if (e == blob_.exports.end())
+      return piece->kind == MemoryKind::kCuda
+                 ? Status::NotSupported("peer exported no IPC handle for this device piece")
+                 : Status::NotSupported("host memory of another process is not reachable by the cuda transport");
+    if (e->piece_base != piece->base || e->piece_len != piece->len)
+      return Status::InvalidArgument("cuda metadata disagrees with the peer's piece table");
+    void*& mapping = opened_[e->alloc_base];
+    if (mapping == nullptr) {
+      cudaError_t err = cudaIpcOpenMemHandle(&mapping, e->handle, cudaIpcMemLazyEnablePeerAccess);
+      if (err != cudaSuccess) {
+        opened_.erase(e->alloc_base);
+        (void)cudaGetLastError();
+        return CudaStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__);
+      }
+    }
+    rp->mapped = reinterpret_cast<uint64_t>(mapping) + (e->piece_base - e->alloc_base);
+  }
+  RemotePiece* raw = rp.get();
+  remote_[key] = std::move(rp);
+  return raw;
+}
+
+// Local memory must be device memory or pinned host memory. REQUIRES: build_mu_ held.
+Status CudaChannel::CheckLocal(uint64_t addr) {
+  cudaPointerAttributes a{};
+  KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(addr)));
+  if (a.type == cudaMemoryTypeDevice) return EnablePeer(a.device);
+  if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged) return Status::Ok();
+  return Status::NotSupported("local memory of a cuda transfer must be device or pinned host memory");
+}
+
+// REQUIRES: build_mu_ held; called on a lane thread (current device = device_).
+Status CudaChannel::EnablePeer(int device) {
+  if (device == device_ || std::find(peer_enabled_.begin(), peer_enabled_.end(), device) != peer_enabled_.end())
+    return Status::Ok();
+  int can = 0;
+  KVLANE_CUDA(cudaDeviceCanAccessPeer(&can, device_, device));
+  if (!can) return Status::NotSupported("GPU " + std::to_string(device_) + " cannot access GPU " + std::to_string(device));
+  cudaError_t e = cudaDeviceEnablePeerAccess(device, 0);
+  if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return CudaStatus(e, "cudaDeviceEnablePeerAccess", __FILE__, __LINE__);
+  (void)cudaGetLastError();
+  peer_enabled_.push_back(device);
+  return Status::Ok();
+}
+
+}  // namespace kvlane::core

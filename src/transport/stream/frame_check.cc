@@ -1,0 +1,45 @@
+#include "transport/stream/frame_check.h"
+
+#include <algorithm>
+
+namespace kvlane::core {
+
+Status CheckHello(const HelloFrame& h, uint64_t agent_id, const Secret& secret) {
+  Secret got{};
+  std::copy(std::begin(h.secret), std::end(h.secret), got.begin());
+  bool ok = SecretEquals(got, secret);  // always compared: no early exit on the secret
+  ok = ok && h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == agent_id &&
+       h.name_len > 0;
+  if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, secret or version");
+  return Status::Ok();
+}
+
+Status CheckFrameHeader(const FrameHeader& h) {
+  switch (static_cast<FrameType>(h.type)) {
+    case FrameType::kRead:
+    case FrameType::kWrite:
+      if (h.nseg == 0 || h.nseg > kMaxWireSegs || h.bytes == 0 || h.bytes > kMaxFrameBytes)
+        return Status::InvalidArgument("protocol: bad frame size");
+      return Status::Ok();
+    case FrameType::kNotify:
+      if (h.nseg != 0 || h.bytes > kMaxNotifyBytes) return Status::InvalidArgument("protocol: bad notify");
+      return Status::Ok();
+    case FrameType::kNop:
+      if (h.nseg != 0 || h.bytes != 0) return Status::InvalidArgument("protocol: bad nop");
+      return Status::Ok();
+  }
+  return Status::InvalidArgument("protocol: unknown frame type");
+}
+
+Status CheckSegments(const FrameHeader& h, std::span<const WireSeg> segs) {
+  if (segs.size() != h.nseg) return Status::InvalidArgument("protocol: segment count mismatch");
+  uint64_t sum = 0;  // at most kMaxWireSegs * kMaxFrameBytes: cannot wrap
+  for (const WireSeg& s : segs) {
+    if (s.len == 0 || s.len > kMaxFrameBytes) return Status::InvalidArgument("protocol: bad segment length");
+    sum += s.len;
+  }
+  if (sum != h.bytes) return Status::InvalidArgument("protocol: segment lengths do not add up");
+  return Status::Ok();
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,182 @@
+#include "target_proc.h"
+
+#include <cuda_runtime_api.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "kvlane/kvlane.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+
+std::string Hex(const std::string& b) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) out += d[c >> 4], out += d[c & 15];
+  return out;
+}
+
+std::string Unhex(const std::string& h) {
+  std::string out;
+  for (size_t i = 0; i + 1 < h.size(); i += 2) out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+void FillDevice(void* dev, uint64_t len, uint64_t seed) {
+  std::vector<uint8_t> h(len);
+  Fill(h, seed);
+  cudaMemcpy(dev, h.data(), len, cudaMemcpyDefault);
+}
+
+int64_t CheckDevice(const void* dev, uint64_t len, uint64_t seed) {
+  std::vector<uint8_t> h(len);
+  if (cudaMemcpy(h.data(), dev, len, cudaMemcpyDefault) != cudaSuccess) return -2;
+  return FirstMismatch(h.data(), len, seed);
+}
+
+TargetProc TargetProc::Spawn(int device) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(down[0], 0);
+    dup2(up[1], 1);
+    close(down[1]);
+    close(up[0]);
+    std::string dev = std::to_string(device);
+    execl("/proc/self/exe", "target", "--kvlane-cuda-target", dev.c_str(), nullptr);
+    _exit(127);
+  }
+  close(down[0]);
+  close(up[1]);
+  TargetProc t;
+  t.pid_ = pid;
+  t.to_ = down[1];
+  t.from_ = up[0];
+  return t;
+}
+
+TargetProc::TargetProc(TargetProc&& o) noexcept
+    : pid_(std::exchange(o.pid_, -1)), to_(std::exchange(o.to_, -1)), from_(std::exchange(o.from_, -1)) {}
+
+TargetProc& TargetProc::operator=(TargetProc&& o) noexcept {
+  if (this != &o) {
+    this->~TargetProc();
+    new (this) TargetProc(std::move(o));
+  }
+  return *this;
+}
+
+TargetProc::~TargetProc() {
+  if (pid_ > 0) {
+    (void)Call("exit");
+    int st;
+    waitpid(pid_, &st, 0);
+  }
+  if (to_ >= 0) close(to_);
+  if (from_ >= 0) close(from_);
+  pid_ = to_ = from_ = -1;
+}
+
+void TargetProc::Kill() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  int st;
+  waitpid(pid_, &st, 0);
+  pid_ = -1;
+}
+
+std::string TargetProc::Call(const std::string& line) {
+  if (pid_ <= 0) return "";
+  std::string l = line + "\n";
+  if (write(to_, l.data(), l.size()) != static_cast<ssize_t>(l.size())) return "";
+  std::string out;
+  char c;
+  while (read(from_, &c, 1) == 1) {
+    if (c == '\n') return out;
+    out += c;
+  }
+  return "";
+}
+
+namespace {
+
+// One command of the target loop; writes the reply to `out`.
+void Serve(Agent& agent, int device, const std::string& line, std::ostream& out) {
+  std::istringstream in(line);
+  std::string cmd;
+  in >> cmd;
+  uint64_t a = 0, b = 0, c = 0;
+  if (cmd == "alloc") {
+    in >> a;
+    void* p = nullptr;
+    cudaMalloc(&p, a);
+    auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device);
+    out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
+  } else if (cmd == "meta") {
+    out << Hex(agent.ExportMetadata().value());
+  } else if (cmd == "fill" || cmd == "check" || cmd == "memset" || cmd == "checkbyte") {
+    in >> a >> b >> c;
+    void* p = reinterpret_cast<void*>(a);
+    if (cmd == "fill") FillDevice(p, b, c), out << "ok";
+    if (cmd == "check") out << CheckDevice(p, b, c);
+    if (cmd == "memset") cudaMemset(p, static_cast<int>(c), b), cudaDeviceSynchronize(), out << "ok";
+    if (cmd == "checkbyte") {
+      std::vector<uint8_t> h(b);
+      cudaMemcpy(h.data(), p, b, cudaMemcpyDefault);
+      int64_t bad = -1;
+      for (uint64_t i = 0; i < b && bad < 0; ++i)
+        if (h[i] != static_cast<uint8_t>(c)) bad = static_cast<int64_t>(i);
+      out << bad;
+    }
+  } else if (cmd == "dereg") {
+    in >> a;
+    out << static_cast<int>(agent.DeregisterMemory(RegionId{a}).code());
+  } else if (cmd == "notifcheck") {  // waits for one notification, then checks the data at once
+    in >> a >> b >> c;
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::vector<Notification> got;
+    while (got.empty() && std::chrono::steady_clock::now() < until) got = agent.TakeNotifications();
+    if (got.empty()) {
+      out << "none -3";
+      return;
+    }
+    int64_t bad = b == 0 ? -1 : CheckDevice(reinterpret_cast<void*>(a), b, c);
+    out << got[0].bytes << " " << bad;
+  } else {
+    out << "?";
+  }
+}
+
+}  // namespace
+
+int RunTarget(int device) {
+  cudaSetDevice(device);
+  AgentOptions o;
+  o.name = "target";
+  o.transports = {"cuda"};
+  auto agent = Agent::Create(o);
+  if (!agent.ok()) return 2;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line == "exit") break;
+    std::ostringstream out;
+    Serve(**agent, device, line, out);
+    std::cout << out.str() << "\n" << std::flush;
+  }
+  return 0;
+}
+
+int MaybeRunTarget(int argc, char** argv) {
+  if (argc >= 3 && std::strcmp(argv[1], "--kvlane-cuda-target") == 0) return RunTarget(std::atoi(argv[2]));
+  return -1;
+}
+
+}  // namespace kvlane::test
