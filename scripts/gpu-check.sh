@@ -22,8 +22,8 @@ run() {  # name, command...
   [ $rc = 0 ] || grep -E 'Failure|FAILED|error' "$OUT/$name.log" | head -20
 }
 run cuda_blob_test "$BIN/cuda_blob_test"
-run cuda_transfer_test timeout 300 "$BIN/cuda_transfer_test"
-run cuda_bench timeout 300 "$BIN/cuda_bench"
+run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
+run cuda_bench timeout 200 "$BIN/cuda_bench"
 echo
 cat "$OUT/cuda_bench.log"
 echo

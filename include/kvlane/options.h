@@ -32,7 +32,7 @@ struct AgentOptions {
   int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
   uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once
   uint32_t max_segments_per_chunk = 256;      // descriptors gathered into one chunk
-  uint64_t stripe_min_bytes = 4ull << 20;     // requests at least this big are striped
+  uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
   uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
   uint32_t max_requests = 1u << 14;           // transfer handles alive at once
   uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
@@ -40,6 +40,13 @@ struct AgentOptions {
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+  // cuda: blocks (one SM each) of every cuda lane's resident proxy kernel, which moves
+  // small transfers without a launch per request; 0..8, 0 turns it off. Default 1 (with
+  // lanes_per_peer 2: two SMs, only while small transfers flow; it exits when idle).
+  int cuda_proxy_blocks = 1;
+  // cuda: requests of at most this many bytes go through the proxy; bigger ones use
+  // copy engines or a copy kernel launch. 0..16 MiB, default 64 KiB.
+  uint64_t cuda_proxy_max_bytes = 64ull << 10;
 
   // Returns an InvalidArgument status naming the first bad field.
   Status Validate() const;

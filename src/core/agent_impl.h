@@ -64,7 +64,8 @@ class AgentImpl {
   Result<std::shared_ptr<PreparedList>> GetPrepared(PreparedId id) const;
   Result<Request*> SlotOf(const XferHandle& h) const;
   Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
-                       const PreparedList& remote, std::span<const uint32_t> ri);
+                       const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
+  uint64_t ChunkSizeFor(const Request& r) const;
   void FreeSlot(Request* r);
   bool Striped(const Request& r) const;
   int PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const;

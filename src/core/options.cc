@@ -42,6 +42,8 @@ Status AgentOptions::Validate() const {
   if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
     return Bad("*_timeout", "must be positive");
   if (spin.count() < 0) return Bad("spin", "must not be negative");
+  if (cuda_proxy_blocks < 0 || cuda_proxy_blocks > 8) return Bad("cuda_proxy_blocks", "must be 0..8");
+  if (cuda_proxy_max_bytes > (16ull << 20)) return Bad("cuda_proxy_max_bytes", "must be at most 16 MiB");
   return Status::Ok();
 }
 

@@ -9,7 +9,8 @@ Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
 }
 
 bool AgentImpl::Striped(const Request& r) const {
-  return r.stripe && r.channel->stripe_bulk() && r.total_bytes >= ctx_.options.stripe_min_bytes;
+  return r.fixed_lane < 0 && r.stripe && r.channel->stripe_bulk() &&
+         r.total_bytes >= ctx_.options.stripe_min_bytes;
 }
 
 int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const {
@@ -51,7 +52,7 @@ Status AgentImpl::Post(XferHandle* h) {
   uint32_t launched = 0;
   Status failure;
   for (; launched < nchunks; ++launched) {
-    if (launched > 0 && r->fixed_lane < 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
+    if (launched > 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
     LaneQueue& q = ch->queue(lane);
     q.AddBytes(static_cast<int64_t>(r->chunks[launched].bytes));
     failure = q.Push({r, launched, r->gen}, deadline, ch->closing());

@@ -68,8 +68,8 @@ Result<std::shared_ptr<PreparedList>> AgentImpl::GetPrepared(PreparedId id) cons
 // Walks local and remote ranges of each descriptor pair in lockstep, cutting at
 // every piece boundary of either side and at chunk_bytes.
 Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
-                                const PreparedList& remote, std::span<const uint32_t> ri) {
-  const uint64_t max_seg = ctx_.options.chunk_bytes;
+                                const PreparedList& remote, std::span<const uint32_t> ri,
+                                uint64_t max_seg) {
   size_t n = li.empty() ? local.descs.size() : li.size();
   size_t m = ri.empty() ? remote.descs.size() : ri.size();
   if (n != m) return Status::InvalidArgument("local and remote lists differ in length (" +
@@ -98,6 +98,29 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
     }
   }
   return Status::Ok();
+}
+
+// Bytes of the local side of a transfer (out-of-range indices are skipped here
+// and rejected by BuildSegments).
+static uint64_t LocalBytes(const PreparedList& local, std::span<const uint32_t> li) {
+  uint64_t total = 0;
+  if (li.empty()) {
+    for (uint64_t len : local.lens) total += len;
+  } else {
+    for (uint32_t i : li) total += i < local.lens.size() ? local.lens[i] : 0;
+  }
+  return total;
+}
+
+// The chunk size of a transfer: chunk_bytes, or smaller for a striped request
+// that would otherwise not fill every lane (so a 2 MiB request on two lanes
+// moves as two 1 MiB chunks in parallel).
+uint64_t AgentImpl::ChunkSizeFor(const Request& r) const {
+  const uint64_t chunk = ctx_.options.chunk_bytes;
+  const uint64_t lanes = static_cast<uint64_t>(r.channel->lane_count());
+  if (!Striped(r) || lanes < 2 || r.total_bytes >= lanes * chunk) return chunk;
+  uint64_t share = (r.total_bytes + lanes - 1) / lanes;
+  return std::max<uint64_t>(4096, (share + 4095) / 4096 * 4096);
 }
 
 // Groups consecutive segments into chunks of at most chunk_bytes and
@@ -144,13 +167,15 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   r->notif.assign(notif);
   r->fixed_lane = xo.lane;
   r->stripe = xo.stripe;
+  r->total_bytes = LocalBytes(*local, li);  // decides striping and the chunk size
+  const uint64_t chunk = ChunkSizeFor(*r);
   r->total_bytes = 0;
-  Status s = BuildSegments(r, *local, li, *remote, ri);
+  Status s = BuildSegments(r, *local, li, *remote, ri, chunk);
   if (!s.ok()) {
     FreeSlot(r);
     return s;
   }
-  PlanChunks(r, ctx_.options.chunk_bytes, ctx_.options.max_segments_per_chunk);
+  PlanChunks(r, chunk, ctx_.options.max_segments_per_chunk);
   r->in_use = true;
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->gen = gen;

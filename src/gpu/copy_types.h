@@ -4,6 +4,12 @@
 
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define KVLANE_HOST_DEVICE __host__ __device__
+#else
+#define KVLANE_HOST_DEVICE
+#endif
+
 namespace kvlane::gpu {
 
 // One contiguous copy of a prepared transfer, already resolved to addresses the
@@ -21,6 +27,59 @@ struct CopyDone {
   uint32_t* blocks_finished;  // device memory, one word per stream; 0 between launches
   uint64_t* done;             // pinned host memory (mapped); written by the GPU
   uint64_t value;             // what the host waits for
+};
+
+// ---- Resident proxy (one kernel per lane, polling a ring in pinned host memory).
+
+inline constexpr uint32_t kProxyRing = 1024;  // ring entries = the lane's completion words
+inline constexpr uint32_t kProxyMaxSegs = 16;  // segments of one entry (more: the launch path)
+inline constexpr uint32_t kProxyCopy = 1;     // ProxyEntry::op: copy the segments
+inline constexpr uint32_t kProxyExit = 2;     // ProxyEntry::op: the kernel returns
+// Or'ed into a completion word when the proxy acknowledged an entry without
+// copying (CPU latch mirrored to it, or its own GPU-side error).
+inline constexpr uint64_t kDoneSkipped = 1ull << 62;
+
+// One ring entry, one 64-byte cache line so that the proxy reads it with one
+// PCIe read. Pinned host memory: written by the lane's issue thread (`ready`
+// last), read by the proxy. `check` detects a torn read (the proxy then re-reads).
+struct alignas(64) ProxyEntry {
+  uint64_t ready;      // entry number + 1 once the fields below are written
+  uint32_t op;         // kProxyCopy or kProxyExit
+  uint32_t seg_begin;  // segments [seg_begin, seg_end) of `segs`
+  uint32_t seg_end;
+  uint32_t check;      // ProxyCheck() of the other fields
+  uint64_t segs;       // pinned host (mapped): the entry's CopySeg list (used when > 1 segment)
+  CopySeg seg;         // the segment itself when seg_end - seg_begin == 1
+  uint64_t value;      // stored into done[(value - 1) % kProxyRing] when finished
+};
+static_assert(sizeof(ProxyEntry) == 64, "one cache line");
+
+KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
+  uint64_t x = e.ready ^ (uint64_t{e.op} << 32 | e.seg_begin) ^ e.seg_end ^ e.segs ^ e.seg.src ^
+               (e.seg.dst * 3) ^ (e.seg.len * 5) ^ (e.value * 7) ^ 0x9e3779b97f4a7c15ull;
+  return static_cast<uint32_t>(x ^ (x >> 32));
+}
+
+// Flags shared by the host and one lane's proxy; pinned host memory (mapped).
+struct ProxyCtl {
+  uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
+  uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
+  uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
+  uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
+};
+
+// Device-memory scratch of one lane's proxy; zeroed before each launch.
+struct ProxyScratch {
+  unsigned long long arrivals;  // blocks finished, summed over entries (blocks > 1)
+  unsigned int skipped;         // sticky: some block stopped copying
+};
+
+struct ProxyArgs {
+  const ProxyEntry* ring;  // pinned host (mapped): kProxyRing entries
+  ProxyCtl* ctl;           // pinned host (mapped)
+  uint64_t* done;          // pinned host (mapped): the lane's kProxyRing completion words
+  ProxyScratch* scratch;   // device memory
+  uint64_t start;          // the first entry number this launch serves
 };
 
 }  // namespace kvlane::gpu

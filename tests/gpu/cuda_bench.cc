@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gpu/copy_launch.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
 
@@ -149,6 +150,60 @@ void Beside(Bench& b) {
   (void)b.agent->Release(&hs);
 }
 
+// Probe (not kvlane): the bare copy kernel over the scattered list, GPU 0 ->
+// GPU 1 in this process, for several work cuts; microseconds per launch.
+void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs, uint64_t n, uint64_t d) {
+  std::vector<gpu::CopySeg> h(n);
+  for (uint64_t i = 0; i < n; ++i)
+    h[i] = {reinterpret_cast<uint64_t>(b.local) + ls[i] * d, reinterpret_cast<uint64_t>(b.ref_dst) + rs[i] * d, d};
+  gpu::CopySeg* segs = nullptr;
+  uint32_t* fin = nullptr;
+  uint64_t* done = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&segs), n * sizeof(gpu::CopySeg));
+  cudaMalloc(reinterpret_cast<void**>(&fin), 4);
+  cudaMemset(fin, 0, 4);
+  cudaHostAlloc(reinterpret_cast<void**>(&done), 8, cudaHostAllocMapped);
+  cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
+  for (uint32_t parts : {1u, 2u, 3u}) {
+    for (int grid : {static_cast<int>(n * parts), 528, 1056}) {
+      std::vector<double> t;
+      for (int it = 0; it < 13; ++it) {
+        auto t0 = Clock::now();
+        gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
+        cudaStreamSynchronize(b.stream);
+        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+      }
+      char name[96];
+      std::snprintf(name, sizeof(name), "probe kernel parts=%u grid=%d GB/s", parts, grid);
+      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+    }
+  }
+  // Probe: one copy-engine batch (cudaMemcpyBatchAsync) for the same list.
+  std::vector<void*> dsts(n), srcs(n);
+  std::vector<size_t> sizes(n, d);
+  for (uint64_t i = 0; i < n; ++i) dsts[i] = reinterpret_cast<void*>(h[i].dst), srcs[i] = reinterpret_cast<void*>(h[i].src);
+  cudaMemcpyAttributes attr{};
+  attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t idx = 0;
+  std::vector<double> t;
+  cudaError_t err = cudaSuccess;
+  for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
+    auto t0 = Clock::now();
+    err = cudaMemcpyBatchAsync(dsts.data(), const_cast<const void* const*>(srcs.data()), sizes.data(), n, &attr, &idx, 1, b.stream);
+    cudaStreamSynchronize(b.stream);
+    if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+  }
+  if (err == cudaSuccess)
+    Row("probe cudaMemcpyBatchAsync 6146x37440B GB/s", n * d / Pct(t, 50) / 1e3,
+        n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+  else
+    std::printf("probe cudaMemcpyBatchAsync: %s\n", cudaGetErrorString(err));
+  (void)cudaGetLastError();
+  cudaFree(segs);
+  cudaFree(fin);
+  cudaFreeHost(done);
+}
+
 // 6,146 descriptors of 37,440 B at shuffled slots of a pool on each side.
 void Scattered(Bench& b) {
   const uint64_t n = 6146, d = 37440, total = n * d;
@@ -180,6 +235,7 @@ void Scattered(Bench& b) {
     (void)b.agent->Release(&hs);
     (void)b.agent->Release(&hc);
   }
+  KernelSweep(b, ls, rs, n, d);
 }
 
 int Main() {
@@ -215,6 +271,9 @@ int Main() {
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(12, '-').c_str(),
               std::string(12, '-').c_str(), std::string(7, '-').c_str(), std::string(8, '-').c_str());
   Latency(b, 4096, "4KiB", 3000);
+  Latency(b, 16 << 10, "16KiB", 1000);
+  Latency(b, 64 << 10, "64KiB", 1000);
+  Latency(b, 256 << 10, "256KiB", 1000);
   Latency(b, 2 << 20, "2MiB", 500);
   Beside(b);
   Contiguous(b, 256ull << 20, "256MiB");

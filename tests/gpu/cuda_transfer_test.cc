@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/agent_impl.h"
+#include "transport/cuda/cuda_channel.h"
 #include "target_proc.h"
 #include "test_util.h"
 
@@ -311,6 +312,172 @@ TEST_P(CudaTransferTest, PinnedHostToDeviceBothWays) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaTransferTest, ::testing::Values("two_gpus", "one_gpu"),
+                         [](const auto& info) { return info.param; });
+
+
+// ---- The resident proxy lane (requests up to cuda_proxy_max_bytes).
+
+class CudaProxyTest : public CudaTransferTest {
+ protected:
+  core::CudaChannel* Channel() {
+    auto ch = agent_->impl()->PeerChannel("target");
+    EXPECT_TRUE(ch.ok());
+    return ch.ok() ? dynamic_cast<core::CudaChannel*>(ch.value()) : nullptr;
+  }
+  AgentOptions OneLane() {
+    AgentOptions o;
+    o.lanes_per_peer = 1;
+    return o;
+  }
+};
+
+// Sizes 1 B..64 KiB at odd offsets, single and multi-descriptor, both ways.
+TEST_P(CudaProxyTest, SmallTransfersAreExact) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 1 << 20;
+  uint8_t* src = DevAlloc(kBytes);
+  uint8_t* back = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 21);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  ASSERT_TRUE(agent_->RegisterMemory(back, kBytes, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBytes);
+  Load();
+  const uint64_t sizes[] = {1, 15, 16, 17, 4096, 4099, 12345, 65536};
+  uint64_t off = 0;
+  for (int k = 0; k < 64; ++k) {
+    uint64_t len = sizes[k % 8], delta = (k * 7) % 13;
+    int parts = k % 3 == 0 && len >= 64 ? 4 : 1;
+    DescList l{MemoryKind::kCuda, {}}, b{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+    for (int p = 0; p < parts; ++p) {
+      uint64_t lo = len * p / parts, hi = len * (p + 1) / parts;
+      l.Add(src + off + lo, hi - lo);
+      b.Add(back + off + delta + lo, hi - lo);  // misaligned against the remote side
+      r.Add(dst.addr + off + lo, hi - lo);
+    }
+    XferHandle w = Make(Op::kWrite, l, r), rd = Make(Op::kRead, b, r);
+    for (int rep = 0; rep < 3; ++rep) {
+      ASSERT_TRUE(PostWait(&w).ok()) << "size " << len;
+      ASSERT_TRUE(PostWait(&rd).ok()) << "size " << len;
+    }
+    std::vector<uint8_t> want(len), got(len);
+    cudaMemcpy(want.data(), src + off, len, cudaMemcpyDefault);
+    cudaMemcpy(got.data(), back + off + delta, len, cudaMemcpyDefault);
+    ASSERT_EQ(want, got) << "size " << len << " round " << k;
+    EXPECT_TRUE(agent_->Release(&w).ok());
+    EXPECT_TRUE(agent_->Release(&rd).ok());
+    off += (len + 64 + 15) / 16 * 16 + 32;
+  }
+}
+
+// On one lane a small request posted after a bulk one retires after it
+// (FIFO), though the proxy copied it first; both land intact.
+TEST_P(CudaProxyTest, SmallBehindBulkOnOneLaneRetiresInOrder) {
+  MakeAgent(OneLane());
+  constexpr uint64_t kBulk = 256 << 20, kSmall = 4096;
+  uint8_t* src = DevAlloc(kBulk + kSmall);
+  FillDevice(src, kBulk + kSmall, 33);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBulk + kSmall, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBulk + kSmall);
+  Load();
+  DescList lb{MemoryKind::kCuda, {}}, rb{MemoryKind::kCuda, {}}, ls{MemoryKind::kCuda, {}}, rs{MemoryKind::kCuda, {}};
+  lb.Add(src, kBulk);
+  rb.Add(dst.addr, kBulk);
+  ls.Add(src + kBulk, kSmall);
+  rs.Add(dst.addr + kBulk, kSmall);
+  XferHandle hb = Make(Op::kWrite, lb, rb), hs = Make(Op::kWrite, ls, rs);
+  for (int round = 0; round < 5; ++round) {
+    ASSERT_FALSE(agent_->Post(&hb).is_error());
+    ASSERT_FALSE(agent_->Post(&hs).is_error());
+    Status small;
+    while ((small = agent_->Check(hs)).in_progress()) {
+    }
+    ASSERT_TRUE(small.ok()) << small.ToString();
+    EXPECT_TRUE(agent_->Check(hb).ok()) << "round " << round << ": small retired before bulk";
+    ASSERT_TRUE(agent_->Wait(hb, 20s).ok());
+  }
+  EXPECT_EQ(RemoteCheck(dst.addr, kBulk + kSmall, 33), -1);
+}
+
+// A latch on the host reaches the proxy (it copies nothing more), and a small
+// post after it is rejected without touching the target.
+TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
+  MakeAgent(OneLane());
+  constexpr uint64_t kBytes = 4096;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 8);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  r.Add(dst.addr, kBytes);
+  XferHandle h = Make(Op::kWrite, l, r);
+  ASSERT_TRUE(PostWait(&h).ok());  // the proxy is running now (it idles out after 1 ms)
+  core::CudaChannel* ch = Channel();
+  ASSERT_NE(ch, nullptr);
+  ch->latch().Latch(Status::Backend("injected host fault"));
+  auto until = std::chrono::steady_clock::now() + 2s;
+  while (!ch->ProxySawLatch(0) && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_TRUE(ch->ProxySawLatch(0));
+  target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
+  EXPECT_EQ(agent_->Post(&h).code(), Code::kBackend);
+  EXPECT_EQ(target_.Call("checkbyte " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90"), "-1");
+}
+
+// An error raised on the GPU by the proxy latches the channel on the host; the
+// request it skipped ends with it and the target keeps its bytes.
+TEST_P(CudaProxyTest, GpuErrorLatchesTheChannel) {
+  MakeAgent(OneLane());
+  constexpr uint64_t kBytes = 4096;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 8);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBytes);
+  target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  r.Add(dst.addr, kBytes);
+  XferHandle h = Make(Op::kWrite, l, r);
+  core::CudaChannel* ch = Channel();
+  ASSERT_NE(ch, nullptr);
+  ch->InjectProxyFault(0);  // seen by the proxy's first poll, before the entry
+  Status s = PostWait(&h);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_EQ(agent_->PeerError("target").code(), Code::kBackend);
+  EXPECT_EQ(agent_->Post(&h).code(), Code::kBackend);
+  EXPECT_EQ(target_.Call("checkbyte " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90"), "-1");
+}
+
+// Destroying the agent while the proxy runs (small requests in flight) stops
+// the kernel and returns promptly; the cycle repeats.
+TEST_P(CudaProxyTest, ShutdownStopsTheProxy) {
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* src = DevAlloc(kBytes);
+  Remote dst = Alloc(kBytes);
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    MakeAgent();
+    ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+    Load();
+    std::vector<XferHandle> hs;
+    for (int k = 0; k < 16; ++k) {
+      DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+      l.Add(src + k * 4096, 4096);
+      r.Add(dst.addr + k * 4096, 4096);
+      hs.push_back(Make(Op::kWrite, l, r));
+      ASSERT_FALSE(agent_->Post(&hs.back()).is_error());
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    agent_.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+    void* probe = nullptr;  // a device-wide synchronizing call returns: no kernel left behind
+    ASSERT_EQ(cudaMalloc(&probe, 1), cudaSuccess);
+    EXPECT_EQ(cudaFree(probe), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, CudaProxyTest, ::testing::Values("two_gpus", "one_gpu"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

@@ -36,7 +36,8 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
       device_(device),
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),
-      stripe_min_bytes_(ctx.options.stripe_min_bytes),
+      proxy_blocks_(ctx.options.cuda_proxy_blocks),
+      proxy_max_bytes_(ctx.options.cuda_proxy_max_bytes),
       control_(std::move(control)) {}
 
 Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, const AgentMeta& peer,
@@ -60,7 +61,7 @@ Status CudaChannel::CreateLanes() {
   KVLANE_CUDA(cudaSetDevice(device_));
   int sms = 0, lo = 0, hi = 0;
   KVLANE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
-  max_blocks_ = 2 * sms;
+  max_blocks_ = 4 * sms;
   KVLANE_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
   for (int i = 0; i < lane_count(); ++i) {
     auto l = std::make_unique<Lane>();
@@ -73,17 +74,34 @@ Status CudaChannel::CreateLanes() {
     KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&lane.done), kBatchRing * sizeof(uint64_t),
                               cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(lane.done, 0, kBatchRing * sizeof(uint64_t));
+    if (proxy_blocks_ > 0) KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi));
   }
   KVLANE_CUDA(cudaDeviceSynchronize());
   return Status::Ok();
 }
 
+// Stops the proxies (bounded wait), then frees what the lanes hold. After a
+// wedged GPU nothing is freed: freeing would block on the device, and the GPU
+// may still write the completion words.
 void CudaChannel::DestroyGpu() {
   DeviceGuard guard(device_);
+  for (auto& l : lanes_) {
+    Status s = l->proxy.Shutdown(io_timeout_);
+    if (s.code() == Code::kTimeout) wedged_ = true;
+    if (!s.ok()) latch().Latch(s);
+    wedged_ = wedged_ || l->wedged;
+  }
+  if (wedged_) {
+    for (auto& l : lanes_) (void)l.release();  // leaked on purpose, see above
+    lanes_.clear();
+    (void)cudaGetLastError();
+    return;
+  }
   for (auto& l : lanes_) {
     if (l->sm) (void)cudaStreamSynchronize(l->sm), (void)cudaStreamDestroy(l->sm);
     if (l->ce) (void)cudaStreamSynchronize(l->ce), (void)cudaStreamDestroy(l->ce);
     if (l->blocks_finished) (void)cudaFree(l->blocks_finished);
+    l->proxy.Free();
     if (l->done) (void)cudaFreeHost(l->done);
   }
   std::lock_guard lock(build_mu_);
@@ -158,7 +176,8 @@ bool CudaChannel::BatchFinished(const Lane& l, uint64_t seq) {
   bool launched = l.batches[seq % kBatchRing].launched.load(std::memory_order_acquire);
   if (l.retired.load(std::memory_order_acquire) > seq) return true;  // the slot may have moved on
   if (!launched) return true;
-  return std::atomic_ref<uint64_t>(l.done[seq % kBatchRing]).load(std::memory_order_acquire) >= seq + 1;
+  uint64_t w = std::atomic_ref<uint64_t>(l.done[seq % kBatchRing]).load(std::memory_order_acquire);
+  return (w & ~gpu::kDoneSkipped) >= seq + 1;
 }
 
 Status CudaChannel::Notify(std::string_view bytes) {

@@ -1,11 +1,12 @@
 // CudaChannel: the initiator side of the cuda transport, for one peer on this
 // host. Each lane owns two CUDA streams on the channel's GPU (a high-priority
-// one for SM copy kernels, one for copy-engine copies), an issue thread and a
-// retire thread. The issue thread gathers consecutive chunks of one request
-// into one batch and launches it once (one kernel over the uploaded segment
-// table, or one cudaMemcpyAsync when the batch is one contiguous run); the GPU
-// then writes the batch's number into a pinned host word. The retire thread
-// polls that host word (never the GPU) and retires the batch's tickets FIFO.
+// one for SM copy kernels, one for copy-engine copies), a resident proxy kernel
+// for small transfers (CudaProxy), an issue thread and a retire thread. On a
+// request's first chunk the issue thread moves the whole request at once: one
+// ring entry for the proxy (small), one cudaMemcpyAsync (one contiguous run) or
+// one kernel over the uploaded segment table; its later chunks retire behind
+// it. The GPU then writes the batch's number into a pinned host word; the
+// retire thread polls that host word (never the GPU) and retires FIFO.
 //
 // Thread-safety: Notify and Close are thread-safe; lanes run on their own threads.
 #pragma once
@@ -24,6 +25,7 @@
 #include "core/channel.h"
 #include "core/metadata.h"
 #include "transport/cuda/cuda_blob.h"
+#include "transport/cuda/cuda_proxy.h"
 #include "transport/cuda/xfer_table.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
@@ -45,8 +47,12 @@ class CudaChannel final : public Channel {
   Status Notify(std::string_view bytes) override;
   void Close() override;
 
+  // Test hooks: the proxy of `lane` has seen the host's latch / raises a GPU-side error.
+  bool ProxySawLatch(int lane) const { return lanes_[lane]->proxy.saw_latch(); }
+  void InjectProxyFault(int lane) { lanes_[lane]->proxy.InjectFault(); }
+
  private:
-  static constexpr uint32_t kBatchRing = 1024;  // launched batches in flight per lane
+  static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
 
   struct Batch {
     uint32_t items = 0;    // tickets it retires
@@ -64,6 +70,11 @@ class CudaChannel final : public Channel {
     std::atomic<bool> issuing{false};              // inside a batch's live check + launch
     std::atomic<uint32_t> bell{0};                 // wakes the retire thread
     std::atomic<bool> issuer_done{false};
+    bool wedged = false;                           // a wait timed out (retire thread)
+    CudaProxy proxy;                               // small transfers
+    // The request whose later chunks were moved by an earlier batch (issue thread).
+    const Request* ahead_req = nullptr;
+    uint32_t ahead_gen = 0, ahead_last = 0;
     std::thread issuer, retirer;
   };
 
@@ -73,11 +84,15 @@ class CudaChannel final : public Channel {
 
   // cuda_lane.cc
   void IssueLoop(int lane);
+  void IdleWait(int lane, std::chrono::steady_clock::time_point* active);
+  void MirrorErrors(Lane& l);
   void IssueBatch(int lane, bool closing);
+  uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
                 uint64_t seq);
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
+  Status PollErrors(Lane& l);
 
   // xfer_table.cc
   Status TableFor(Request* r, XferTable** out);
@@ -99,8 +114,10 @@ class CudaChannel final : public Channel {
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
-  const uint64_t stripe_min_bytes_;
+  const int proxy_blocks_;
+  const uint64_t proxy_max_bytes_;
   int max_blocks_ = 264;
+  bool wedged_ = false;  // a proxy did not stop: leak GPU resources rather than block
   std::vector<std::unique_ptr<Lane>> lanes_;
 
   std::mutex build_mu_;  // builds tables; guards the maps below

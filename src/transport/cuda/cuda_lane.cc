@@ -1,4 +1,4 @@
-// The lanes of a CudaChannel: issue (batch, check, launch) and retire (poll the
+// The lanes of a CudaChannel: issue (check, route, launch) and retire (poll the
 // pinned completion word, retire FIFO).
 #include <algorithm>
 #include <thread>
@@ -11,19 +11,17 @@
 namespace kvlane::core {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr uint64_t kCopyEngineMinBytes = 256u << 10;  // contiguous runs this big use a copy engine
-constexpr uint64_t kBytesPerBlock = 16u << 10;        // kernel grid: one block per 16 KiB
-constexpr auto kGatherWait = std::chrono::microseconds(20);  // wait for a post's later chunks
+constexpr uint64_t kUnitBytes = 64u << 10;  // copy kernel: one block per segment, or per 64 KiB of one
+constexpr uint64_t kMaxGrid = 1u << 20;     // beyond this many units blocks loop over them
+constexpr auto kYieldAfter = std::chrono::microseconds(20);  // a spinning issue thread then yields
 
 void CpuRelax() {
 #if defined(__x86_64__)
   __builtin_ia32_pause();
 #endif
-}
-
-// True when the core put every chunk of `r` on the lane of its first chunk.
-bool WholeOnOneLane(const Request& r, uint64_t stripe_min) {
-  return r.fixed_lane >= 0 || !r.stripe || r.total_bytes < stripe_min;
 }
 
 }  // namespace
@@ -32,9 +30,11 @@ void CudaChannel::IssueLoop(int i) {
   (void)cudaSetDevice(device_);  // this thread's launches and allocations go to the channel's GPU
   LaneQueue& q = queue(i);
   Lane& l = *lanes_[i];
+  Clock::time_point active = Clock::now();
   while (!closing().load(std::memory_order_acquire)) {
+    MirrorErrors(l);
     if (q.PeekIssue() == nullptr) {
-      q.WaitForIssue(spin_);
+      IdleWait(i, &active);
       continue;
     }
     if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing) {
@@ -42,6 +42,7 @@ void CudaChannel::IssueLoop(int i) {
       continue;
     }
     IssueBatch(i, false);
+    active = Clock::now();
   }
   for (;;) {  // closing: what is still queued retires as canceled, in ticket order
     while (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
@@ -54,55 +55,101 @@ void CudaChannel::IssueLoop(int i) {
   l.bell.notify_all();
 }
 
-// Takes the head item and the consecutive chunks of the same post behind it,
-// checks them and launches them as one batch.
+// Nothing queued. The thread keeps spinning (pause, then yield) while the lane
+// has batches in flight and for `spin` after: the next post usually follows a
+// completion at once, and a futex wake-up costs more than the whole small
+// transfer. A running proxy keeps it awake for kIdleExit; then the proxy is
+// told to exit and the thread sleeps until a post.
+void CudaChannel::IdleWait(int i, Clock::time_point* active) {
+  Lane& l = *lanes_[i];
+  const auto now = Clock::now();
+  const bool busy = l.issued.load(std::memory_order_relaxed) != l.retired.load(std::memory_order_acquire);
+  static thread_local Clock::time_point busy_seen;
+  if (busy) busy_seen = now;
+  const auto quiet = now - std::max(*active, busy_seen);
+  if (busy || quiet < spin_ || (l.proxy.running() && now - l.proxy.last_use() < CudaProxy::kIdleExit)) {
+    if (now - *active > kYieldAfter) {
+      std::this_thread::yield();
+    } else {
+      for (int k = 0; k < 16; ++k) CpuRelax();
+    }
+    return;
+  }
+  l.proxy.Quiesce();
+  queue(i).WaitForIssue(std::chrono::microseconds(0));
+  *active = Clock::now();
+}
+
+// Errors cross between the host latch and the proxy both ways.
+void CudaChannel::MirrorErrors(Lane& l) {
+  if (!l.proxy.enabled()) return;
+  if (latch().latched()) {
+    l.proxy.MirrorLatch();
+  } else if (uint32_t code = l.proxy.gpu_error()) {
+    Fail(Status::Backend("cuda proxy kernel raised a GPU-side error (code " + std::to_string(code) + ")"));
+  }
+}
+
+// Takes the queued chunks of first.req right behind `first` (no waiting).
+uint32_t CudaChannel::Gather(int i, const WorkItem& first, uint32_t* last) {
+  LaneQueue& q = queue(i);
+  uint32_t items = 1;
+  for (WorkItem* nx = q.PeekIssue(); nx != nullptr; nx = q.PeekIssue()) {
+    if (nx->req != first.req || nx->gen != first.gen || nx->chunk != *last + 1) break;
+    (void)BeginChunk(*nx);  // cannot be canceled: the post already started
+    q.AdvanceIssue();
+    ++*last, ++items;
+  }
+  return items;
+}
+
+// Takes the head item and moves the whole rest of its request at once (the
+// core puts every chunk of a cuda request on one lane: stripe_bulk() is
+// false). Chunks of it that were queued later retire as their own batch,
+// behind the one that moved them.
 void CudaChannel::IssueBatch(int i, bool closing) {
   LaneQueue& q = queue(i);
   Lane& l = *lanes_[i];
   WorkItem first = *q.PeekIssue();
   q.AdvanceIssue();
   Request* r = first.req;
-  const bool started = BeginChunk(first);
-  uint32_t last = first.chunk;
-  uint64_t bytes = r->chunks[first.chunk].bytes;
-  uint32_t items = 1;
-  const bool wait_more = started && !closing && WholeOnOneLane(*r, stripe_min_bytes_);
-  auto until = std::chrono::steady_clock::now() + kGatherWait;
-  while (started && last + 1 < r->chunks.size()) {
-    WorkItem* nx = q.PeekIssue();
-    if (nx == nullptr) {
-      if (!wait_more || std::chrono::steady_clock::now() > until) break;
-      CpuRelax();
-      continue;
-    }
-    if (nx->req != r || nx->gen != first.gen || nx->chunk != last + 1) break;
-    (void)BeginChunk(*nx);  // cannot be canceled: the post already started
-    q.AdvanceIssue();
-    ++last, ++items;
-    bytes += r->chunks[last].bytes;
-  }
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
-  Status s = !started ? Status::Canceled("canceled before a lane started it")
-             : closing ? Status::Canceled("channel closed")
-                       : latch().Get();
-  l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
-  bool launched = false;
-  XferTable* t = nullptr;
-  if (s.ok()) s = TableFor(r, &t);
-  if (s.ok()) {
-    for (const RemotePiece* p : t->pieces)
-      if (p->revoked.load(std::memory_order_seq_cst)) {
-        s = Status::RemoteStale("peer '" + peer_name_ + "' deregistered a region of this transfer");
-        break;
-      }
-  }
-  if (s.ok()) {
-    s = Launch(l, *t, r->chunks[first.chunk].seg_begin, r->chunks[last].seg_end, bytes, seq);
-    launched = s.ok();
-    if (!s.ok()) latch().Latch(s);  // a CUDA error on a lane is fatal for the channel
-  }
   Batch& b = l.batches[seq % kBatchRing];
-  b.items = items;
+  uint32_t last = first.chunk;
+  bool launched = false;
+  Status s;
+  l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
+  if (r == l.ahead_req && first.gen == l.ahead_gen && first.chunk <= l.ahead_last) {
+    (void)BeginChunk(first);
+    b.items = Gather(i, first, &last);  // already moving under an earlier batch
+  } else {
+    const bool started = BeginChunk(first);
+    b.items = started ? Gather(i, first, &last) : 1;
+    s = !started ? Status::Canceled("canceled before a lane started it")
+        : closing ? Status::Canceled("channel closed")
+                  : latch().Get();
+    XferTable* t = nullptr;
+    if (s.ok()) s = TableFor(r, &t);
+    if (s.ok()) {
+      for (const RemotePiece* p : t->pieces)
+        if (p->revoked.load(std::memory_order_seq_cst)) {
+          s = Status::RemoteStale("peer '" + peer_name_ + "' deregistered a region of this transfer");
+          break;
+        }
+    }
+    if (s.ok()) {
+      const uint32_t end = static_cast<uint32_t>(r->chunks.size()) - 1;
+      uint64_t bytes = 0;
+      for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
+      const uint32_t sb = r->chunks[first.chunk].seg_begin, se = r->chunks[end].seg_end;
+      s = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs
+              ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, io_timeout_)
+              : Launch(l, *t, sb, se, bytes, seq);
+      launched = s.ok();
+      if (!s.ok()) Fail(s);  // a CUDA error on a lane is fatal for the channel
+      if (launched && end > last) l.ahead_req = r, l.ahead_gen = first.gen, l.ahead_last = end;
+    }
+  }
   b.status = s;
   b.launched.store(launched, std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
@@ -127,8 +174,12 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
     KVLANE_CUDA(gpu::LaunchSignal(done, value, l.ce));
     return Status::Ok();
   }
-  int blocks = static_cast<int>(std::clamp<uint64_t>(bytes / kBytesPerBlock, 1, max_blocks_));
-  KVLANE_CUDA(gpu::LaunchCopySegments(t.segs, sb, se, blocks, {l.blocks_finished, done, value}, l.sm));
+  // One block per unit (a segment, or kUnitBytes of a large one): the block
+  // scheduler balances a scattered list better than a fixed grid-stride.
+  const uint32_t parts = static_cast<uint32_t>(std::clamp<uint64_t>((t.max_len + kUnitBytes - 1) / kUnitBytes, 1, 4096));
+  const uint64_t units = uint64_t{se - sb} * parts;
+  const int blocks = static_cast<int>(std::min(units, kMaxGrid));
+  KVLANE_CUDA(gpu::LaunchCopySegments(t.segs, sb, se, parts, blocks, {l.blocks_finished, done, value}, l.sm));
   return Status::Ok();
 }
 
@@ -141,9 +192,8 @@ void CudaChannel::RetireLoop(int i) {
     if (seq == l.issued.load(std::memory_order_acquire)) {
       if (l.issuer_done.load(std::memory_order_acquire) && seq == l.issued.load(std::memory_order_acquire))
         break;
-      auto until = std::chrono::steady_clock::now() + spin_;
-      while (l.bell.load(std::memory_order_acquire) == bell && std::chrono::steady_clock::now() < until)
-        CpuRelax();
+      auto until = Clock::now() + spin_;
+      while (l.bell.load(std::memory_order_acquire) == bell && Clock::now() < until) CpuRelax();
       if (l.bell.load(std::memory_order_acquire) == bell) l.bell.wait(bell, std::memory_order_acquire);
       continue;
     }
@@ -154,24 +204,51 @@ void CudaChannel::RetireLoop(int i) {
   }
 }
 
-// Polls the batch's pinned completion word. Every few thousand polls it asks the
-// streams (non-blocking) whether the GPU hit an error, which then latches.
+// Polls the batch's pinned completion word. Every few thousand polls it asks
+// the streams (non-blocking) whether the GPU hit an error, which then latches;
+// a batch that stays unfinished for io_timeout latches a timeout (GPU wedged).
 Status CudaChannel::WaitDone(Lane& l, uint64_t seq) {
   std::atomic_ref<uint64_t> word(l.done[seq % kBatchRing]);
-  // Acquire pairs with the GPU's system fence before it stored the word: the
-  // data is visible once the word is.
-  for (uint32_t n = 1; word.load(std::memory_order_acquire) < seq + 1; ++n) {
+  Clock::time_point deadline = Clock::time_point::max();
+  for (uint32_t n = 1;; ++n) {
+    // Acquire pairs with the GPU's system fence before it stored the word: the
+    // data is visible once the word is.
+    const uint64_t w = word.load(std::memory_order_acquire);
+    if ((w & ~gpu::kDoneSkipped) >= seq + 1) {
+      if ((w & gpu::kDoneSkipped) == 0) return Status::Ok();
+      MirrorErrors(l);  // skipped by the proxy: the host latched, or the proxy raised an error
+      Status s = latch().Get();
+      if (s.ok()) Fail(s = Status::Backend("cuda proxy skipped a copy"));
+      return s;
+    }
+    if (l.wedged) return latch().Get();
     CpuRelax();
     if (n % 4096 != 0) continue;
-    for (cudaStream_t st : {l.sm, l.ce}) {
-      cudaError_t e = cudaStreamQuery(st);
-      if (e != cudaSuccess && e != cudaErrorNotReady) {
-        Status err = CudaStatus(e, "copy on a cuda lane", __FILE__, __LINE__);
-        latch().Latch(err);
-        return err;
-      }
+    KVLANE_RETURN_IF_ERROR(PollErrors(l));
+    const auto now = Clock::now();
+    if (deadline == Clock::time_point::max()) deadline = now + io_timeout_;
+    if (now > deadline) {
+      l.wedged = true;
+      Status s = Status::Timeout("cuda lane: the GPU did not finish a copy within io_timeout (GPU wedged?)");
+      Fail(s);
+      return latch().Get();
     }
     if (n % (1u << 20) == 0) std::this_thread::yield();
+  }
+}
+
+// A CUDA error on a lane's streams latches and ends the wait; a GPU-side error
+// raised by the proxy latches too (the proxy then acknowledges without copying).
+Status CudaChannel::PollErrors(Lane& l) {
+  MirrorErrors(l);
+  for (cudaStream_t st : {l.sm, l.ce, l.proxy.stream()}) {
+    if (st == nullptr) continue;
+    cudaError_t e = cudaStreamQuery(st);
+    if (e != cudaSuccess && e != cudaErrorNotReady) {
+      Status err = CudaStatus(e, "copy on a cuda lane", __FILE__, __LINE__);
+      Fail(err);
+      return err;
+    }
   }
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // Building a transfer's segment table: every lookup happens here, once per
 // transfer, on the first post; later posts reuse the uploaded table.
+#include <algorithm>
 #include <thread>
 
 #include "core/peer.h"
@@ -12,12 +13,17 @@ namespace kvlane::core {
 XferTable::~XferTable() {
   if (segs == nullptr) return;
   DeviceGuard guard(device);
-  (void)cudaFree(segs);
+  // Stream-ordered free: a plain cudaFree waits for the whole device, and a
+  // running proxy kernel would hold it up.
+  if (pooled) (void)cudaFreeAsync(segs, cudaStreamLegacy);
+  else (void)cudaFree(segs);
 }
 
 void ComputeRuns(XferTable* t) {
   const auto& s = t->host_segs;
   t->contig_end.assign(s.size(), 0);
+  t->max_len = 0;
+  for (const auto& g : s) t->max_len = std::max(t->max_len, g.len);
   for (size_t i = s.size(); i-- > 0;) {
     bool joins = i + 1 < s.size() && s[i].src + s[i].len == s[i + 1].src && s[i].dst + s[i].len == s[i + 1].dst;
     t->contig_end[i] = joins ? t->contig_end[i + 1] : static_cast<uint32_t>(i + 1);
@@ -58,7 +64,12 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   }
   ComputeRuns(t);
   size_t bytes = t->host_segs.size() * sizeof(gpu::CopySeg);
-  KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&t->segs), bytes));
+  t->pooled = cudaMallocAsync(reinterpret_cast<void**>(&t->segs), bytes, cudaStreamLegacy) == cudaSuccess;
+  if (!t->pooled) {
+    (void)cudaGetLastError();
+    KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&t->segs), bytes));
+  }
+  // On the legacy stream too: ordered after the allocation.
   KVLANE_CUDA(cudaMemcpy(t->segs, t->host_segs.data(), bytes, cudaMemcpyHostToDevice));
   return Status::Ok();
 }

@@ -31,11 +31,13 @@ struct XferTable {
   gpu::CopySeg* segs = nullptr;         // device memory: the uploaded table
   std::vector<gpu::CopySeg> host_segs;  // host copy (copy-engine path)
   std::vector<uint32_t> contig_end;     // end of the address-contiguous run starting at i
+  uint64_t max_len = 0;                 // longest segment (copy kernel work units)
+  bool pooled = false;                  // `segs` is from cudaMallocAsync (freed without a device sync)
   std::vector<RemotePiece*> pieces;     // distinct peer pieces the transfer touches
   Status error;                         // set when the build failed: every post ends with it
 };
 
-// Fills contig_end from host_segs.
+// Fills contig_end and max_len from host_segs.
 void ComputeRuns(XferTable* t);
 
 }  // namespace kvlane::core

@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 
 #include "core/sys.h"
+#include "core/tsan.h"
 #include "transport/stream/frame_check.h"
 
 namespace kvlane::core {
@@ -69,8 +70,12 @@ Status FrameExecutor::Write(const FrameHeader& h) {
     if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
     return Reply(h.ticket, v);
   }
-  Status s = mode_ == PayloadMode::kInline ? RecvIov(fd_, local_.data(), static_cast<int>(local_.size()))
-                                           : CmaCopy(/*into_target=*/true);
+  Status s;
+  {
+    ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
+    s = mode_ == PayloadMode::kInline ? RecvIov(fd_, local_.data(), static_cast<int>(local_.size()))
+                                      : CmaCopy(/*into_target=*/true);
+  }
   lock.unlock();
   if (!s.ok() && mode_ == PayloadMode::kInline) return s;  // stream broken
   return Reply(h.ticket, s);
@@ -84,6 +89,7 @@ Status FrameExecutor::Read(const FrameHeader& h) {
     lock.unlock();
     return Reply(h.ticket, v);
   }
+  ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
   if (mode_ == PayloadMode::kCma) {
     Status s = CmaCopy(/*into_target=*/false);
     lock.unlock();

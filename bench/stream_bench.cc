@@ -1,0 +1,270 @@
+// kvlane_stream_bench: tcp and shm throughput of kvlane between two processes
+// (this one, the initiator, and a forked target), each beside a plain
+// reference measured in the same run between the same two processes:
+//   tcp 2 MiB WRITE / READ  vs  a blocking send/recv loop moving the same bytes
+//   tcp 4 KiB, 64 outstanding  vs  the same loop, 4 KiB requests, 24 B replies
+//   shm 2 MiB WRITE / READ  vs  a single-thread memcpy of the same bytes
+// Trials alternate kvlane and reference; the table shows medians.
+// Usage: kvlane_stream_bench [--trials N] [--bulk-mib N] [--window N] [--lanes N]
+//                            [--small-count N] [--json FILE]
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kvlane/kvlane.h"
+#include "stream_bench.h"
+
+namespace kvlane::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Config {
+  int trials = 5;
+  uint64_t bulk_bytes = 512ull << 20;  // per trial
+  int window = 8;                      // 2 MiB requests in flight
+  int lanes = 2;
+  uint64_t small_count = 50000;
+  int small_window = 64;
+  std::string json;
+};
+
+struct Row {
+  std::string name, unit, target;
+  double kv = 0, ref = 0;
+  double ratio() const { return ref > 0 ? kv / ref : 0; }
+};
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "kvlane_stream_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string CpuModel() {
+  std::ifstream f("/proc/cpuinfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+// `window` prepared handles, handle k moving slice k of `msg` bytes.
+class KvCase {
+ public:
+  KvCase(Agent& a, Op op, uint32_t msg, int window, uint8_t* local, uint64_t remote) : a_(a) {
+    for (int k = 0; k < window; ++k) {
+      DescList l, r;
+      l.Add(local + static_cast<uint64_t>(k) * msg, msg);
+      r.Add(remote + static_cast<uint64_t>(k) * msg, msg);
+      auto lp = a.PrepareLocal(l);
+      auto rp = a.PrepareRemote("target", r);
+      if (!lp.ok() || !rp.ok()) Die("prepare: " + (lp.ok() ? rp.status() : lp.status()).ToString());
+      auto h = a.MakeTransfer(op, lp.value(), {}, rp.value(), {});
+      if (!h.ok()) Die("make transfer: " + h.status().ToString());
+      hs_.push_back(h.value());
+    }
+  }
+  // Posts `count` requests keeping the window full; returns seconds.
+  double Run(uint64_t count) {
+    auto t0 = Clock::now();
+    for (uint64_t i = 0; i < count; ++i) {
+      XferHandle& h = hs_[i % hs_.size()];
+      if (i >= hs_.size()) WaitOk(h);
+      Status s = a_.Post(&h);
+      if (s.is_error()) Die("post: " + s.ToString());
+    }
+    for (uint64_t i = 0; i < std::min<uint64_t>(count, hs_.size()); ++i) WaitOk(hs_[i]);
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+
+ private:
+  void WaitOk(const XferHandle& h) {
+    Status s = a_.Wait(h, std::chrono::seconds(60));
+    if (!s.ok()) Die("transfer: " + s.ToString());
+  }
+  Agent& a_;
+  std::vector<XferHandle> hs_;
+};
+
+struct Target {
+  pid_t pid;
+  int to_child;
+  std::string blob;
+  uint16_t ref_port;
+  uint64_t addr;
+};
+
+Target ForkTarget(uint64_t bytes) {
+  int down[2], up[2];
+  if (pipe(down) != 0 || pipe(up) != 0) Die("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(down[1]);
+    close(up[0]);
+    _exit(RunTarget(down[0], up[1], bytes));
+  }
+  close(down[0]);
+  close(up[1]);
+  Target t{pid, down[1], {}, 0, 0};
+  auto get = [&](void* p, size_t n) {
+    for (size_t off = 0; off < n;) {
+      ssize_t k = read(up[0], static_cast<char*>(p) + off, n - off);
+      if (k <= 0) Die("target process failed to start");
+      off += k;
+    }
+  };
+  uint32_t n = 0;
+  get(&n, 4);
+  t.blob.resize(n);
+  get(t.blob.data(), n);
+  get(&t.ref_port, 2);
+  get(&t.addr, 8);
+  close(up[0]);
+  return t;
+}
+
+std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config& c, const Target& t) {
+  AgentOptions o;
+  o.name = "init-" + transport;
+  o.transports = {transport};
+  o.lanes_per_peer = c.lanes;
+  auto a = Agent::Create(o);
+  if (!a.ok()) Die(a.status().ToString());
+  auto peer = a.value()->LoadPeer(t.blob);
+  if (!peer.ok()) Die(peer.status().ToString());
+  auto tr = a.value()->PeerTransport("target");
+  if (!tr.ok() || tr.value() != transport) Die("transport " + transport + " not reachable");
+  return std::move(a).value();
+}
+
+void PrintHeader(const Config& c, const AgentOptions& d) {
+  utsname u{};
+  uname(&u);
+  char date[64];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S %Z", std::localtime(&now));
+  std::printf("kvlane_stream_bench  %s\n", VersionString().c_str());
+  std::printf("date      %s\n", date);
+  std::printf("machine   nproc=%ld  cpu=%s  kernel=%s %s\n", sysconf(_SC_NPROCESSORS_ONLN),
+              CpuModel().c_str(), u.sysname, u.release);
+  std::printf("config    trials=%d (median; 1 warm-up)  bulk=%llu MiB/trial in 2 MiB requests, "
+              "window=%d  lanes_per_peer=%d  chunk_bytes=%llu  stripe_min_bytes=%llu\n",
+              c.trials, static_cast<unsigned long long>(c.bulk_bytes >> 20), c.window, c.lanes,
+              static_cast<unsigned long long>(d.chunk_bytes),
+              static_cast<unsigned long long>(d.stripe_min_bytes));
+  std::printf("          small: %llu x 4 KiB WRITE per trial, %d outstanding; "
+              "references: one blocking TCP connection (TCP_NODELAY), one thread per side; "
+              "memcpy: one thread\n\n",
+              static_cast<unsigned long long>(c.small_count), c.small_window);
+}
+
+void PrintTable(const std::vector<Row>& rows) {
+  std::printf("%-34s %12s %12s %8s %8s  %s\n", "case", "kvlane", "reference", "ratio", "target", "unit");
+  for (const Row& r : rows) {
+    bool miss = !r.target.empty() && r.ratio() * 100 < std::stod(r.target);
+    std::printf("%-34s %12.2f %12.2f %7.1f%% %8s  %s%s\n", r.name.c_str(), r.kv, r.ref, r.ratio() * 100,
+                r.target.empty() ? "-" : (">=" + r.target + "%").c_str(), r.unit.c_str(),
+                miss ? "  MISSED" : "");
+  }
+}
+
+void WriteJson(const std::string& path, const std::vector<Row>& rows) {
+  std::ofstream f(path);
+  f << "{\"version\": 1, \"tool\": \"kvlane_stream_bench\", \"rows\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    f << (i ? ", " : "") << "{\"case\": \"" << r.name << "\", \"unit\": \"" << r.unit
+      << "\", \"kvlane\": " << r.kv << ", \"reference\": " << r.ref << ", \"ratio\": " << r.ratio()
+      << ", \"target_pct\": " << (r.target.empty() ? "null" : r.target) << "}";
+  }
+  f << "]}\n";
+}
+
+// Alternates kvlane and reference trials; returns medians of `scale / seconds`.
+template <typename K, typename R>
+Row Measure(Row row, const Config& c, double scale, K kv, R ref) {
+  kv(), ref();  // warm-up
+  std::vector<double> k, r;
+  for (int t = 0; t < c.trials; ++t) {
+    k.push_back(scale / kv());
+    r.push_back(scale / ref());
+  }
+  row.kv = Median(k);
+  row.ref = Median(r);
+  return row;
+}
+
+int Main(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--trials") c.trials = std::stoi(v);
+    else if (k == "--bulk-mib") c.bulk_bytes = std::stoull(v) << 20;
+    else if (k == "--window") c.window = std::stoi(v);
+    else if (k == "--lanes") c.lanes = std::stoi(v);
+    else if (k == "--small-count") c.small_count = std::stoull(v);
+    else if (k == "--json") c.json = v;
+    else Die("unknown flag " + k);
+  }
+  constexpr uint32_t kBulk = 2 << 20, kSmall = 4096;
+  const uint64_t footprint = uint64_t{kBulk} * c.window;
+  Target t = ForkTarget(footprint);  // fork before any thread exists here
+  PrintHeader(c, AgentOptions{});
+  std::vector<uint8_t> src(footprint, 7), dst(footprint, 0);
+  auto tcp = MakeInitiator("tcp", c, t);
+  auto shm = MakeInitiator("shm", c, t);
+  for (Agent* a : {tcp.get(), shm.get()}) {
+    if (!a->RegisterMemory(src.data(), footprint).ok() || !a->RegisterMemory(dst.data(), footprint).ok())
+      Die("register");
+  }
+  const uint64_t nbulk = c.bulk_bytes / kBulk;
+  const double gb = static_cast<double>(nbulk * kBulk) / 1e9;
+  std::vector<Row> rows;
+  {
+    KvCase w(*tcp, Op::kWrite, kBulk, c.window, src.data(), t.addr);
+    rows.push_back(Measure({"tcp WRITE 2 MiB", "GB/s", "85"}, c, gb, [&] { return w.Run(nbulk); },
+                           [&] { return RefSink(t.ref_port, nbulk * kBulk, kBulk, src.data(), footprint); }));
+    KvCase r(*tcp, Op::kRead, kBulk, c.window, dst.data(), t.addr);
+    rows.push_back(Measure({"tcp READ 2 MiB", "GB/s", "85"}, c, gb, [&] { return r.Run(nbulk); },
+                           [&] { return RefSource(t.ref_port, nbulk * kBulk, kBulk, dst.data(), footprint); }));
+    KvCase s(*tcp, Op::kWrite, kSmall, c.small_window, src.data(), t.addr);
+    rows.push_back(Measure({"tcp 4 KiB WRITE, 64 outstanding", "kreq/s", ""}, c, c.small_count / 1e3,
+                           [&] { return s.Run(c.small_count); },
+                           [&] {
+                             return RefEcho(t.ref_port, c.small_count, kSmall, c.small_window, src.data(),
+                                            uint64_t{kSmall} * c.small_window);
+                           }));
+  }
+  {
+    KvCase w(*shm, Op::kWrite, kBulk, c.window, src.data(), t.addr);
+    rows.push_back(Measure({"shm WRITE 2 MiB", "GB/s", "90"}, c, gb, [&] { return w.Run(nbulk); },
+                           [&] { return RefMemcpy(dst.data(), src.data(), nbulk * kBulk, kBulk, footprint); }));
+    KvCase r(*shm, Op::kRead, kBulk, c.window, dst.data(), t.addr);
+    rows.push_back(Measure({"shm READ 2 MiB", "GB/s", "90"}, c, gb, [&] { return r.Run(nbulk); },
+                           [&] { return RefMemcpy(dst.data(), src.data(), nbulk * kBulk, kBulk, footprint); }));
+  }
+  PrintTable(rows);
+  if (!c.json.empty()) WriteJson(c.json, rows);
+  close(t.to_child);
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvlane::bench
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  return kvlane::bench::Main(argc, argv);
+}

@@ -1,0 +1,34 @@
+// kvlane_stream_bench: host-transport throughput against plain references
+// measured in the same run, between the same two processes. See
+// docs/perf/2026-11-30-host-transports.md for what each number means.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kvlane::bench {
+
+// Plain-socket reference operations the target process serves.
+enum class RefOp : uint32_t { kSink = 1, kSource = 2, kEcho = 3 };
+
+// Sent by the initiator on a fresh reference connection.
+struct RefRequest {
+  RefOp op;
+  uint32_t msg_bytes;    // bytes per message (2 MiB bulk, 4 KiB echo)
+  uint64_t total_bytes;  // sink/source: bytes to move; echo: messages * msg_bytes
+  uint64_t footprint;    // bytes of memory cycled through on each side
+};
+inline constexpr uint32_t kEchoReplyBytes = 24;  // same size as a kvlane reply header
+
+// The target side: runs in the forked child. Creates the kvlane target agent and
+// the reference listener, writes [u32 len][metadata][u16 ref port] to `out_fd`,
+// then serves until `in_fd` reaches EOF. Returns the exit code.
+int RunTarget(int in_fd, int out_fd, uint64_t bytes);
+
+// The reference clients (initiator side). Each returns seconds elapsed.
+double RefSink(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint);
+double RefSource(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint);
+double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t* buf, uint64_t footprint);
+double RefMemcpy(uint8_t* dst, const uint8_t* src, uint64_t total, uint32_t msg, uint64_t footprint);
+
+}  // namespace kvlane::bench

@@ -1,0 +1,95 @@
+// libFuzzer target: what a stream server parses from an untrusted initiator,
+// in the server's order, without sockets: the Hello (CheckHello), then frames
+// (CheckFrameHeader, the segment table, CheckSegments) and the live registry
+// lookup of every segment. Invariant: a segment the registry accepts lies
+// inside the registered range.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/registry.h"
+#include "fuzz_util.h"
+#include "transport/stream/frame_check.h"
+
+namespace {
+
+using namespace kvlane;
+using namespace kvlane::core;
+
+struct Target {
+  Target() : registry(1 << 18) {  // 256 KiB pieces: a range spans several
+    (void)registry.Add(fuzz::kRegionBase, fuzz::kRegionLen, MemoryKind::kHost, 0);
+    pieces = registry.Pieces();
+  }
+  Registry registry;
+  std::vector<Piece> pieces;
+};
+
+class Input {
+ public:
+  Input(const uint8_t* d, size_t n) : d_(d), n_(n) {}
+  bool Take(void* out, size_t len) {
+    if (n_ - pos_ < len) return false;
+    std::memcpy(out, d_ + pos_, len);
+    pos_ += len;
+    return true;
+  }
+  bool Skip(uint64_t len) {
+    if (n_ - pos_ < len) return false;
+    pos_ += len;
+    return true;
+  }
+
+ private:
+  const uint8_t* d_;
+  size_t n_, pos_ = 0;
+};
+
+void ServeSegments(Target& t, std::vector<WireSeg>& segs) {
+  auto lock = t.registry.LockShared();
+  for (WireSeg& s : segs) {
+    if (s.key == fuzz::kLiveKey) s.key = t.pieces[s.addr % t.pieces.size()].key;
+    uint8_t* p = nullptr;
+    if (!t.registry.LookupLocked(s.key, s.addr, s.len, &p).ok()) return;  // error reply
+    uint64_t a = reinterpret_cast<uint64_t>(p);
+    if (a < fuzz::kRegionBase || s.len > fuzz::kRegionLen || a - fuzz::kRegionBase > fuzz::kRegionLen - s.len)
+      __builtin_trap();  // accepted a range outside the registration
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Target target;
+  Input in(data, size);
+  HelloFrame hello{};
+  if (!in.Take(&hello, sizeof(hello))) return 0;
+  bool authed = CheckHello(hello, fuzz::kAgentId, fuzz::FixedSecret()).ok();
+  if (authed != (std::memcmp(hello.secret, fuzz::FixedSecret().data(), 16) == 0 &&
+                 hello.target_id == fuzz::kAgentId && hello.magic == kHelloMagic &&
+                 hello.version == kWireVersion && hello.name_len > 0))
+    __builtin_trap();
+  if (!authed || !in.Skip(hello.name_len)) return 0;
+  std::vector<WireSeg> segs;
+  for (;;) {
+    FrameHeader h{};
+    if (!in.Take(&h, sizeof(h))) return 0;
+    if (!CheckFrameHeader(h).ok()) return 0;  // connection closed
+    auto type = static_cast<FrameType>(h.type);
+    if (type == FrameType::kNop) continue;
+    if (type == FrameType::kNotify) {
+      if (!in.Skip(h.bytes)) return 0;
+      continue;
+    }
+    if (h.nseg == 0 || h.nseg > kMaxWireSegs) __builtin_trap();  // header check let it through
+    segs.resize(h.nseg);
+    if (!in.Take(segs.data(), h.nseg * sizeof(WireSeg))) return 0;
+    if (!CheckSegments(h, segs).ok()) return 0;
+    uint64_t sum = 0;
+    for (const WireSeg& s : segs) sum += s.len;
+    if (sum != h.bytes || sum > kMaxFrameBytes) __builtin_trap();
+    ServeSegments(target, segs);
+    if (type == FrameType::kWrite && !in.Skip(h.bytes)) return 0;  // inline payload (tcp)
+  }
+}

@@ -1,0 +1,90 @@
+// Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/): a few
+// valid metadata blobs and valid Hello + frame streams.
+//   make_seeds OUT_DIR   (creates OUT_DIR/meta and OUT_DIR/frame)
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "fuzz_util.h"
+
+namespace {
+
+using namespace kvlane;
+using namespace kvlane::core;
+namespace fs = std::filesystem;
+
+void Write(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << bytes;
+}
+
+std::string Hello() {
+  HelloFrame h{};
+  h.magic = kHelloMagic;
+  h.version = kWireVersion;
+  h.role = static_cast<uint8_t>(ConnRole::kLane);
+  h.name_len = 9;
+  h.target_id = fuzz::kAgentId;
+  Secret s = fuzz::FixedSecret();
+  std::memcpy(h.secret, s.data(), s.size());
+  std::string out;
+  fuzz::Append(&out, h);
+  return out + "initiator";
+}
+
+std::string Frame(FrameType type, const std::vector<WireSeg>& segs, bool payload) {
+  FrameHeader h{};
+  h.type = static_cast<uint8_t>(type);
+  h.nseg = static_cast<uint32_t>(segs.size());
+  for (const WireSeg& s : segs) h.bytes += s.len;
+  std::string out;
+  fuzz::Append(&out, h);
+  for (const WireSeg& s : segs) fuzz::Append(&out, s);
+  if (payload) out.append(h.bytes, '\x42');
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_seeds OUT_DIR\n");
+    return 2;
+  }
+  const fs::path out = argv[1];
+  AgentMeta m;
+  m.name = "prefill-0";
+  m.agent_id = fuzz::kAgentId;
+  m.secret = fuzz::FixedSecret();
+  m.pid = 4242;
+  Write(out / "meta", "no-pieces", EncodeMeta(m));
+  m.hostname = "node-a";
+  m.boot_id = "0b7e1d3c-5f0a-4b8e-9d2c-1a2b3c4d5e6f";
+  m.tcp_host = "10.0.0.1";
+  m.tcp_port = 7000;
+  m.shm_socket = "kvlane-1122334455667788";
+  m.pieces = {{0x1111, 0x10000, 0x1000, 1, MemoryKind::kHost, 0},
+              {0x2222, 0x20000, 0x40000, 2, MemoryKind::kHost, 0}};
+  Write(out / "meta", "two-pieces", EncodeMeta(m));
+  m.cuda_blob = std::string(64, '\x07');
+  m.pieces.push_back({0x3333, 0x7f0000000000, 1ull << 32, 3, MemoryKind::kCuda, 1});
+  Write(out / "meta", "cuda", EncodeMeta(m));
+
+  const uint64_t b = fuzz::kRegionBase, k = fuzz::kLiveKey;
+  Write(out / "frame", "hello-only", Hello());
+  Write(out / "frame", "read", Hello() + Frame(FrameType::kRead, {{k, b, 4096, 0}}, false));
+  Write(out / "frame", "write", Hello() + Frame(FrameType::kWrite, {{k, b + 100, 64, 0}}, true));
+  Write(out / "frame", "multi-seg",
+        Hello() + Frame(FrameType::kRead, {{k, b, 16, 0}, {k, b + (1 << 18) - 8, 16, 0}, {7, b, 8, 0}}, false));
+  std::string notify = Hello();
+  FrameHeader n{};
+  n.type = static_cast<uint8_t>(FrameType::kNotify);
+  n.bytes = 5;
+  fuzz::Append(&notify, n);
+  notify += "hello";
+  FrameHeader nop{};
+  nop.type = static_cast<uint8_t>(FrameType::kNop);
+  fuzz::Append(&notify, nop);
+  Write(out / "frame", "notify-nop", notify + Frame(FrameType::kWrite, {{k, b + fuzz::kRegionLen - 8, 8, 0}}, true));
+  return 0;
+}

@@ -1,0 +1,54 @@
+// Device helpers shared by the copy kernels: a byte range copied by `n`
+// cooperating threads (this one is number `rank`) with 16-byte vectors.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace kvlane::gpu {
+
+inline constexpr int kUnroll = 4;
+
+// 16-byte body with byte head and tail. REQUIRES: dst and src congruent mod 16.
+__device__ __forceinline__ void CopyAligned(uint8_t* dst, const uint8_t* src, uint64_t len,
+                                            uint64_t rank, uint64_t n) {
+  uint64_t head = min(len, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
+  for (uint64_t i = rank; i < head; i += n) dst[i] = src[i];
+  const uint64_t nv = (len - head) / 16;
+  uint4* d = reinterpret_cast<uint4*>(dst + head);
+  const uint4* s = reinterpret_cast<const uint4*>(src + head);
+  for (uint64_t base = rank; base < nv; base += n * kUnroll) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      uint64_t i = base + k * n;
+      if (i < nv) v[k] = s[i];
+    }
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) {
+      uint64_t i = base + k * n;
+      if (i < nv) d[i] = v[k];
+    }
+  }
+  for (uint64_t i = head + nv * 16 + rank; i < len; i += n) dst[i] = src[i];
+}
+
+__device__ __forceinline__ void CopyRange(uint64_t dst, uint64_t src, uint64_t len, uint64_t rank,
+                                          uint64_t n) {
+  auto* d = reinterpret_cast<uint8_t*>(dst);
+  const auto* s = reinterpret_cast<const uint8_t*>(src);
+  if (((dst ^ src) & 15) == 0) {
+    CopyAligned(d, s, len, rank, n);
+  } else {
+    for (uint64_t i = rank; i < len; i += n) d[i] = s[i];
+  }
+}
+
+// Stores `v` to host-visible memory after everything this thread wrote before.
+__device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
+  __threadfence_system();
+  *reinterpret_cast<volatile uint64_t*>(p) = v;
+}
+
+}  // namespace kvlane::gpu

@@ -1,0 +1,209 @@
+// Bad input: descriptors outside regions, zero lengths, mismatched lists,
+// unknown peers, malformed metadata. Each gets a clear status; nothing moves.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "core/metadata.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kSize = 64 << 10;
+
+class BadInputTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    pair_ = MakePair(GetParam());
+    ASSERT_TRUE(pair_.a && pair_.b);
+    src_.resize(kSize);
+    Fill(src_, 6);
+    ASSERT_TRUE(a().RegisterMemory(src_.data(), kSize).ok());
+    ASSERT_TRUE(b().RegisterMemory(dst_.data(), kSize).ok());
+    Connect(a(), b());
+  }
+  void TearDown() override { EXPECT_TRUE(dst_.GuardsIntact()) << "bytes written outside the region"; }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+  Code PrepareLocalCode(const void* p, uint64_t n) {
+    DescList l;
+    l.Add(p, n);
+    return a().PrepareLocal(l).status().code();
+  }
+  Code PrepareRemoteCode(const void* p, uint64_t n, const std::string& peer = "b") {
+    DescList l;
+    l.Add(p, n);
+    return a().PrepareRemote(peer, l).status().code();
+  }
+  bool DstUntouched() { return FirstNot(dst_.data(), kSize, 0xEE) < 0; }
+  Pair pair_;
+  std::vector<uint8_t> src_;
+  Guarded dst_{kSize, 4096, 0xEE};
+};
+
+TEST_P(BadInputTest, DescriptorsOutsideRegions) {
+  const uint8_t* d = dst_.data();
+  EXPECT_EQ(PrepareRemoteCode(d - 1, 16), Code::kInvalidArgument) << "starts before the region";
+  EXPECT_EQ(PrepareRemoteCode(d + kSize - 8, 16), Code::kInvalidArgument) << "runs past the end";
+  EXPECT_EQ(PrepareRemoteCode(d + kSize, 1), Code::kInvalidArgument) << "just past the end";
+  EXPECT_EQ(PrepareRemoteCode(d, kSize + 1), Code::kInvalidArgument);
+  EXPECT_EQ(PrepareRemoteCode(reinterpret_cast<void*>(~uint64_t{0} - 4), 16), Code::kInvalidArgument)
+      << "wraps the address space";
+  EXPECT_EQ(PrepareLocalCode(src_.data() + kSize - 1, 2), Code::kInvalidArgument);
+  EXPECT_EQ(PrepareLocalCode(dst_.data(), 16), Code::kInvalidArgument) << "b's memory is not a's";
+  int stack_byte = 0;
+  EXPECT_EQ(PrepareLocalCode(&stack_byte, sizeof(stack_byte)), Code::kInvalidArgument);
+  EXPECT_TRUE(DstUntouched());
+}
+
+TEST_P(BadInputTest, ZeroLengths) {
+  EXPECT_EQ(PrepareLocalCode(src_.data(), 0), Code::kInvalidArgument);
+  EXPECT_EQ(PrepareRemoteCode(dst_.data(), 0), Code::kInvalidArgument);
+  EXPECT_EQ(a().RegisterMemory(src_.data(), 0).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(a().RegisterMemory(nullptr, 16).status().code(), Code::kInvalidArgument);
+  // An empty list prepares, but a transfer of nothing is refused.
+  auto el = a().PrepareLocal(DescList{});
+  auto er = a().PrepareRemote("b", DescList{});
+  ASSERT_TRUE(el.ok() && er.ok());
+  EXPECT_EQ(a().MakeTransfer(Op::kWrite, el.value(), {}, er.value(), {}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(DstUntouched());
+}
+
+TEST_P(BadInputTest, MismatchedLists) {
+  DescList l2, r3, r_long;
+  l2.Add(src_.data(), 100);
+  l2.Add(src_.data() + 100, 100);
+  r3.Add(dst_.data(), 100);
+  r3.Add(dst_.data() + 100, 100);
+  r3.Add(dst_.data() + 200, 100);
+  r_long.Add(dst_.data(), 100);
+  r_long.Add(dst_.data() + 100, 101);
+  auto lp = a().PrepareLocal(l2);
+  auto rp3 = a().PrepareRemote("b", r3);
+  auto rpl = a().PrepareRemote("b", r_long);
+  ASSERT_TRUE(lp.ok() && rp3.ok() && rpl.ok());
+  auto code = [&](PreparedId l, std::vector<uint32_t> li, PreparedId r, std::vector<uint32_t> ri) {
+    return a().MakeTransfer(Op::kWrite, l, li, r, ri).status().code();
+  };
+  EXPECT_EQ(code(lp.value(), {}, rp3.value(), {}), Code::kInvalidArgument) << "2 vs 3 descriptors";
+  EXPECT_EQ(code(lp.value(), {}, rpl.value(), {}), Code::kInvalidArgument) << "100 vs 101 bytes";
+  EXPECT_EQ(code(lp.value(), {0, 1}, rp3.value(), {0}), Code::kInvalidArgument) << "index spans";
+  EXPECT_EQ(code(lp.value(), {0, 2}, rp3.value(), {0, 1}), Code::kInvalidArgument) << "index out of range";
+  EXPECT_EQ(code(lp.value(), {0}, rp3.value(), {7}), Code::kInvalidArgument) << "remote index out of range";
+  EXPECT_EQ(code(rp3.value(), {}, lp.value(), {}), Code::kInvalidArgument) << "lists swapped";
+  EXPECT_EQ(code(PreparedId{9999}, {}, rp3.value(), {}), Code::kNotFound) << "unknown prepared id";
+  EXPECT_EQ(a().MakeTransfer(static_cast<Op>(7), lp.value(), {}, rp3.value(), {}).status().code(),
+            Code::kInvalidArgument)
+      << "unknown op";
+  // The valid pairing still works and writes exactly its 200 bytes.
+  auto ok = a().MakeTransfer(Op::kWrite, lp.value(), {}, rp3.value(), std::vector<uint32_t>{0, 1});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_TRUE(PostAndWait(a(), &ok.value()).ok());
+  EXPECT_EQ(FirstMismatch(dst_.data(), 200, 6), -1);
+  EXPECT_EQ(FirstNot(dst_.data() + 200, kSize - 200, 0xEE), -1);
+}
+
+TEST_P(BadInputTest, UnknownPeerAndBadHandles) {
+  EXPECT_EQ(PrepareRemoteCode(dst_.data(), 16, "nobody"), Code::kNotFound);
+  EXPECT_EQ(a().SendNotification("nobody", "x").code(), Code::kNotFound);
+  EXPECT_EQ(a().PeerTransport("nobody").status().code(), Code::kNotFound);
+  EXPECT_EQ(a().PeerError("nobody").code(), Code::kNotFound);
+  EXPECT_EQ(a().RemovePeer("nobody").code(), Code::kNotFound);
+  XferHandle bogus{12345678, 1};
+  EXPECT_EQ(a().Post(&bogus).code(), Code::kInvalidArgument);
+  EXPECT_EQ(a().Check(bogus).code(), Code::kInvalidArgument);
+  EXPECT_EQ(a().Cancel(bogus).code(), Code::kInvalidArgument);
+  EXPECT_EQ(a().Release(&bogus).code(), Code::kInvalidArgument);
+  XferHandle never_made{0, 77};
+  EXPECT_EQ(a().Check(never_made).code(), Code::kNotFound);
+  EXPECT_EQ(a().Post(&never_made).code(), Code::kNotFound);
+  EXPECT_EQ(a().ReleasePrepared(PreparedId{4242}).code(), Code::kNotFound);
+  // A removed peer is unknown from then on.
+  ASSERT_TRUE(a().RemovePeer("b").ok());
+  EXPECT_EQ(PrepareRemoteCode(dst_.data(), 16), Code::kNotFound);
+  EXPECT_TRUE(DstUntouched());
+}
+
+// Every way a blob can be malformed is an InvalidArgument from LoadPeer.
+TEST_P(BadInputTest, MalformedMetadataIsRejected) {
+  std::string blob = b().ExportMetadata().value();
+  auto load = [&](std::string_view s) { return a().LoadPeer(s).status().code(); };
+  for (size_t n = 0; n < blob.size(); ++n)
+    ASSERT_EQ(load(std::string_view(blob).substr(0, n)), Code::kInvalidArgument) << "truncated to " << n;
+  std::string bad_magic = blob;
+  bad_magic[0] ^= 0x20;
+  EXPECT_EQ(load(bad_magic), Code::kInvalidArgument);
+  EXPECT_NE(a().LoadPeer(bad_magic).status().message().find("magic"), std::string::npos);
+  std::string bad_version = blob;
+  bad_version[4] ^= 0x02;
+  EXPECT_EQ(load(bad_version), Code::kInvalidArgument);
+  EXPECT_EQ(load(blob + "x"), Code::kInvalidArgument) << "trailing bytes";
+  std::mt19937_64 rng(1234);
+  for (int i = 0; i < 500; ++i) {
+    std::string junk(rng() % 600, '\0');
+    for (char& c : junk) c = static_cast<char>(rng());
+    if (i % 2 == 0 && junk.size() >= 6) std::memcpy(junk.data(), blob.data(), 6);  // valid magic+version
+    ASSERT_EQ(load(junk), Code::kInvalidArgument) << "random blob " << i;
+  }
+  EXPECT_TRUE(DstUntouched());
+}
+
+// Every single-bit flip of a real blob either fails to load with
+// InvalidArgument or loads as some (possibly wrong) peer; nothing crashes.
+TEST_P(BadInputTest, BitFlippedMetadataLoadsOrFailsCleanly) {
+  std::string blob = b().ExportMetadata().value();
+  auto c = Agent::Create(OptionsFor("c", GetParam()));
+  ASSERT_TRUE(c.ok());
+  int rejected = 0;
+  for (size_t bit = 0; bit < blob.size() * 8; ++bit) {
+    std::string f = blob;
+    f[bit / 8] ^= static_cast<char>(1u << (bit % 8));
+    auto r = c.value()->LoadPeer(f);
+    if (!r.ok()) {
+      ASSERT_EQ(r.status().code(), Code::kInvalidArgument) << "bit " << bit << ": " << r.status().ToString();
+      ++rejected;
+    }
+  }
+  EXPECT_GT(rejected, 0);
+}
+
+// Metadata forged to claim more memory than b registered: a's prepare trusts
+// the blob, but b bounds-checks every access against its live table, so the
+// WRITE fails and not one byte lands outside the registered range.
+TEST_P(BadInputTest, ForgedLargerRegionIsBoundsCheckedByTarget) {
+  auto meta = core::DecodeMeta(b().ExportMetadata().value());
+  ASSERT_TRUE(meta.ok());
+  ASSERT_EQ(meta->pieces.size(), 1u);
+  meta->pieces[0].base -= 4096;
+  meta->pieces[0].len += 2 * 4096;
+  ASSERT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
+  std::vector<uint8_t> big(kSize + 2 * 4096);
+  Fill(big, 5);
+  ASSERT_TRUE(a().RegisterMemory(big.data(), big.size()).ok());
+  auto h = MakeSimple(a(), "b", Op::kWrite, big.data(), dst_.data() - 4096, big.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  Status s = PostAndWait(a(), &h.value());
+  EXPECT_TRUE(s.is_error()) << s.ToString();
+  auto r = MakeSimple(a(), "b", Op::kRead, big.data(), dst_.data() + kSize - 16, 4096);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(PostAndWait(a(), &r.value()).is_error()) << "READ past the end was served";
+  // Forged key: the target does not know it.
+  meta->pieces[0] = core::DecodeMeta(b().ExportMetadata().value())->pieces[0];
+  meta->pieces[0].key ^= 1;
+  ASSERT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
+  auto k = MakeSimple(a(), "b", Op::kWrite, big.data(), dst_.data(), 4096);
+  ASSERT_TRUE(k.ok());
+  EXPECT_TRUE(PostAndWait(a(), &k.value()).is_error());
+  EXPECT_TRUE(DstUntouched());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, BadInputTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test

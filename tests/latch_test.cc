@@ -1,0 +1,175 @@
+// Faults: a peer region deregistered under a prepared list, a fatal error
+// latched on the channel (before posting, and with work queued behind it).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class LatchTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { Make({}); }
+  void Make(AgentOptions o) {
+    pair_ = MakePair(GetParam(), o);
+    ASSERT_TRUE(pair_.a && pair_.b);
+    Connect(a(), b());
+  }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+  Pair pair_;
+};
+
+bool IsStale(Code c) { return c == Code::kRemoteStale || c == Code::kBackend; }
+
+// b deregisters a region that a's prepared lists still name: READ and WRITE
+// fail with a stale-region error, nothing moves, the handles release, and the
+// channel stays healthy for b's other region.
+TEST_P(LatchTest, DeregisteredPeerRegionFailsStaleAndReleases) {
+  constexpr uint64_t kSize = 1 << 20;
+  std::vector<uint8_t> src(kSize), back(kSize, 0xCC), gone(kSize, 0xEE), live(kSize, 0xEE);
+  Fill(src, 4);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  ASSERT_TRUE(a().RegisterMemory(back.data(), kSize).ok());
+  auto gone_id = b().RegisterMemory(gone.data(), kSize);
+  ASSERT_TRUE(gone_id.ok());
+  ASSERT_TRUE(b().RegisterMemory(live.data(), kSize).ok());
+  Connect(a(), b());
+  auto rd = MakeSimple(a(), "b", Op::kRead, back.data(), gone.data(), kSize);
+  auto wr = MakeSimple(a(), "b", Op::kWrite, src.data(), gone.data(), kSize);
+  ASSERT_TRUE(rd.ok() && wr.ok());
+
+  ASSERT_TRUE(b().DeregisterMemory(gone_id.value()).ok());
+  EXPECT_EQ(b().DeregisterMemory(gone_id.value()).code(), Code::kNotFound);
+  Status s = PostAndWait(a(), &rd.value());
+  EXPECT_TRUE(IsStale(s.code())) << s.ToString();
+  EXPECT_EQ(a().Check(rd.value()).code(), s.code());
+  s = PostAndWait(a(), &wr.value());
+  EXPECT_TRUE(IsStale(s.code())) << s.ToString();
+  EXPECT_EQ(FirstNot(back.data(), kSize, 0xCC), -1) << "stale READ moved bytes";
+  EXPECT_EQ(FirstNot(gone.data(), kSize, 0xEE), -1) << "stale WRITE moved bytes";
+  EXPECT_TRUE(a().Release(&rd.value()).ok());
+  EXPECT_TRUE(a().Release(&wr.value()).ok());
+
+  EXPECT_TRUE(a().PeerError("b").ok()) << "a stale region is not a fatal lane error";
+  auto ok = MakeSimple(a(), "b", Op::kWrite, src.data(), live.data(), kSize);
+  ASSERT_TRUE(ok.ok());
+  ASSERT_TRUE(PostAndWait(a(), &ok.value()).ok());
+  EXPECT_EQ(FirstMismatch(live.data(), kSize, 4), -1);
+
+  // Fresh metadata no longer lists the region: preparing against it fails early.
+  Connect(a(), b());
+  DescList r;
+  r.Add(gone.data(), kSize);
+  EXPECT_EQ(a().PrepareRemote("b", r).status().code(), Code::kInvalidArgument);
+}
+
+// Deregistering waits for a remote access in flight; the access completes.
+TEST_P(LatchTest, DeregisterWaitsForAccessInFlight) {
+  constexpr uint64_t kSize = 1 << 20;
+  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  Fill(src, 8);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  auto id = b().RegisterMemory(dst.data(), kSize);
+  ASSERT_TRUE(id.ok());
+  Connect(a(), b());
+  auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize);
+  ASSERT_TRUE(h.ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_FALSE(a().Post(&h.value()).is_error());
+    Status s = a().Wait(h.value(), 10s);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  ASSERT_FALSE(a().Post(&h.value()).is_error());
+  ASSERT_TRUE(b().DeregisterMemory(id.value()).ok());
+  Status s = a().Wait(h.value(), 10s);
+  // Either it ran before the deregistration (then completely) or after (stale).
+  if (s.ok()) {
+    EXPECT_EQ(FirstMismatch(dst.data(), kSize, 8), -1);
+  } else {
+    EXPECT_TRUE(IsStale(s.code())) << s.ToString();
+  }
+}
+
+// A fatal error latched before posting: the transfer (with its notification)
+// and a standalone notification are refused; the handle stays the caller's
+// (valid, releasable); the receiver's bytes and notification list are untouched.
+TEST_P(LatchTest, LatchedErrorRejectsPostAndNotification) {
+  constexpr uint64_t kSize = 64 << 10;
+  std::vector<uint8_t> src(kSize), dst(kSize, 0xEE);
+  Fill(src, 2);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
+  Connect(a(), b());
+  auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize, "coupled");
+  ASSERT_TRUE(h.ok());
+  XferHandle handle = h.value();
+  ASSERT_TRUE(LatchPeer(a(), "b", Status::Backend("injected lane failure")).ok());
+
+  EXPECT_EQ(a().PeerError("b").code(), Code::kBackend);
+  XferHandle before = handle;
+  Status s = a().Post(&handle);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_EQ(handle.slot, before.slot);
+  EXPECT_EQ(handle.gen, before.gen) << "a refused post must leave the handle unchanged";
+  Status c = a().Check(handle);
+  EXPECT_NE(c.code(), Code::kNotFound) << "handle went stale: " << c.ToString();
+  EXPECT_NE(c.code(), Code::kInProgress);
+  EXPECT_EQ(a().SendNotification("b", "standalone").code(), Code::kBackend);
+  EXPECT_EQ(a().Post(&handle).code(), Code::kBackend) << "latched for every later post";
+  EXPECT_TRUE(a().Release(&handle).ok());
+  EXPECT_FALSE(handle.valid());
+
+  std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(b().TakeNotifications().empty());
+  EXPECT_EQ(FirstNot(dst.data(), kSize, 0xEE), -1) << "receiver sentinel changed";
+}
+
+// Work queued behind a latched error aborts: a 64 MiB WRITE in 4 KiB chunks
+// fills the lane (the stalled target stops its progress), a small WRITE with a
+// notification waits behind it, then the channel latches. The small one ends
+// with the latched error and its target bytes stay untouched; nothing hangs.
+TEST_P(LatchTest, LatchAbortsWorkQueuedBehind) {
+  AgentOptions o;
+  o.lanes_per_peer = 1;
+  o.chunk_bytes = 4096;
+  o.lane_ring_slots = 1 << 15;
+  Make(o);
+  constexpr uint64_t kBig = 64 << 20, kSmall = 4096;
+  std::vector<uint8_t> src(kBig), dst(kBig), small_dst(kSmall, 0xEE);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kBig).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst.data(), kBig).ok());
+  ASSERT_TRUE(b().RegisterMemory(small_dst.data(), kSmall).ok());
+  Connect(a(), b());
+  auto big = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kBig);
+  auto small = MakeSimple(a(), "b", Op::kWrite, src.data(), small_dst.data(), kSmall, "small");
+  ASSERT_TRUE(big.ok() && small.ok());
+  {
+    RemoteStall stall(b());
+    ASSERT_FALSE(a().Post(&big.value()).is_error());
+    ASSERT_FALSE(a().Post(&small.value()).is_error());
+    ASSERT_TRUE(LatchPeer(a(), "b", Status::Backend("injected lane failure")).ok());
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  Status bs = a().Wait(big.value(), 20s);
+  Status ss = a().Wait(small.value(), 20s);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 15s);
+  EXPECT_TRUE(bs.ok() || bs.code() == Code::kBackend) << bs.ToString();
+  EXPECT_EQ(ss.code(), Code::kBackend) << ss.ToString();
+  EXPECT_EQ(FirstNot(small_dst.data(), kSmall, 0xEE), -1);
+  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(b().TakeNotifications().empty());
+  EXPECT_TRUE(a().Release(&big.value()).ok());
+  EXPECT_TRUE(a().Release(&small.value()).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, LatchTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test

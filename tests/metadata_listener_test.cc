@@ -1,0 +1,106 @@
+// The metadata listener (AgentOptions.metadata_listen) and FetchMetadata.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A TCP socket bound to 127.0.0.1:0; listening or not.
+struct RawSocket {
+  explicit RawSocket(bool listening) {
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    if (listening) listen(fd, 8);
+    socklen_t len = sizeof(a);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~RawSocket() { close(fd); }
+  int fd;
+  uint16_t port;
+};
+
+TEST(MetadataListener, EphemeralPortIsReportedAndServesCurrentMetadata) {
+  AgentOptions o = OptionsFor("served", "tcp");
+  o.metadata_listen = "127.0.0.1:0";
+  auto b = Agent::Create(o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  uint16_t port = b.value()->metadata_port();
+  ASSERT_NE(port, 0);
+  std::string where = "127.0.0.1:" + std::to_string(port);
+  auto blob = FetchMetadata(where, 2000ms);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_EQ(blob.value(), b.value()->ExportMetadata().value());
+
+  // Registrations made later show up in the next fetch, and a transfer works.
+  std::vector<uint8_t> dst(4096, 0), src(4096);
+  Fill(src, 1);
+  ASSERT_TRUE(b.value()->RegisterMemory(dst.data(), dst.size()).ok());
+  auto a = Agent::Create(OptionsFor("fetcher", "tcp"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a.value()->RegisterMemory(src.data(), src.size()).ok());
+  auto again = FetchMetadata(where, 2000ms);
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(a.value()->LoadPeer(again.value()).value(), "served");
+  auto h = MakeSimple(*a.value(), "served", Op::kWrite, src.data(), dst.data(), src.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(PostAndWait(*a.value(), &h.value()).ok());
+  EXPECT_EQ(FirstMismatch(dst.data(), dst.size(), 1), -1);
+}
+
+TEST(MetadataListener, NoListenerMeansPortZero) {
+  auto a = Agent::Create(OptionsFor("quiet", "tcp"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a.value()->metadata_port(), 0);
+}
+
+TEST(MetadataListener, BadListenAddressFailsCreate) {
+  AgentOptions o = OptionsFor("bad", "tcp");
+  o.metadata_listen = "127.0.0.1";
+  EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+  o.metadata_listen = "127.0.0.1:99999";
+  EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+}
+
+TEST(FetchMetadata, DeadPortFailsFastWithDisconnect) {
+  uint16_t port;
+  {
+    RawSocket s(/*listening=*/false);  // bound, never listening: connections are refused
+    port = s.port;
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = FetchMetadata("127.0.0.1:" + std::to_string(port), 2000ms);
+    EXPECT_EQ(r.status().code(), Code::kRemoteDisconnect) << r.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  }
+}
+
+TEST(FetchMetadata, SilentListenerTimesOut) {
+  RawSocket s(/*listening=*/true);  // accepts (backlog) but never answers
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = FetchMetadata("127.0.0.1:" + std::to_string(s.port), 300ms);
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.status().code(), Code::kTimeout) << r.status().ToString();
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 3s);
+}
+
+TEST(FetchMetadata, MalformedAddressIsInvalidArgument) {
+  EXPECT_EQ(FetchMetadata("no-port", 100ms).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(FetchMetadata("127.0.0.1:notaport", 100ms).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(FetchMetadata("127.0.0.1:70000", 100ms).status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace kvlane::test

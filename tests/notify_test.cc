@@ -1,0 +1,111 @@
+// Notifications: data-coupled ones (carried by a transfer) reach the target
+// only after the data is visible there; standalone ones arrive intact, in order.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class NotifyTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    AgentOptions o;
+    o.chunk_bytes = 256 << 10;
+    o.stripe_min_bytes = 1 << 20;  // 4 MiB requests stripe over both lanes
+    pair_ = MakePair(GetParam(), o);
+    ASSERT_TRUE(pair_.a && pair_.b);
+    Connect(a(), b());
+  }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+  Pair pair_;
+};
+
+// Each epoch writes 4 MiB (16 chunks, striped) carrying "epoch-N". The moment b
+// sees the notification, b's memory must already hold epoch N's bytes.
+TEST_P(NotifyTest, DataIsVisibleWhenWriteNotificationArrives) {
+  constexpr uint64_t kSize = 4 << 20;
+  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
+  Connect(a(), b());
+  for (uint64_t epoch = 1; epoch <= 20; ++epoch) {
+    std::string tag = "epoch-" + std::to_string(epoch);
+    auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize, tag);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    Fill(src, epoch);
+    ASSERT_FALSE(a().Post(&h.value()).is_error());
+    std::vector<Notification> got = TakeAtLeast(b(), 1, 10s);  // concurrent with the lanes
+    ASSERT_EQ(got.size(), 1u) << "epoch " << epoch;
+    EXPECT_EQ(got[0].bytes, tag);
+    EXPECT_EQ(got[0].peer, "a");
+    ASSERT_EQ(FirstMismatch(dst.data(), kSize, epoch), -1) << "notification before data, epoch " << epoch;
+    ASSERT_TRUE(a().Wait(h.value(), 10s).ok());
+    ASSERT_TRUE(a().Release(&h.value()).ok());
+  }
+}
+
+// A READ's notification tells the target its bytes were pulled: by the time it
+// arrives the initiator holds them.
+TEST_P(NotifyTest, ReadNotificationArrivesAfterRead) {
+  constexpr uint64_t kSize = 2 << 20;
+  std::vector<uint8_t> back(kSize, 0), remote(kSize);
+  Fill(remote, 42);
+  ASSERT_TRUE(a().RegisterMemory(back.data(), kSize).ok());
+  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
+  Connect(a(), b());
+  auto h = MakeSimple(a(), "b", Op::kRead, back.data(), remote.data(), kSize, "pulled");
+  ASSERT_TRUE(h.ok());
+  ASSERT_FALSE(a().Post(&h.value()).is_error());
+  auto got = TakeAtLeast(b(), 1, 10s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, "pulled");
+  ASSERT_TRUE(a().Wait(h.value(), 10s).ok());
+  EXPECT_EQ(FirstMismatch(back.data(), kSize, 42), -1);
+}
+
+// Standalone notifications: binary bytes (NULs included), up to 64 KiB, in the
+// order sent; one byte more is refused.
+TEST_P(NotifyTest, StandaloneNotificationsArriveInOrder) {
+  std::vector<std::string> sent;
+  for (int i = 0; i < 100; ++i) sent.push_back(std::string("n\0", 2) + std::to_string(i));
+  sent.push_back(std::string(64 << 10, 'x'));
+  for (const auto& s : sent) ASSERT_TRUE(a().SendNotification("b", s).ok());
+  auto got = TakeAtLeast(b(), sent.size(), 10s);
+  ASSERT_EQ(got.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_EQ(got[i].bytes, sent[i]) << i;
+    EXPECT_EQ(got[i].peer, "a");
+  }
+  EXPECT_EQ(a().SendNotification("b", std::string((64 << 10) + 1, 'x')).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(b().TakeNotifications().empty());  // taken once, gone
+}
+
+// A standalone notification sent after a WRITE finished finds the data there.
+TEST_P(NotifyTest, StandaloneNotificationAfterFinishedWrite) {
+  constexpr uint64_t kSize = 1 << 20;
+  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  Fill(src, 9);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
+  Connect(a(), b());
+  auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize);
+  ASSERT_TRUE(h.ok());
+  ASSERT_TRUE(PostAndWait(a(), &h.value()).ok());
+  ASSERT_TRUE(a().SendNotification("b", "done").ok());
+  auto got = TakeAtLeast(b(), 1, 10s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].bytes, "done");
+  EXPECT_EQ(FirstMismatch(dst.data(), kSize, 9), -1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, NotifyTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test

@@ -1,0 +1,37 @@
+# Packaging test: installs the build into a temporary prefix, then configures,
+# builds and runs tests/consumer against that prefix alone.
+# Run by CTest: cmake -DBUILD_DIR=... -DCONSUMER_DIR=... -DWORK_DIR=... -DCXX=... -P package_test.cmake
+foreach(var BUILD_DIR CONSUMER_DIR WORK_DIR CXX)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "package_test.cmake needs -D${var}=...")
+  endif()
+endforeach()
+
+function(step)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(step_output "${out}" PARENT_SCOPE)
+endfunction()
+
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+step(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f include/kvlane/kvlane.h include/kvlane/agent.h)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "install is missing ${f}")
+  endif()
+endforeach()
+file(GLOB_RECURSE config ${prefix}/*/kvlaneConfig.cmake)
+if(NOT config)
+  message(FATAL_ERROR "install is missing kvlaneConfig.cmake")
+endif()
+step(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix}
+     -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_BUILD_TYPE=Release)
+step(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+step(${WORK_DIR}/build/kvlane_consumer)
+if(NOT step_output MATCHES "^ok kvlane")
+  message(FATAL_ERROR "consumer printed: ${step_output}")
+endif()
+message(STATUS "consumer: ${step_output}")

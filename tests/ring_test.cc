@@ -1,0 +1,156 @@
+// Lane rings and request slots under pressure: 14 requests holding 28 ring
+// slots at once, a post that runs out of ring space half way, then 129 more
+// requests reusing the slots. Stale handles must never read as current.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kReq = 8192;  // 2 chunks of 4 KiB
+constexpr int kOutstanding = 14;
+constexpr uint32_t kMaxRequests = 16;
+
+class RingTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    AgentOptions o;
+    o.lanes_per_peer = 1;
+    o.chunk_bytes = 4096;
+    o.lane_ring_slots = 32;
+    o.max_requests = kMaxRequests;
+    o.post_timeout = 300ms;
+    pair_ = MakePair(GetParam(), o);
+    ASSERT_TRUE(pair_.a && pair_.b);
+    src_.resize(kReq * 64);
+    back_.resize(kReq * 64);
+    dst_.resize(kReq * 64);
+    ASSERT_TRUE(a().RegisterMemory(src_.data(), src_.size()).ok());
+    ASSERT_TRUE(a().RegisterMemory(back_.data(), back_.size()).ok());
+    ASSERT_TRUE(b().RegisterMemory(dst_.data(), dst_.size()).ok());
+    Connect(a(), b());
+  }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+  // Request i moves the i-th 8 KiB slice (mod 64).
+  XferHandle Make(Op op, int i, uint64_t bytes = kReq) {
+    uint64_t off = (i % 64) * kReq;
+    uint8_t* local = (op == Op::kWrite ? src_.data() : back_.data()) + off;
+    auto h = MakeSimple(a(), "b", op, local, dst_.data() + off, bytes);
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    return h.ok() ? h.value() : XferHandle{};
+  }
+  Pair pair_;
+  std::vector<uint8_t> src_, back_, dst_;
+};
+
+TEST_P(RingTest, FourteenOutstandingThenSlotReuse) {
+  Fill(src_, 1);
+  // 14 requests x 2 chunks = 28 of the lane's 32 ring slots, all held in flight
+  // because the target is stalled.
+  std::vector<XferHandle> hs;
+  {
+    RemoteStall stall(b());
+    for (int i = 0; i < kOutstanding; ++i) {
+      hs.push_back(Make(Op::kWrite, i));
+      ASSERT_EQ(a().Post(&hs.back()).code(), Code::kInProgress) << i;
+    }
+    for (const auto& h : hs) ASSERT_EQ(a().Check(h).code(), Code::kInProgress);
+  }
+  for (int i = 0; i < kOutstanding; ++i) {
+    ASSERT_TRUE(a().Wait(hs[i], 10s).ok()) << i;
+    ASSERT_EQ(FirstMismatch(dst_.data() + i * kReq, kReq, 1, i * kReq), -1) << i;
+  }
+  std::vector<XferHandle> stale;
+  for (auto& h : hs) {
+    stale.push_back(h);
+    ASSERT_TRUE(a().Release(&h).ok());
+  }
+
+  // 129 more requests through the 16 slots, in waves of 14 outstanding, mixing
+  // WRITE and READ; every payload verified, every old handle stale.
+  int done = 0;
+  for (int wave = 0; done < 129; ++wave) {
+    int n = std::min(kOutstanding, 129 - done);
+    Fill(src_, 100 + wave);
+    Fill(dst_, 200 + wave);
+    hs.clear();
+    for (int k = 0; k < n; ++k) hs.push_back(Make(k % 2 ? Op::kRead : Op::kWrite, done + k));
+    for (auto& h : hs) ASSERT_FALSE(a().Post(&h).is_error());
+    for (const auto& old : stale) {
+      ASSERT_EQ(a().Check(old).code(), Code::kNotFound) << "stale handle read as current";
+      XferHandle copy = old;
+      ASSERT_EQ(a().Post(&copy).code(), Code::kNotFound);
+      ASSERT_EQ(a().Cancel(old).code(), Code::kNotFound);
+    }
+    for (int k = 0; k < n; ++k) {
+      ASSERT_TRUE(a().Wait(hs[k], 10s).ok()) << "request " << done + k;
+      uint64_t off = ((done + k) % 64) * kReq;
+      if (k % 2) {
+        ASSERT_EQ(FirstMismatch(back_.data() + off, kReq, 200 + wave, off), -1) << done + k;
+      } else {
+        ASSERT_EQ(FirstMismatch(dst_.data() + off, kReq, 100 + wave, off), -1) << done + k;
+      }
+    }
+    for (auto& h : hs) {
+      stale.push_back(h);
+      XferHandle copy = h;
+      ASSERT_TRUE(a().Release(&h).ok());
+      ASSERT_FALSE(h.valid());
+      ASSERT_EQ(a().Release(&copy).code(), Code::kNotFound) << "double release";
+    }
+    done += n;
+  }
+  EXPECT_EQ(done, 129);
+  EXPECT_GT(stale.size(), kMaxRequests);  // slots were reused many times over
+}
+
+// All 16 slots in use: the 17th MakeTransfer is refused, not blocked.
+TEST_P(RingTest, SlotExhaustionIsRefused) {
+  std::vector<XferHandle> hs;
+  for (uint32_t i = 0; i < kMaxRequests; ++i) hs.push_back(Make(Op::kWrite, i));
+  auto extra = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), kReq);
+  EXPECT_EQ(extra.status().code(), Code::kNotAllowed);
+  for (auto& h : hs) ASSERT_TRUE(a().Release(&h).ok());
+  EXPECT_TRUE(MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), kReq).ok());
+}
+
+// A post that finds the ring full half way: 4 of its 8 chunks fit behind the 28
+// held slots, the 5th times out. Post reports the timeout only after the 4
+// launched chunks drained, so everything ahead of it in the lane is done too.
+TEST_P(RingTest, PostFailingHalfWayReportsAfterDrain) {
+  Fill(src_, 5);
+  std::vector<XferHandle> hs;
+  auto stall = std::make_unique<RemoteStall>(b());
+  for (int i = 0; i < kOutstanding; ++i) {
+    hs.push_back(Make(Op::kWrite, i));
+    ASSERT_EQ(a().Post(&hs.back()).code(), Code::kInProgress);
+  }
+  XferHandle big = Make(Op::kWrite, 20, 8 * 4096);
+  std::thread release([&] {
+    std::this_thread::sleep_for(1s);  // well past post_timeout (300 ms)
+    stall->Release();
+  });
+  Status s = a().Post(&big);
+  release.join();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_EQ(a().Check(big).code(), Code::kTimeout);  // published before Post returned
+  for (const auto& h : hs) EXPECT_TRUE(a().Check(h).ok()) << "FIFO lane retired the earlier chunks first";
+  EXPECT_TRUE(a().PeerError("b").ok()) << "a full ring is not a fatal lane error";
+  // The handle stays usable: repost succeeds now that the ring has room.
+  ASSERT_TRUE(PostAndWait(a(), &big).ok());
+  EXPECT_EQ(FirstMismatch(dst_.data() + 20 * kReq, 8 * 4096, 5, 20 * kReq), -1);
+  EXPECT_TRUE(a().Release(&big).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, RingTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test

@@ -1,0 +1,218 @@
+// Faults: deregistration racing remote transfers, and a peer that stops reading.
+// (A peer killed with SIGKILL is covered by tests/ elsewhere.)
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <list>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/random.h"
+#include "raw_peer.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // shadow memory and quarantine: RSS is not ours to bound
+#else
+constexpr bool kSanitized = false;
+#endif
+
+uint64_t RssBytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+class DeregisterInFlightTest : public ::testing::TestWithParam<std::string> {};
+
+// The target deregisters while the initiator's READs and WRITEs run. Each ends
+// kOk or kRemoteStale, never anything else; after DeregisterMemory returns no
+// byte of the old region changes, and nothing around it ever does.
+TEST_P(DeregisterInFlightTest, EndsOkOrStaleAndNeverWritesAfterDeregister) {
+  constexpr uint64_t kLen = 4 << 20, kGuard = 64 << 10;
+  AgentOptions o;
+  o.chunk_bytes = 256 << 10;  // 16 chunks striped over the lanes: some land, some go stale
+  o.lanes_per_peer = 4;
+  Pair p = MakePair(GetParam(), o);
+  Agent& a = *p.a;
+  Agent& b = *p.b;
+  GuardedBuffer target(kLen, kGuard, 21), local(kLen, kGuard, 22);
+  ASSERT_TRUE(a.RegisterMemory(local.body(), kLen).ok());
+  std::mt19937 rng(5);
+  int ok = 0, stale = 0;
+  const int kIters = 40;
+  for (int it = 0; it < kIters; ++it) {
+    SCOPED_TRACE(it);
+    target.ResetBody();
+    auto rid = b.RegisterMemory(target.body(), kLen);
+    ASSERT_TRUE(rid.ok());
+    ASSERT_TRUE(a.LoadPeer(b.ExportMetadata().value()).ok());
+    DescList l, r;
+    l.Add(local.body(), kLen);
+    r.Add(target.body(), kLen);
+    auto pl = a.PrepareLocal(l);
+    auto pr = a.PrepareRemote("b", r);
+    ASSERT_TRUE(pl.ok() && pr.ok()) << pr.status().ToString();
+    const Op op = it % 2 ? Op::kRead : Op::kWrite;
+    auto h = a.MakeTransfer(op, pl.value(), {}, pr.value(), {});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    XferHandle x = h.value();
+    ASSERT_FALSE(a.Post(&x).is_error());
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 3000));
+    ASSERT_TRUE(b.DeregisterMemory(rid.value()).ok());
+    // From here on the region is not ours to serve: mark it and watch it.
+    std::memset(target.body(), 0xD5, kLen);
+    Status s = a.Wait(x, 20s);
+    ASSERT_TRUE(s.ok() || s.code() == Code::kRemoteStale) << s.ToString();
+    (s.ok() ? ok : stale)++;
+    for (uint64_t i = 0; i < kLen; i += 1) {
+      if (target.body()[i] != 0xD5) FAIL() << "byte " << i << " written after DeregisterMemory returned";
+    }
+    EXPECT_TRUE(target.GuardsIntact());
+    EXPECT_TRUE(local.GuardsIntact());
+    EXPECT_TRUE(a.PeerError("b").ok()) << "a stale region must not break the connection";
+    EXPECT_TRUE(a.Release(&x).ok());
+    EXPECT_TRUE(a.ReleasePrepared(pl.value()).ok());
+    EXPECT_TRUE(a.ReleasePrepared(pr.value()).ok());
+  }
+  std::printf("[ info ] %s: %d completed, %d stale of %d\n", GetParam().c_str(), ok, stale, kIters);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, DeregisterInFlightTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+// A tcp "peer" that accepts every Hello and then never reads another byte.
+class StalledTarget {
+ public:
+  StalledTarget() {
+    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
+    EXPECT_TRUE(fd.ok());
+    listener_ = std::move(fd).value();
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~StalledTarget() {
+    shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  // Metadata naming this endpoint, with one large fake region.
+  std::string Blob() const {
+    core::AgentMeta m;
+    m.name = "stalled";
+    m.agent_id = core::RandomU64() | 1;
+    m.tcp_host = "127.0.0.1";
+    m.tcp_port = port_;
+    m.pieces = {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
+    return core::EncodeMeta(m);
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      auto c = core::Accept(listener_.get());
+      if (!c.ok()) {
+        if (c.status().code() == Code::kCanceled) return;
+        continue;
+      }
+      core::HelloFrame h{};
+      std::string name(255, '\0');
+      if (!core::RecvAll(c->get(), &h, sizeof(h)).ok() ||
+          !core::RecvAll(c->get(), name.data(), h.name_len).ok())
+        continue;
+      core::HelloReply ok{0, 0};
+      (void)core::SendAll(c->get(), &ok, sizeof(ok));
+      conns_.push_back(std::move(c).value());  // and never read again
+    }
+  }
+  uint16_t port_ = 0;
+  core::Fd listener_;
+  std::thread thread_;
+  std::list<core::Fd> conns_;  // accept thread only
+};
+
+// The stalled peer's requests end with the io_timeout latch; meanwhile the same
+// agent keeps completing transfers to a healthy peer, and its memory stays flat
+// (tcp gathers straight from registered memory: nothing is buffered per request).
+TEST(SlowPeerTest, StalledPeerTimesOutOthersUnaffectedMemoryBounded) {
+  constexpr uint64_t kBig = 64 << 20, kSmall = 64 << 10;
+  StalledTarget stalled;
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 2000ms;
+  o.chunk_bytes = 1 << 20;
+  auto a_or = Agent::Create(o);
+  auto c_or = Agent::Create(OptionsFor("c", "tcp"));
+  ASSERT_TRUE(a_or.ok() && c_or.ok());
+  Agent& a = *a_or.value();
+  Agent& c = *c_or.value();
+  std::vector<uint8_t> big(kBig), small(kSmall), at_c(kSmall);
+  Fill(big, 1);
+  Fill(small, 2);
+  ASSERT_TRUE(a.RegisterMemory(big.data(), kBig).ok());
+  ASSERT_TRUE(a.RegisterMemory(small.data(), kSmall).ok());
+  ASSERT_TRUE(c.RegisterMemory(at_c.data(), kSmall).ok());
+  ASSERT_TRUE(a.LoadPeer(stalled.Blob()).ok());
+  ASSERT_TRUE(a.LoadPeer(c.ExportMetadata().value()).ok());
+
+  DescList lb, rb, ls, rc;
+  lb.Add(big.data(), kBig);
+  rb.Add(1ull << 40, kBig);
+  ls.Add(small.data(), kSmall);
+  rc.Add(at_c.data(), kSmall);
+  auto plb = a.PrepareLocal(lb), prb = a.PrepareRemote("stalled", rb);
+  auto pls = a.PrepareLocal(ls), prc = a.PrepareRemote("c", rc);
+  ASSERT_TRUE(plb.ok() && prb.ok() && pls.ok() && prc.ok());
+  std::vector<XferHandle> stuck;
+  const uint64_t rss0 = RssBytes();
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 4; ++i) {
+    auto h = a.MakeTransfer(Op::kWrite, plb.value(), {}, prb.value(), {});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    stuck.push_back(h.value());
+    ASSERT_FALSE(a.Post(&stuck.back()).is_error());
+  }
+  // The healthy peer keeps completing while 256 MiB sit in front of the stalled one.
+  auto hc = a.MakeTransfer(Op::kWrite, pls.value(), {}, prc.value(), {});
+  ASSERT_TRUE(hc.ok());
+  XferHandle xc = hc.value();
+  int done = 0;
+  while (std::chrono::steady_clock::now() - t0 < 1500ms) {
+    auto t = std::chrono::steady_clock::now();
+    ASSERT_FALSE(a.Post(&xc).is_error());
+    ASSERT_TRUE(a.Wait(xc, 5s).ok());
+    EXPECT_LT(std::chrono::steady_clock::now() - t, 1s) << "the healthy peer waited on the stalled one";
+    ++done;
+  }
+  EXPECT_EQ(FirstMismatch(at_c.data(), kSmall, 2), -1);
+  for (XferHandle& h : stuck) {
+    Status s = a.Wait(h, 10s);
+    EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  }
+  auto elapsed = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(elapsed, o.io_timeout * 2 + 2s) << "the io_timeout latch must fire within bounds";
+  const uint64_t rss1 = RssBytes();
+  if (!kSanitized)
+    EXPECT_LT(rss1, rss0 + (32ull << 20)) << "sender memory grew by " << (rss1 - rss0) / 1024 << " KiB";
+  EXPECT_EQ(a.PeerError("stalled").code(), Code::kTimeout);
+  EXPECT_TRUE(a.PeerError("c").ok());
+  ASSERT_FALSE(a.Post(&xc).is_error());  // still healthy afterwards
+  EXPECT_TRUE(a.Wait(xc, 5s).ok());
+  std::printf("[ info ] %d healthy transfers during the stall; latch after %lld ms; rss %+lld KiB\n", done,
+              static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count()),
+              static_cast<long long>(rss1 - rss0) / 1024);
+  for (XferHandle& h : stuck) EXPECT_TRUE(a.Release(&h).ok());
+  EXPECT_TRUE(a.Release(&xc).ok());
+}
+
+}  // namespace
+}  // namespace kvlane::test

@@ -1,0 +1,73 @@
+#include "control.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace lanebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Sleeps a little longer each round (10 us up to 500 us): cheap for the CPUs
+// that the lanes share, quick enough for handshakes outside the timed path.
+void Backoff(std::chrono::microseconds* pause) {
+  std::this_thread::sleep_for(*pause);
+  *pause = std::min(*pause * 2, std::chrono::microseconds(500));
+}
+
+}  // namespace
+
+kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) return kvlane::Status::Backend("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return kvlane::Status::Backend("cannot rename " + tmp);
+  return kvlane::Status::Ok();
+}
+
+kvlane::Result<std::string> AwaitFile(const std::string& path, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::chrono::microseconds pause(10);
+  for (;;) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream s;
+      s << in.rdbuf();
+      return s.str();
+    }
+    if (Clock::now() >= deadline) return kvlane::Status::Timeout("no " + path + " in time");
+    Backoff(&pause);
+  }
+}
+
+kvlane::Status ControlLink::Send(const std::string& peer, const std::string& message) {
+  return agent_->SendNotification(peer, message);
+}
+
+kvlane::Result<std::string> ControlLink::Await(const std::string& peer,
+                                               std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::chrono::microseconds pause(10);
+  for (;;) {
+    for (auto& n : agent_->TakeNotifications()) inbox_[n.peer].push_back(std::move(n.bytes));
+    auto& q = inbox_[peer];
+    if (!q.empty()) {
+      std::string m = std::move(q.front());
+      q.pop_front();
+      return m;
+    }
+    KVLANE_RETURN_IF_ERROR(agent_->PeerError(peer));
+    if (Clock::now() >= deadline)
+      return kvlane::Status::Timeout("no message from '" + peer + "' in time");
+    Backoff(&pause);
+  }
+}
+
+}  // namespace lanebench

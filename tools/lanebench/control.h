@@ -1,0 +1,33 @@
+// The control plane between lanebench's processes, kept out of the timed path:
+// files in the run directory for the rendezvous (metadata blobs, buffer
+// addresses), and kvlane notifications for the per-iteration handshakes.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <string>
+
+#include "kvlane/agent.h"
+
+namespace lanebench {
+
+// Writes `bytes` to `path` through a temporary file and a rename.
+kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes);
+// Waits until `path` exists, then reads it whole.
+kvlane::Result<std::string> AwaitFile(const std::string& path, std::chrono::milliseconds timeout);
+
+// Text messages to and from peers over kvlane notifications. One thread at a time.
+class ControlLink {
+ public:
+  explicit ControlLink(kvlane::Agent* agent) : agent_(agent) {}
+  kvlane::Status Send(const std::string& peer, const std::string& message);
+  // The next message from `peer`, waiting at most `timeout`.
+  kvlane::Result<std::string> Await(const std::string& peer, std::chrono::milliseconds timeout);
+
+ private:
+  kvlane::Agent* agent_;
+  std::map<std::string, std::deque<std::string>> inbox_;
+};
+
+}  // namespace lanebench

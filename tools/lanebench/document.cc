@@ -1,0 +1,230 @@
+#include "document.h"
+
+#include <cmath>
+
+#include "kvlane/agent.h"
+#include "stats.h"
+
+namespace lanebench {
+namespace {
+
+struct MetricDef {
+  const char* key;
+  const char* label;
+};
+
+const std::vector<MetricDef>& Defs(const std::string& shape) {
+  static const std::vector<MetricDef> kMixed = {
+      {"small_p50_us", "small p50 [us]"},         {"small_p99_us", "small p99 [us]"},
+      {"bulk_p50_us", "bulk p50 [us]"},           {"bulk_p99_us", "bulk p99 [us]"},
+      {"window_p50_us", "window p50 [us]"},       {"window_gbps", "window rate [GB/s]"},
+      {"small_first_pct", "small done first [%]"}};
+  static const std::vector<MetricDef> kSingle = {{"p50_us", "p50 [us]"}, {"p99_us", "p99 [us]"}};
+  return shape == "mixed" ? kMixed : kSingle;
+}
+
+std::vector<double> Samples(const nlohmann::json& result, const char* name,
+                            const char* series = "lat_us") {
+  if (!result.contains(series) || !result[series].contains(name)) return {};
+  return result[series][name].get<std::vector<double>>();
+}
+
+// Percent of iterations in which the small transfer was seen done in an earlier
+// Check() sweep than the bulk one.
+double SmallFirstPct(const nlohmann::json& result) {
+  std::vector<double> small = Samples(result, "small", "done_sweep");
+  std::vector<double> bulk = Samples(result, "bulk", "done_sweep");
+  if (small.empty() || small.size() != bulk.size()) return NAN;
+  int first = 0;
+  for (size_t i = 0; i < small.size(); ++i) first += small[i] < bulk[i] ? 1 : 0;
+  return 100.0 * first / static_cast<double>(small.size());
+}
+
+bool RunValid(const nlohmann::json& r) {
+  return r.value("ok", false) && r.value("verified", 0) == r.value("iterations", -1);
+}
+
+Doc RunDoc(const Case& c, const RunRecord& r) {
+  const nlohmann::json& res = r.result;
+  Doc d = {{"pair", r.pair}, {"position", r.position}, {"valid", RunValid(res)}};
+  for (const char* k : {"error", "warning", "first_failure", "transport", "iterations", "verified",
+                        "warmup_verified", "failed", "exit_codes"})
+    if (res.contains(k)) d[k] = res[k];
+  d["metrics"] = RunMetrics(c, res);
+  d["lat_us"] = res.value("lat_us", nlohmann::json::object());
+  d["done_us"] = res.value("done_us", nlohmann::json::object());
+  d["done_sweep"] = res.value("done_sweep", nlohmann::json::object());
+  d["window_us"] = res.value("window_us", nlohmann::json::array());
+  return d;
+}
+
+Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& records) {
+  Doc runs = Doc::array();
+  for (const RunRecord& r : records)
+    if (r.case_id == c.id && r.arm == arm) runs.push_back(RunDoc(c, r));
+  Doc median = Doc::object();
+  for (const MetricDef& m : Defs(c.shape)) {
+    std::vector<double> v;
+    for (const Doc& run : runs)
+      if (run["valid"].get<bool>()) v.push_back(run["metrics"][m.key].get<double>());
+    median[m.key] = Median(v);
+  }
+  return {{"median", median}, {"runs", runs}};
+}
+
+Doc CaseDoc(const Case& c, const std::vector<RunRecord>& records) {
+  Doc d = {{"id", c.id},
+           {"shape", c.shape},
+           {"op", c.op},
+           {"bytes", c.bytes},
+           {"lanes_per_peer", c.spec.lanes_per_peer},
+           {"targets", c.spec.target_bytes.size()},
+           {"xfers", Doc::parse(nlohmann::json(c.spec.xfers).dump())}};
+  for (const char* arm : {kBaseline, kCandidate}) d["arms"][arm] = ArmDoc(c, arm, records);
+  return d;
+}
+
+std::vector<double> RunValues(const Doc& arm, const char* key) {
+  std::vector<double> v;
+  for (const Doc& run : arm["runs"]) v.push_back(run["metrics"].value(key, NAN));
+  return v;
+}
+
+Doc TableRows(const Doc& case_doc) {
+  Doc rows = Doc::array();
+  const Doc& base = case_doc["arms"][kBaseline];
+  const Doc& cand = case_doc["arms"][kCandidate];
+  for (const MetricDef& m : Defs(case_doc["shape"])) {
+    double b = base["median"].value(m.key, NAN), c = cand["median"].value(m.key, NAN);
+    rows.push_back({{"case", case_doc["id"]},
+                    {"metric", m.label},
+                    {"key", m.key},
+                    {"baseline", b},
+                    {"candidate", c},
+                    {"change_pct", (c - b) / b * 100.0},
+                    {"baseline_runs", RunValues(base, m.key)},
+                    {"candidate_runs", RunValues(cand, m.key)}});
+  }
+  return rows;
+}
+
+// Mixed small-transfer p99 against the same op's single-lane p99 at the small size.
+Doc Isolation(const BenchConfig& cfg, const Doc& cases) {
+  const std::string single_id = "single-" + cfg.mixed_op + "-" + SizeName(cfg.small_bytes);
+  const Doc* mixed = nullptr;
+  const Doc* single = nullptr;
+  for (const Doc& c : cases) {
+    if (c["id"] == "mixed-" + cfg.mixed_op) mixed = &c;
+    if (c["id"] == single_id) single = &c;
+  }
+  Doc out = Doc::array();
+  if (mixed == nullptr || single == nullptr) return out;
+  for (const char* arm : {kBaseline, kCandidate}) {
+    double m = (*mixed)["arms"][arm]["median"].value("small_p99_us", NAN);
+    double s = (*single)["arms"][arm]["median"].value("p99_us", NAN);
+    out.push_back({{"arm", arm},
+                   {"mixed_small_p99_us", m},
+                   {"single_case", single_id},
+                   {"single_p99_us", s},
+                   {"ratio", m / s}});
+  }
+  return out;
+}
+
+Doc MethodDoc() {
+  return {{"latency",
+           "post to completion as the source's API reports it: from just before "
+           "Agent::Post() to the first Agent::Check() that returns a terminal status; the "
+           "source polls Check() in a loop (latest post first), yielding the CPU after "
+           "sweeps that saw nothing finish (source clock; not a receiver or hardware "
+           "timestamp)"},
+          {"window",
+           "mixed: (bulk + small bytes) / p50 of the per-iteration window from the first "
+           "Post() to the last observed completion, decimal GB/s; includes software "
+           "completion overhead (completer publication, Check polling)"},
+          {"order",
+           "mixed: the bulk transfer is posted first, then the small one; each has its own "
+           "data lane (lanes_per_peer 1 with two target processes)"},
+          {"percentiles", "nearest-rank over each run's measured iterations"},
+          {"small_first",
+           "mixed: percent of iterations in which the source saw the small transfer "
+           "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
+           "post first, so global-fifo reads 0 by construction)"},
+          {"summary", "each cell is the median of the per-run values; every run's value is kept"},
+          {"processes",
+           "fresh processes per run (fork+exec of lanebench: one source, one target "
+           "per peer); arm order rotates between process pairs"},
+          {"verify",
+           "every iteration, warm-up included, is checked outside the timed region "
+           "against an oracle mixing source rank, epoch and byte offset; the first 8 "
+           "bytes of each payload hold the epoch"}};
+}
+
+Doc VerificationDoc(const std::vector<RunRecord>& records) {
+  int iterations = 0, verified = 0, valid = 0;
+  for (const RunRecord& r : records) {
+    iterations += r.result.value("iterations", 0);
+    verified += r.result.value("verified", 0);
+    valid += RunValid(r.result) ? 1 : 0;
+  }
+  return {{"runs", records.size()},
+          {"valid_runs", valid},
+          {"measured_iterations", iterations},
+          {"verified_iterations", verified}};
+}
+
+}  // namespace
+
+Doc RunMetrics(const Case& c, const nlohmann::json& result) {
+  if (c.shape != "mixed") {
+    std::vector<double> v = Samples(result, "xfer");
+    return {{"p50_us", Percentile(v, 50)}, {"p99_us", Percentile(v, 99)}};
+  }
+  std::vector<double> small = Samples(result, "small"), bulk = Samples(result, "bulk");
+  std::vector<double> window = result.value("window_us", std::vector<double>{});
+  double w50 = Percentile(window, 50);
+  return {{"small_p50_us", Percentile(small, 50)},
+          {"small_p99_us", Percentile(small, 99)},
+          {"bulk_p50_us", Percentile(bulk, 50)},
+          {"bulk_p99_us", Percentile(bulk, 99)},
+          {"window_p50_us", w50},
+          {"window_gbps", static_cast<double>(c.bytes) / w50 / 1e3},
+          {"small_first_pct", SmallFirstPct(result)}};
+}
+
+Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
+                  const std::vector<RunRecord>& records, const std::string& command,
+                  const Doc& environment) {
+  Doc d = {{"version", 1},
+           {"tool", "lanebench"},
+           {"kvlane", kvlane::VersionString()},
+           {"command", command},
+           {"environment", environment}};
+  d["config"] = {{"transport", cfg.transport},
+                 {"memory", cfg.ResolvedMemory()},
+                 {"shape", cfg.shape},
+                 {"mixed_op", cfg.mixed_op},
+                 {"mixed_peers", cfg.mixed_peers},
+                 {"bulk_bytes", cfg.bulk_bytes},
+                 {"small_bytes", cfg.small_bytes},
+                 {"single_ops", cfg.single_ops},
+                 {"single_bytes", cfg.single_bytes},
+                 {"warmup", cfg.warmup},
+                 {"iters", cfg.iters},
+                 {"pairs", cfg.pairs}};
+  d["method"] = MethodDoc();
+  d["baseline"] = kBaseline;
+  d["candidate"] = kCandidate;
+  d["cases"] = Doc::array();
+  d["table"] = Doc::array();
+  for (const Case& c : cases) {
+    d["cases"].push_back(CaseDoc(c, records));
+    for (const Doc& row : TableRows(d["cases"].back())) d["table"].push_back(row);
+  }
+  d["isolation"] = Isolation(cfg, d["cases"]);
+  d["verification"] = VerificationDoc(records);
+  d["outcome"] = d["verification"]["valid_runs"] == records.size() ? "ok" : "invalid";
+  return d;
+}
+
+}  // namespace lanebench

@@ -1,0 +1,33 @@
+# CTest driver: runs a short mixed shape on tcp and checks behaviour only:
+# the run succeeded, every measured iteration verified, both arms have numbers.
+# Usage: cmake -DLANEBENCH=<binary> -DOUT=<json path> -P lanebench_smoke.cmake
+execute_process(
+  COMMAND ${LANEBENCH} --transport tcp --shape mixed --pairs 1 --warmup 2 --iters 10
+          --timeout 60 --json ${OUT}
+  RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "lanebench exited with ${rc}")
+endif()
+file(READ ${OUT} doc)
+
+string(JSON outcome GET "${doc}" outcome)
+string(JSON measured GET "${doc}" verification measured_iterations)
+string(JSON verified GET "${doc}" verification verified_iterations)
+if(NOT outcome STREQUAL "ok" OR NOT measured EQUAL 20 OR NOT verified EQUAL measured)
+  message(FATAL_ERROR "outcome ${outcome}: ${verified}/${measured} iterations verified")
+endif()
+
+foreach(arm global-fifo independent)
+  string(JSON nruns LENGTH "${doc}" cases 0 arms ${arm} runs)
+  if(NOT nruns EQUAL 1)
+    message(FATAL_ERROR "${arm}: ${nruns} runs, expected 1")
+  endif()
+  foreach(key small_p50_us small_p99_us bulk_p50_us bulk_p99_us window_gbps)
+    string(JSON type TYPE "${doc}" cases 0 arms ${arm} median ${key})
+    string(JSON value GET "${doc}" cases 0 arms ${arm} median ${key})
+    if(NOT type STREQUAL "NUMBER" OR NOT value GREATER 0)
+      message(FATAL_ERROR "${arm} ${key}: '${value}' (${type}) is not a positive number")
+    endif()
+  endforeach()
+endforeach()
+message(STATUS "lanebench smoke: ${verified}/${measured} verified, both arms measured")

@@ -1,0 +1,102 @@
+// lanebench: what independent lane progress buys and costs, measured side by
+// side against global-fifo in one run. See tools/lanebench/README.md.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "orchestrate.h"
+#include "report.h"
+#include "worker.h"
+
+namespace lanebench {
+namespace {
+
+constexpr int kExitInvalid = 1;       // a run failed or a payload did not verify
+constexpr int kExitUnavailable = 77;  // the transport (or memory) cannot be used here
+
+void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
+  app.add_option("--transport", cfg.transport, "tcp | shm | cuda")->capture_default_str();
+  app.add_option("--memory", cfg.memory, "host | device (default: device for cuda, else host)");
+  app.add_option("--shape", cfg.shape, "mixed | single | all")->capture_default_str();
+  app.add_option("--mixed-op", cfg.mixed_op, "mixed shape op: read | write")->capture_default_str();
+  app.add_option("--mixed-peers", cfg.mixed_peers,
+                 "2: two target processes, one lane each; 1: two lanes of one target")
+      ->capture_default_str();
+  app.add_option("--bulk-bytes", cfg.bulk_bytes, "mixed bulk size")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--small-bytes", cfg.small_bytes, "mixed small size")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
+  app.add_option("--single-ops", cfg.single_ops, "single shape ops")->delimiter(',');
+  app.add_option("--single-bytes", cfg.single_bytes, "single shape sizes (e.g. 4KiB,2MiB)")
+      ->delimiter(',')
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--warmup", cfg.warmup, "warm-up iterations per run")->capture_default_str();
+  app.add_option("--iters", cfg.iters, "measured iterations per run")->capture_default_str();
+  app.add_option("--pairs", cfg.pairs, "process pairs per arm and case")->capture_default_str();
+  app.add_option("--timeout", cfg.timeout_s, "seconds per process group")->capture_default_str();
+  app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
+}
+
+int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& why) {
+  std::printf("transport %s (memory %s): not available here: %s\n", cfg.transport.c_str(),
+              cfg.ResolvedMemory().c_str(), why.ToString().c_str());
+  Doc doc = base;
+  doc["outcome"] = "not-available";
+  doc["reason"] = why.ToString();
+  (void)WriteJsonFile(cfg.json, doc);
+  return kExitUnavailable;
+}
+
+int RunBench(const BenchConfig& cfg, const std::string& command) {
+  const std::vector<Case> cases = BuildCases(cfg);
+  const Doc env = Environment();
+  const Doc base = BuildDocument(cfg, cases, {}, command, env);
+  PrintPreamble(base, stdout);
+  std::fflush(stdout);
+  if (kvlane::Status s = ProbeTransport(cfg); !s.ok()) return Unavailable(cfg, base, s);
+  const std::vector<RunRecord> records = RunPlan(cfg, cases);
+  Doc end_env = env;
+  end_env["loadavg_end"] = LoadAverage();
+  const Doc doc = BuildDocument(cfg, cases, records, command, end_env);
+  kvlane::Status w = WriteJsonFile(cfg.json, doc);
+  PrintResults(doc, stdout);
+  std::printf("json: %s%s\n", cfg.json.c_str(),
+              w.ok() ? "" : (" NOT WRITTEN: " + w.ToString()).c_str());
+  return doc["outcome"] == "ok" && w.ok() ? 0 : kExitInvalid;
+}
+
+std::string JoinArgs(int argc, char** argv) {
+  std::string s = "lanebench";
+  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
+  return s;
+}
+
+}  // namespace
+}  // namespace lanebench
+
+int main(int argc, char** argv) {
+  using namespace lanebench;
+  CLI::App app{"lanebench: completion isolation between lanes, global-fifo vs independent"};
+  app.footer("exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags, 77 not available");
+  BenchConfig cfg;
+  AddBenchFlags(app, cfg);
+  std::string role = "bench", dir;
+  int index = 0;
+  app.add_option("--role", role)->group("");  // worker roles: fork+exec'd by the orchestrator
+  app.add_option("--dir", dir)->group("");
+  app.add_option("--index", index)->group("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (role == "target") return RunTarget(dir, index);
+  if (role == "source") return RunSource(dir);
+  if (kvlane::Status s = cfg.Validate(); !s.ok()) {
+    std::fprintf(stderr, "lanebench: %s\n", s.message().c_str());
+    return 2;
+  }
+  return RunBench(cfg, JoinArgs(argc, argv));
+}

@@ -1,0 +1,129 @@
+#include "orchestrate.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+
+#include "buffers.h"
+#include "spawn.h"
+#include "worker.h"
+
+namespace lanebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+kvlane::Result<std::string> MakeRunDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "lanebench-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) return kvlane::Status::Backend("mkdtemp failed");
+  return tmpl;
+}
+
+// Spawns the targets, then the source; returns their pids (source last).
+kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::string& dir) {
+  std::vector<pid_t> pids;
+  for (size_t i = 0; i < spec.target_bytes.size() + 1; ++i) {
+    const bool source = i == spec.target_bytes.size();
+    auto pid = source ? SpawnSelf({"--role", "source", "--dir", dir})
+                      : SpawnSelf({"--role", "target", "--dir", dir, "--index", std::to_string(i)});
+    if (!pid.ok()) {
+      for (pid_t p : pids) WaitOrKill(p, Clock::now());
+      return pid.status();
+    }
+    pids.push_back(pid.value());
+  }
+  return pids;
+}
+
+// True once `path` has existed for `grace`: the process had its say.
+std::function<bool()> ExistedFor(const std::string& path, std::chrono::seconds grace) {
+  auto seen = std::make_shared<Clock::time_point>(Clock::time_point::max());
+  return [=] {
+    if (*seen == Clock::time_point::max() && std::filesystem::exists(path)) *seen = Clock::now();
+    return *seen != Clock::time_point::max() && Clock::now() - *seen >= grace;
+  };
+}
+
+// Waits for the source (a few seconds past its result at most), then for the
+// targets. A process that had to be killed after a complete result is a warning.
+nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const std::string& dir) {
+  constexpr std::chrono::seconds kGrace(5);
+  auto deadline = Clock::now() + SpecTimeout(spec);
+  nlohmann::json codes = {
+      {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace))}};
+  bool clean = codes["source"] == 0;
+  for (size_t i = 0; i + 1 < pids.size(); ++i) {
+    codes["targets"].push_back(WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace)));
+    clean = clean && codes["targets"].back() == 0;
+  }
+  auto res = ReadJsonFile(ResultPath(dir));
+  nlohmann::json out = res.ok() ? res.value() : nlohmann::json{{"ok", false}};
+  if (!res.ok()) out["error"] = "the source left no result";
+  if (res.ok() && !clean) out["warning"] = "a process did not exit cleanly after the result";
+  out["exit_codes"] = codes;
+  return out;
+}
+
+nlohmann::json RunGroup(const RunSpec& spec) {
+  auto fail = [](const kvlane::Status& s) {
+    return nlohmann::json{{"ok", false}, {"error", s.ToString()}};
+  };
+  auto dir = MakeRunDir();
+  if (!dir.ok()) return fail(dir.status());
+  nlohmann::json out;
+  kvlane::Status s = WriteJsonFile(SpecPath(dir.value()), spec);
+  auto pids = s.ok() ? SpawnGroup(spec, dir.value()) : kvlane::Result<std::vector<pid_t>>(s);
+  out = pids.ok() ? Reap(pids.value(), spec, dir.value()) : fail(pids.status());
+  std::error_code ec;
+  std::filesystem::remove_all(dir.value(), ec);
+  return out;
+}
+
+void PrintProgress(const RunRecord& r, size_t index, size_t total) {
+  const nlohmann::json& res = r.result;
+  std::string status = "verified " + std::to_string(res.value("verified", 0)) + "/" +
+                       std::to_string(res.value("iterations", 0));
+  if (!res.value("ok", false))
+    status = "FAILED: " + res.value("error", res.value("first_failure", std::string("?")));
+  if (res.contains("warning")) status += " (warning: " + res["warning"].get<std::string>() + ")";
+  std::fprintf(stderr, "[%zu/%zu] %-20s pair %d %-12s %s\n", index, total, r.case_id.c_str(),
+               r.pair, r.arm.c_str(), status.c_str());
+}
+
+}  // namespace
+
+kvlane::Status ProbeTransport(const BenchConfig& cfg) {
+  RunSpec spec;
+  spec.transport = cfg.transport;
+  spec.policy = kCandidate;
+  std::vector<uint8_t> host(4096);
+  KVLANE_ASSIGN_OR_RETURN(auto a, MakeAgent(spec, "probe-a"));
+  KVLANE_ASSIGN_OR_RETURN(auto b, MakeAgent(spec, "probe-b"));
+  KVLANE_RETURN_IF_ERROR(b->RegisterMemory(host.data(), host.size()).status());
+  KVLANE_ASSIGN_OR_RETURN(std::string blob, b->ExportMetadata());
+  KVLANE_RETURN_IF_ERROR(a->LoadPeer(blob).status());
+  KVLANE_ASSIGN_OR_RETURN(std::string chosen, a->PeerTransport("probe-b"));
+  if (chosen != cfg.transport) return kvlane::Status::NotSupported("the engine chose " + chosen);
+  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(cfg.ResolvedMemory()));
+  return space->Allocate(4096).status();
+}
+
+std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {
+  std::vector<RunRecord> records;
+  const size_t total = cases.size() * static_cast<size_t>(cfg.pairs) * 2;
+  for (const Case& c : cases) {
+    for (int pair = 0; pair < cfg.pairs; ++pair) {
+      std::vector<std::string> order = ArmOrder(pair);
+      for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+        RunSpec spec = c.spec;
+        spec.policy = order[pos];
+        records.push_back({c.id, order[pos], pair, pos, RunGroup(spec)});
+        PrintProgress(records.back(), records.size(), total);
+      }
+    }
+  }
+  return records;
+}
+
+}  // namespace lanebench

@@ -1,0 +1,95 @@
+#include "plan.h"
+
+#include <algorithm>
+
+#include "oracle.h"
+
+namespace lanebench {
+namespace {
+
+bool OneOf(const std::string& v, std::initializer_list<const char*> allowed) {
+  return std::any_of(allowed.begin(), allowed.end(), [&](const char* a) { return v == a; });
+}
+
+RunSpec BaseSpec(const BenchConfig& cfg) {
+  RunSpec s;
+  s.transport = cfg.transport;
+  s.memory = cfg.ResolvedMemory();
+  s.warmup = cfg.warmup;
+  s.iters = cfg.iters;
+  s.timeout_s = cfg.timeout_s;
+  return s;
+}
+
+Case MixedCase(const BenchConfig& cfg) {
+  Case c{"mixed-" + cfg.mixed_op, "mixed", cfg.mixed_op, cfg.bulk_bytes + cfg.small_bytes,
+         BaseSpec(cfg)};
+  c.spec.op = cfg.mixed_op;
+  if (cfg.mixed_peers == 2) {  // one data lane to each of two target processes
+    c.spec.lanes_per_peer = 1;
+    c.spec.target_bytes = {cfg.bulk_bytes, cfg.small_bytes};
+    c.spec.xfers = {{"bulk", 0, 0, cfg.bulk_bytes, 0}, {"small", 1, 0, cfg.small_bytes, 0}};
+  } else {  // two lanes of one target
+    c.spec.lanes_per_peer = 2;
+    c.spec.target_bytes = {cfg.bulk_bytes + cfg.small_bytes};
+    c.spec.xfers = {{"bulk", 0, 0, cfg.bulk_bytes, 0},
+                    {"small", 0, 1, cfg.small_bytes, cfg.bulk_bytes}};
+  }
+  return c;
+}
+
+Case SingleCase(const BenchConfig& cfg, const std::string& op, uint64_t bytes) {
+  Case c{"single-" + op + "-" + SizeName(bytes), "single", op, bytes, BaseSpec(cfg)};
+  c.spec.op = op;
+  c.spec.lanes_per_peer = 1;
+  c.spec.target_bytes = {bytes};
+  c.spec.xfers = {{"xfer", 0, 0, bytes, 0}};
+  return c;
+}
+
+}  // namespace
+
+kvlane::Status BenchConfig::Validate() const {
+  auto bad = [](const std::string& m) { return kvlane::Status::InvalidArgument(m); };
+  if (!OneOf(transport, {"tcp", "shm", "cuda"})) return bad("--transport: tcp|shm|cuda");
+  if (!memory.empty() && !OneOf(memory, {"host", "device"})) return bad("--memory: host|device");
+  if (!OneOf(shape, {"mixed", "single", "all"})) return bad("--shape: mixed|single|all");
+  if (!OneOf(mixed_op, {"read", "write"})) return bad("--mixed-op: read|write");
+  for (const auto& op : single_ops)
+    if (!OneOf(op, {"read", "write"})) return bad("--single-ops: read|write");
+  for (uint64_t b : single_bytes)
+    if (b < kMarkerBytes) return bad("--single-bytes: at least 8 bytes (the epoch marker)");
+  if (bulk_bytes < kMarkerBytes || small_bytes < kMarkerBytes)
+    return bad("sizes: at least 8 bytes");
+  if (mixed_peers != 1 && mixed_peers != 2) return bad("--mixed-peers: 1 or 2");
+  if (warmup < 0 || iters < 1 || pairs < 1) return bad("--warmup >= 0, --iters >= 1, --pairs >= 1");
+  if (timeout_s <= 0) return bad("--timeout must be positive");
+  return kvlane::Status::Ok();
+}
+
+std::string BenchConfig::ResolvedMemory() const {
+  if (!memory.empty()) return memory;
+  return transport == "cuda" ? "device" : "host";
+}
+
+std::vector<std::string> ArmOrder(int pair) {
+  if (pair % 2 == 0) return {kBaseline, kCandidate};
+  return {kCandidate, kBaseline};
+}
+
+std::vector<Case> BuildCases(const BenchConfig& cfg) {
+  std::vector<Case> cases;
+  if (cfg.shape != "single") cases.push_back(MixedCase(cfg));
+  if (cfg.shape == "mixed") return cases;
+  for (const std::string& op : cfg.single_ops)
+    for (uint64_t bytes : cfg.single_bytes) cases.push_back(SingleCase(cfg, op, bytes));
+  return cases;
+}
+
+std::string SizeName(uint64_t bytes) {
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes >= 1024 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
+}  // namespace lanebench

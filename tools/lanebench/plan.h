@@ -1,0 +1,52 @@
+// BenchConfig (the command line) and the plan it expands to: cases, each run
+// once per arm by `pairs` fresh process groups, arm order rotating by pair.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvlane/status.h"
+#include "spec.h"
+
+namespace lanebench {
+
+struct BenchConfig {
+  std::string transport = "tcp";   // tcp | shm | cuda
+  std::string memory;              // host | device; empty: device for cuda
+  std::string shape = "all";       // mixed | single | all
+  std::string mixed_op = "write";  // read | write
+  std::vector<std::string> single_ops = {"read", "write"};
+  std::vector<uint64_t> single_bytes = {4096, 2u << 20};
+  uint64_t bulk_bytes = 2u << 20;
+  uint64_t small_bytes = 4096;
+  int mixed_peers = 2;  // 2: one target process per transfer; 1: two lanes of one target
+  int warmup = 20;
+  int iters = 100;
+  int pairs = 3;
+  double timeout_s = 120;  // per process group
+  std::string json = "lanebench.json";
+
+  kvlane::Status Validate() const;
+  std::string ResolvedMemory() const;
+};
+
+// The arms: baseline first, candidate second.
+inline constexpr const char* kBaseline = "global-fifo";
+inline constexpr const char* kCandidate = "independent";
+// Arm order of process pair `pair`: baseline first for even pairs, candidate first for odd.
+std::vector<std::string> ArmOrder(int pair);
+
+struct Case {
+  std::string id;     // "mixed-write", "single-read-4KiB", ...
+  std::string shape;  // "mixed" | "single"
+  std::string op;
+  uint64_t bytes = 0;  // single: transfer size; mixed: bulk + small
+  RunSpec spec;        // everything but the policy
+};
+
+std::vector<Case> BuildCases(const BenchConfig& cfg);
+// "4KiB", "2MiB", "1000B".
+std::string SizeName(uint64_t bytes);
+
+}  // namespace lanebench

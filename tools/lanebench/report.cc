@@ -1,0 +1,127 @@
+#include "report.h"
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <thread>
+
+namespace lanebench {
+namespace {
+
+std::string CpuModel() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+}  // namespace
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+namespace {
+
+std::string Num(double v) {
+  if (std::isnan(v)) return "n/a";
+  return std::fabs(v) < 10 ? fmt::format("{:.3f}", v) : fmt::format("{:.1f}", v);
+}
+
+double Get(const Doc& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+std::string RunList(const Doc& values) {
+  std::string s;
+  for (const Doc& v : values)
+    s += (s.empty() ? "" : " ") + Num(v.is_number() ? v.get<double>() : NAN);
+  return s;
+}
+
+void PrintTable(const Doc& doc, std::FILE* out) {
+  fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {}\n", "case", "metric", "global-fifo",
+             "independent", "change", "per-run values: global-fifo | independent");
+  std::string last_case;
+  for (const Doc& row : doc["table"]) {
+    std::string id = row["case"];
+    if (!last_case.empty() && id != last_case) fmt::print(out, "\n");
+    double b = Get(row, "baseline"), c = Get(row, "candidate"), ch = Get(row, "change_pct");
+    fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {} | {}\n", id == last_case ? "" : id,
+               row["metric"].get<std::string>(), Num(b), Num(c),
+               !std::isfinite(ch) ? "n/a" : fmt::format("{:+.1f}%", ch),
+               RunList(row["baseline_runs"]), RunList(row["candidate_runs"]));
+    last_case = id;
+  }
+}
+
+void PrintIsolation(const Doc& doc, std::FILE* out) {
+  if (doc["isolation"].empty()) return;
+  fmt::print(out, "\nisolation: mixed small p99 / {} p99 (same op, single lane)\n",
+             doc["isolation"][0]["single_case"].get<std::string>());
+  for (const Doc& r : doc["isolation"])
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}x\n", r["arm"].get<std::string>(),
+               Num(Get(r, "mixed_small_p99_us")), Num(Get(r, "single_p99_us")),
+               Num(Get(r, "ratio")));
+}
+
+}  // namespace
+
+Doc Environment() {
+  char host[256] = "unknown";
+  gethostname(host, sizeof(host) - 1);
+  utsname u{};
+  uname(&u);
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return {{"host", host},
+          {"cpus", std::thread::hardware_concurrency()},
+          {"cpu_model", CpuModel()},
+          {"kernel", std::string(u.sysname) + " " + u.release},
+          {"date_utc", date},
+          {"loadavg_start", LoadAverage()}};
+}
+
+void PrintPreamble(const Doc& doc, std::FILE* out) {
+  const Doc& env = doc["environment"];
+  const Doc& cfg = doc["config"];
+  fmt::print(out, "lanebench ({})\n", doc["kvlane"].get<std::string>());
+  fmt::print(out, "host: {}, {} CPUs ({}), {}, {}, load average {}\n",
+             env["host"].get<std::string>(), env["cpus"].get<int>(),
+             env["cpu_model"].get<std::string>(), env["kernel"].get<std::string>(),
+             env["date_utc"].get<std::string>(), env["loadavg_start"].get<std::string>());
+  fmt::print(out, "command: {}\n", doc["command"].get<std::string>());
+  fmt::print(out,
+             "config: transport {}, memory {}, {} process pairs per arm and case, "
+             "{} warm-up + {} measured iterations per run, arm order rotates between pairs\n",
+             cfg["transport"].get<std::string>(), cfg["memory"].get<std::string>(),
+             cfg["pairs"].get<int>(), cfg["warmup"].get<int>(), cfg["iters"].get<int>());
+  for (const auto& [key, text] : doc["method"].items())
+    fmt::print(out, "method.{}: {}\n", key, text.get<std::string>());
+  fmt::print(out, "\n");
+}
+
+void PrintResults(const Doc& doc, std::FILE* out) {
+  fmt::print(out,
+             "\nbaseline = {}, candidate = {}; change = (candidate - baseline) / baseline; "
+             "latencies: lower is better, rate: higher is better\n",
+             doc["baseline"].get<std::string>(), doc["candidate"].get<std::string>());
+  PrintTable(doc, out);
+  PrintIsolation(doc, out);
+  const Doc& v = doc["verification"];
+  fmt::print(out, "\nload average at the end: {}\n",
+             doc["environment"].value("loadavg_end", std::string("?")));
+  fmt::print(out, "verified: {}/{} measured iterations; {}/{} runs valid; outcome: {}\n",
+             v["verified_iterations"].get<int>(), v["measured_iterations"].get<int>(),
+             v["valid_runs"].get<int>(), v["runs"].get<int>(), doc["outcome"].get<std::string>());
+}
+
+}  // namespace lanebench

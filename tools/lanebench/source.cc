@@ -1,0 +1,200 @@
+// The source role: posts every iteration's transfers, times each from just
+// before Post() to the first Check() that reports it finished, and checks every
+// payload against the oracle outside the timed region.
+#include <array>
+#include <cstdio>
+#include <thread>
+
+#include "oracle.h"
+#include "source_rig.h"
+#include "worker.h"
+
+namespace lanebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxXfers = 4;
+
+struct IterTimes {
+  std::array<double, kMaxXfers> lat_us{};   // own post to own completion
+  std::array<double, kMaxXfers> done_us{};  // first post to own completion
+  std::array<uint32_t, kMaxXfers> sweep{};  // Check() sweep that saw it done
+  double window_us = 0;                     // first post to last completion
+};
+
+double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+using Stamps = std::array<Clock::time_point, kMaxXfers>;
+using Sweeps = std::array<uint32_t, kMaxXfers>;
+
+// Polls Check() on every open transfer, the latest post first, until all are
+// terminal; yields the CPU only after a sweep that saw nothing finish. done[i]
+// is when transfer i was first seen terminal, sweep[i] in which sweep. Under
+// global-fifo an earlier post is published first, so it is seen in the same
+// sweep as a later one at the latest: a lower sweep is a real "done first".
+kvlane::Status AwaitAll(SourceRig& rig, Stamps& done, Sweeps& sweep) {
+  std::array<bool, kMaxXfers> finished{};
+  size_t left = rig.xfers.size();
+  for (uint32_t k = 0; left > 0; ++k) {
+    const size_t before = left;
+    for (size_t i = rig.xfers.size(); i-- > 0;) {
+      if (finished[i]) continue;
+      kvlane::Status s = rig.agent->Check(rig.xfers[i].handle);
+      if (s.in_progress()) continue;
+      done[i] = Clock::now();
+      if (s.is_error()) return s;
+      finished[i] = true;
+      sweep[i] = k;
+      --left;
+    }
+    if (left == before) std::this_thread::yield();  // the lanes' threads may share this core
+  }
+  return kvlane::Status::Ok();
+}
+
+// The timed region: post every transfer in order, then await them all.
+kvlane::Result<IterTimes> TimedIteration(SourceRig& rig) {
+  Stamps post{}, done{};
+  Sweeps sweep{};
+  for (size_t i = 0; i < rig.xfers.size(); ++i) {
+    post[i] = Clock::now();
+    KVLANE_RETURN_IF_ERROR(rig.agent->Post(&rig.xfers[i].handle));
+  }
+  KVLANE_RETURN_IF_ERROR(AwaitAll(rig, done, sweep));
+  IterTimes t;
+  Clock::time_point last = post[0];
+  for (size_t i = 0; i < rig.xfers.size(); ++i) {
+    t.lat_us[i] = Us(done[i] - post[i]);
+    t.done_us[i] = Us(done[i] - post[0]);
+    t.sweep[i] = sweep[i];
+    last = std::max(last, done[i]);
+  }
+  t.window_us = Us(last - post[0]);
+  return t;
+}
+
+// Sends one request per transfer to its target and checks every reply.
+kvlane::Result<std::string> AskTargets(SourceRig& rig, const char* cmd, uint64_t epoch,
+                                       const char* expect) {
+  for (const SourceXfer& x : rig.xfers) {
+    uint32_t src = rig.op == kvlane::Op::kRead ? x.spec.peer + 1 : kSourceRank;
+    KVLANE_RETURN_IF_ERROR(rig.link->Send(
+        TargetName(x.spec.peer),
+        std::string(cmd) + " " + std::to_string(epoch) + " " + std::to_string(src) + " " +
+            std::to_string(x.spec.remote_offset) + " " + std::to_string(x.spec.bytes)));
+  }
+  std::string failure;
+  const std::string want = std::string(expect) + " " + std::to_string(epoch);
+  for (const SourceXfer& x : rig.xfers) {
+    KVLANE_ASSIGN_OR_RETURN(std::string reply,
+                            rig.link->Await(TargetName(x.spec.peer), SpecTimeout(rig.spec)));
+    if (reply != want && failure.empty())
+      failure = x.spec.name + ": target replied '" + reply + "'";
+  }
+  return failure;
+}
+
+// Before the timed region: sources hold epoch's payloads, destinations a sentinel.
+kvlane::Status Stage(SourceRig& rig, uint64_t epoch) {
+  if (rig.op == kvlane::Op::kRead) {
+    KVLANE_ASSIGN_OR_RETURN(std::string failure, AskTargets(rig, "fill", epoch, "ready"));
+    if (!failure.empty()) return kvlane::Status::Backend(failure);
+  }
+  for (SourceXfer& x : rig.xfers) {
+    if (rig.op == kvlane::Op::kRead)
+      std::fill_n(rig.staging.begin(), x.spec.bytes, uint8_t{0xEE});
+    else
+      FillPayload(rig.staging.data(), x.spec.bytes, kSourceRank, epoch);
+    KVLANE_RETURN_IF_ERROR(rig.space->Upload(x.local, rig.staging.data(), x.spec.bytes));
+  }
+  return kvlane::Status::Ok();
+}
+
+// After the timed region: "" when every payload matches the oracle.
+kvlane::Result<std::string> Verify(SourceRig& rig, uint64_t epoch) {
+  if (rig.op == kvlane::Op::kWrite) return AskTargets(rig, "verify", epoch, "ok");
+  for (SourceXfer& x : rig.xfers) {
+    KVLANE_RETURN_IF_ERROR(rig.space->Download(rig.staging.data(), x.local, x.spec.bytes));
+    int64_t bad = FirstMismatch(rig.staging.data(), x.spec.bytes, x.spec.peer + 1, epoch);
+    if (bad >= 0) return x.spec.name + ": first bad byte at offset " + std::to_string(bad);
+  }
+  return std::string();
+}
+
+// The measured samples of one run, per transfer.
+struct Samples {
+  std::vector<std::vector<double>> lat, done;
+  std::vector<std::vector<uint32_t>> sweep;
+  std::vector<double> window;
+  explicit Samples(size_t n) : lat(n), done(n), sweep(n) {}
+  void Add(const IterTimes& t) {
+    for (size_t i = 0; i < sweep.size(); ++i) sweep[i].push_back(t.sweep[i]);
+    for (size_t i = 0; i < lat.size(); ++i) lat[i].push_back(t.lat_us[i]);
+    for (size_t i = 0; i < done.size(); ++i) done[i].push_back(t.done_us[i]);
+    window.push_back(t.window_us);
+  }
+};
+
+kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
+  const int total = rig.spec.warmup + rig.spec.iters;
+  Samples samples(rig.xfers.size());
+  int verified = 0, warmup_verified = 0, failed = 0;
+  for (int it = 0; it < total; ++it) {
+    const uint64_t epoch = static_cast<uint64_t>(it) + 1;
+    KVLANE_RETURN_IF_ERROR(Stage(rig, epoch));
+    KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig));
+    KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
+    const bool measured = it >= rig.spec.warmup;
+    if (!failure.empty()) {
+      if (failed++ == 0) out["first_failure"] = "epoch " + std::to_string(epoch) + ": " + failure;
+      continue;
+    }
+    (measured ? verified : warmup_verified)++;
+    if (measured) samples.Add(t);
+  }
+  out["iterations"] = rig.spec.iters;
+  out["verified"] = verified;
+  out["warmup_verified"] = warmup_verified;
+  out["failed"] = failed;
+  for (size_t i = 0; i < rig.xfers.size(); ++i) {
+    out["lat_us"][rig.xfers[i].spec.name] = samples.lat[i];
+    out["done_us"][rig.xfers[i].spec.name] = samples.done[i];
+    out["done_sweep"][rig.xfers[i].spec.name] = samples.sweep[i];
+  }
+  out["window_us"] = samples.window;
+  return kvlane::Status::Ok();
+}
+
+// Writes result.json once, while the agent is still alive, so that a slow
+// teardown cannot lose the measurements.
+void Finish(const std::string& dir, nlohmann::json& out, const kvlane::Status& s) {
+  if (out.value("written", false)) return;
+  out["ok"] = s.ok() && out.value("failed", 0) == 0;
+  if (!s.ok()) out["error"] = s.ToString();
+  out["written"] = WriteJsonFile(ResultPath(dir), out).ok();
+}
+
+kvlane::Status Drive(const std::string& dir, nlohmann::json& out) {
+  KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
+  if (spec.xfers.empty() || spec.xfers.size() > kMaxXfers)
+    return kvlane::Status::InvalidArgument("a run needs 1..4 transfers");
+  KVLANE_ASSIGN_OR_RETURN(auto rig, SetUpSource(spec, dir));
+  out["transport"] = rig->transport;
+  kvlane::Status s = RunIterations(*rig, out);
+  for (size_t i = 0; i < spec.target_bytes.size(); ++i)  // best effort: the orchestrator reaps
+    (void)rig->link->Send(TargetName(static_cast<int>(i)), "quit");
+  Finish(dir, out, s);
+  return s;
+}
+
+}  // namespace
+
+int RunSource(const std::string& dir) {
+  nlohmann::json out = {{"ok", false}, {"failed", 0}};
+  kvlane::Status s = Drive(dir, out);
+  Finish(dir, out, s);
+  if (!s.ok()) std::fprintf(stderr, "lanebench source: %s\n", s.ToString().c_str());
+  return out["ok"].get<bool>() && out["written"].get<bool>() ? 0 : 1;
+}
+
+}  // namespace lanebench

@@ -1,0 +1,82 @@
+// The target role: owns one buffer, answers the source's fill and verify
+// requests (outside the source's timed region) until told to quit.
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "buffers.h"
+#include "control.h"
+#include "oracle.h"
+#include "worker.h"
+
+namespace lanebench {
+namespace {
+
+struct TargetState {
+  BufferSpace* space = nullptr;
+  uint8_t* buf = nullptr;
+  uint64_t bytes = 0;
+  std::vector<uint8_t> staging;
+};
+
+// "fill|verify <epoch> <source-rank> <offset> <len>" -> the reply to send.
+kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
+  std::istringstream in(message);
+  std::string cmd;
+  uint64_t epoch = 0, off = 0, len = 0;
+  uint32_t src = 0;
+  if (!(in >> cmd >> epoch >> src >> off >> len) || len < kMarkerBytes || off + len > t.bytes)
+    return kvlane::Status::InvalidArgument("bad control message '" + message + "'");
+  const std::string e = " " + std::to_string(epoch);
+  if (cmd == "fill") {
+    FillPayload(t.staging.data(), len, src, epoch);
+    KVLANE_RETURN_IF_ERROR(t.space->Upload(t.buf + off, t.staging.data(), len));
+    return "ready" + e;
+  }
+  if (cmd != "verify") return kvlane::Status::InvalidArgument("unknown command '" + cmd + "'");
+  KVLANE_RETURN_IF_ERROR(t.space->Download(t.staging.data(), t.buf + off, len));
+  int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch);
+  return bad < 0 ? "ok" + e : "bad" + e + " " + std::to_string(bad);
+}
+
+kvlane::Status ServeLoop(kvlane::Agent* agent, TargetState& t, std::chrono::milliseconds timeout) {
+  ControlLink link(agent);
+  for (;;) {
+    KVLANE_ASSIGN_OR_RETURN(std::string m, link.Await("source", timeout));
+    if (m == "quit") return kvlane::Status::Ok();
+    KVLANE_ASSIGN_OR_RETURN(std::string reply, Handle(t, m));
+    KVLANE_RETURN_IF_ERROR(link.Send("source", reply));
+  }
+}
+
+kvlane::Status Serve(const std::string& dir, int index) {
+  KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
+  if (index < 0 || index >= static_cast<int>(spec.target_bytes.size()))
+    return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
+  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory));
+  KVLANE_ASSIGN_OR_RETURN(auto agent, MakeAgent(spec, TargetName(index)));
+  TargetState t{space.get(), nullptr, spec.target_bytes[index], {}};
+  t.staging.resize(t.bytes);
+  KVLANE_ASSIGN_OR_RETURN(t.buf, space->Allocate(t.bytes));
+  KVLANE_RETURN_IF_ERROR(
+      agent->RegisterMemory(t.buf, t.bytes, space->kind(), space->device()).status());
+  KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetAddrPath(dir, index),
+                                         std::to_string(reinterpret_cast<uintptr_t>(t.buf))));
+  KVLANE_ASSIGN_OR_RETURN(std::string blob, agent->ExportMetadata());
+  KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetMetaPath(dir, index), blob));
+  KVLANE_ASSIGN_OR_RETURN(std::string source_blob,
+                          AwaitFile(SourceMetaPath(dir), SpecTimeout(spec)));
+  KVLANE_RETURN_IF_ERROR(agent->LoadPeer(source_blob).status());
+  return ServeLoop(agent.get(), t, SpecTimeout(spec));
+}
+
+}  // namespace
+
+int RunTarget(const std::string& dir, int index) {
+  kvlane::Status s = Serve(dir, index);
+  if (s.ok()) return 0;
+  std::fprintf(stderr, "lanebench target%d: %s\n", index, s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace lanebench

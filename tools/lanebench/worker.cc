@@ -1,0 +1,28 @@
+#include "worker.h"
+
+namespace lanebench {
+
+std::string TargetName(int index) { return "target" + std::to_string(index); }
+std::string TargetMetaPath(const std::string& dir, int index) {
+  return dir + "/" + TargetName(index) + ".meta";
+}
+std::string TargetAddrPath(const std::string& dir, int index) {
+  return dir + "/" + TargetName(index) + ".addr";
+}
+std::string SourceMetaPath(const std::string& dir) { return dir + "/source.meta"; }
+
+std::chrono::milliseconds SpecTimeout(const RunSpec& spec) {
+  return std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_s * 1000));
+}
+
+kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
+                                                         const std::string& name) {
+  kvlane::AgentOptions o;
+  o.name = name;
+  KVLANE_ASSIGN_OR_RETURN(o.policy, kvlane::ParsePolicy(spec.policy));
+  o.transports = {spec.transport};
+  o.lanes_per_peer = spec.lanes_per_peer;
+  return kvlane::Agent::Create(o);
+}
+
+}  // namespace lanebench

@@ -1,0 +1,32 @@
+// The worker roles of lanebench. The orchestrator fork+execs lanebench itself as
+// one source and one or two targets per run; they meet through the run directory
+// (spec.json, metadata files) and talk through kvlane notifications.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kvlane/agent.h"
+#include "spec.h"
+
+namespace lanebench {
+
+inline constexpr uint32_t kSourceRank = 0;  // oracle rank of the source; target i is i + 1
+
+std::string TargetName(int index);
+std::string TargetMetaPath(const std::string& dir, int index);
+std::string TargetAddrPath(const std::string& dir, int index);
+std::string SourceMetaPath(const std::string& dir);
+
+// An agent for `spec` named `name`: the spec's policy, transport and lanes.
+kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
+                                                         const std::string& name);
+std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
+
+// Process entry points; return the exit code.
+int RunTarget(const std::string& dir, int index);
+int RunSource(const std::string& dir);
+
+}  // namespace lanebench
