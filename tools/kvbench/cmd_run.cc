@@ -1,0 +1,30 @@
+// `kvbench run`: with no --rank, spawns both ranks on this host (the embedded
+// default); with --rank 0|1 --peer HOST:PORT, runs one rank.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "commands.h"
+#include "launcher.h"
+#include "rank.h"
+#include "run_config.h"
+
+namespace kvbench {
+
+void AddRunCommand(CLI::App* app, int* exit_code) {
+  auto config = std::make_shared<RunConfig>();
+  CLI::App* cmd = app->add_subcommand(
+      "run", "measure the grid between a target and an initiator, verify, write JSON");
+  AddRunFlags(cmd, config.get());
+  cmd->callback([config, exit_code] {
+    kvlane::Status s = config->Resolve();
+    if (!s.ok()) {
+      fmt::print(stderr, "kvbench run: {}\n", s.message());
+      *exit_code = kExitError;
+      return;
+    }
+    *exit_code = config->rank < 0 ? SpawnRanks(*config) : RunRank(*config);
+  });
+}
+
+}  // namespace kvbench

@@ -1,0 +1,29 @@
+// `kvbench summarize DIR... [--out DIR]`: tables and charts from documents alone.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "commands.h"
+#include "summarize.h"
+
+namespace kvbench {
+
+void AddSummarizeCommand(CLI::App* app, int* exit_code) {
+  struct Flags {
+    std::vector<std::string> inputs;
+    std::string out = "kvbench-summary";
+  };
+  auto flags = std::make_shared<Flags>();
+  CLI::App* cmd = app->add_subcommand(
+      "summarize", "render markdown tables and SVG charts (gnuplot) from case documents");
+  cmd->add_option("inputs", flags->inputs, "directories or .json case documents")->required();
+  cmd->add_option("--out", flags->out, "output directory")->capture_default_str();
+  cmd->callback([flags, exit_code] {
+    kvlane::Status s = WriteSummary(flags->inputs, flags->out, std::cerr);
+    if (!s.ok()) fmt::print(stderr, "kvbench summarize: {}\n", s.message());
+    *exit_code = s.ok() ? 0 : 3;
+  });
+}
+
+}  // namespace kvbench

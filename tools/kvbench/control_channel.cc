@@ -1,0 +1,210 @@
+#include "control_channel.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace kvbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMaxMessage = 256u << 20;
+
+kvlane::Status Errno(const std::string& what) {
+  return kvlane::Status::Backend("control: " + what + ": " + std::strerror(errno));
+}
+
+kvlane::Result<addrinfo*> Resolve(const std::string& host_port, bool passive) {
+  std::string host;
+  uint16_t port = 0;
+  KVLANE_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+  if (rc != 0) {
+    return kvlane::Status::InvalidArgument("control: cannot resolve " + host_port + ": " +
+                                           gai_strerror(rc));
+  }
+  return res;
+}
+
+void SetNoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+kvlane::Result<int> ListenOn(const std::string& host_port) {
+  KVLANE_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host_port, true));
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 1) == 0;
+  freeaddrinfo(res);
+  if (!ok) {
+    kvlane::Status s = Errno("listen on " + host_port);
+    if (fd >= 0) close(fd);
+    return s;
+  }
+  return fd;
+}
+
+// One connect attempt; -1 with errno set on failure.
+int TryConnect(const addrinfo* ai) {
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
+  int err = errno;
+  close(fd);
+  errno = err;
+  return -1;
+}
+
+}  // namespace
+
+kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port) {
+  size_t colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon + 1 == host_port.size()) {
+    return kvlane::Status::InvalidArgument("expected HOST:PORT, got '" + host_port + "'");
+  }
+  char* end = nullptr;
+  unsigned long p = std::strtoul(host_port.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || p > 65535) {
+    return kvlane::Status::InvalidArgument("bad port in '" + host_port + "'");
+  }
+  *host = host_port.substr(0, colon);
+  *port = static_cast<uint16_t>(p);
+  return kvlane::Status::Ok();
+}
+
+kvlane::Result<uint16_t> PickFreePort() {
+  KVLANE_ASSIGN_OR_RETURN(int fd, ListenOn("127.0.0.1:0"));
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  int rc = getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  if (rc != 0) return Errno("getsockname");
+  return ntohs(addr.sin_port);
+}
+
+kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
+    const std::string& host_port, std::chrono::milliseconds timeout) {
+  KVLANE_ASSIGN_OR_RETURN(int listener, ListenOn(host_port));
+  pollfd pfd{listener, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
+  } while (rc < 0 && errno == EINTR);
+  int fd = rc > 0 ? accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+  close(listener);
+  if (rc == 0) {
+    return kvlane::Status::Timeout("control: no peer connected to " + host_port + " within " +
+                                   std::to_string(timeout.count()) + " ms");
+  }
+  if (fd < 0) return Errno("accept on " + host_port);
+  SetNoDelay(fd);
+  return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
+}
+
+kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
+    const std::string& host_port, std::chrono::milliseconds timeout) {
+  KVLANE_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host_port, false));
+  auto deadline = Clock::now() + timeout;
+  int fd = TryConnect(res);
+  while (fd < 0 && (errno == ECONNREFUSED || errno == EINTR) && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    fd = TryConnect(res);
+  }
+  freeaddrinfo(res);
+  if (fd < 0) return Errno("connect to " + host_port);
+  SetNoDelay(fd);
+  return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
+}
+
+ControlChannel::~ControlChannel() { close(fd_); }
+
+kvlane::Status ControlChannel::WaitReady(short events) {
+  pollfd pfd{fd_, events, 0};
+  int rc;
+  do {
+    rc = poll(&pfd, 1, static_cast<int>(timeout_.count()));
+  } while (rc < 0 && errno == EINTR);
+  if (rc < 0) return Errno("poll");
+  if (rc == 0) {
+    return kvlane::Status::Timeout("control: peer silent for " + std::to_string(timeout_.count()) +
+                                   " ms");
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status ControlChannel::SendRaw(const void* data, uint64_t len) {
+  const char* p = static_cast<const char*>(data);
+  while (len > 0) {
+    KVLANE_RETURN_IF_ERROR(WaitReady(POLLOUT));
+    ssize_t n = send(fd_, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return kvlane::Status::RemoteDisconnect("control: send: " + std::string(strerror(errno)));
+    p += n;
+    len -= static_cast<uint64_t>(n);
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status ControlChannel::ReceiveRaw(void* data, uint64_t len) {
+  char* p = static_cast<char*>(data);
+  while (len > 0) {
+    KVLANE_RETURN_IF_ERROR(WaitReady(POLLIN));
+    ssize_t n = recv(fd_, p, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return kvlane::Status::RemoteDisconnect("control: peer closed the connection");
+    p += n;
+    len -= static_cast<uint64_t>(n);
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status ControlChannel::Send(const nlohmann::json& message) {
+  std::string body = message.dump();
+  uint32_t len = htonl(static_cast<uint32_t>(body.size()));
+  KVLANE_RETURN_IF_ERROR(SendRaw(&len, sizeof(len)));
+  return SendRaw(body.data(), body.size());
+}
+
+kvlane::Result<nlohmann::json> ControlChannel::Receive() {
+  uint32_t len = 0;
+  KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
+  len = ntohl(len);
+  if (len > kMaxMessage) return kvlane::Status::InvalidArgument("control: oversized message");
+  std::string body(len, '\0');
+  KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data(), len));
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return kvlane::Status::InvalidArgument("control: malformed message");
+  }
+  return j;
+}
+
+kvlane::Result<nlohmann::json> ControlChannel::Expect(const std::string& type) {
+  KVLANE_ASSIGN_OR_RETURN(nlohmann::json j, Receive());
+  std::string got = j.value("type", "");
+  if (got == "error") {
+    return kvlane::Status::Backend("peer reported: " + j.value("message", std::string("?")));
+  }
+  if (got != type) {
+    return kvlane::Status::InvalidArgument("control: expected '" + type + "', got '" + got + "'");
+  }
+  return j;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,55 @@
+// ControlChannel: the control plane between the two kvbench ranks. One plain TCP
+// connection carrying length-prefixed JSON messages (4-byte big-endian length,
+// then UTF-8 JSON), every wait bounded by a timeout. Also carries raw bytes for
+// the socket reference row. Owns its socket; one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+class ControlChannel {
+ public:
+  // Binds host:port, accepts one peer, closes the listener.
+  static kvlane::Result<std::unique_ptr<ControlChannel>> Accept(const std::string& host_port,
+                                                                std::chrono::milliseconds timeout);
+  // Connects to host:port, retrying refused connections until the timeout.
+  static kvlane::Result<std::unique_ptr<ControlChannel>> Connect(const std::string& host_port,
+                                                                 std::chrono::milliseconds timeout);
+  ~ControlChannel();
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+
+  kvlane::Status Send(const nlohmann::json& message);
+  // Waits at most timeout() for the next message.
+  kvlane::Result<nlohmann::json> Receive();
+  // Receives a message and checks its "type"; a peer "error" message becomes an error.
+  kvlane::Result<nlohmann::json> Expect(const std::string& type);
+
+  kvlane::Status SendRaw(const void* data, uint64_t len);
+  kvlane::Status ReceiveRaw(void* data, uint64_t len);
+
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+
+ private:
+  ControlChannel(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
+  kvlane::Status WaitReady(short events);
+
+  int fd_;
+  std::chrono::milliseconds timeout_;
+};
+
+// Splits "host:port"; fails on a missing or bad port.
+kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for spawning local ranks).
+kvlane::Result<uint16_t> PickFreePort();
+
+}  // namespace kvbench

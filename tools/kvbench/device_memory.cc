@@ -1,0 +1,73 @@
+#include "device_memory.h"
+
+#ifdef KVBENCH_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace kvbench {
+
+#ifdef KVBENCH_HAVE_CUDA
+namespace {
+
+kvlane::Status Check(cudaError_t rc, const char* what) {
+  if (rc == cudaSuccess) return kvlane::Status::Ok();
+  return kvlane::Status::Backend(std::string(what) + ": " + cudaGetErrorString(rc));
+}
+
+}  // namespace
+
+int DeviceCount() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
+std::string DeviceName(int device) {
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess)
+    return "cuda:" + std::to_string(device);
+  return prop.name;
+}
+
+kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes) {
+  KVLANE_RETURN_IF_ERROR(Check(cudaSetDevice(device), "cudaSetDevice"));
+  void* p = nullptr;
+  KVLANE_RETURN_IF_ERROR(Check(cudaMalloc(&p, bytes), "cudaMalloc"));
+  return p;
+}
+
+void DeviceFree(void* ptr) { (void)cudaFree(ptr); }
+
+kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len) {
+  return Check(cudaMemcpy(dst, src, len, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len) {
+  return Check(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+}
+
+kvlane::Status CopyDeviceToDevice(void* dst, const void* src, uint64_t len) {
+  return Check(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D");
+}
+
+kvlane::Status DeviceMemset(void* dst, int byte, uint64_t len) {
+  return Check(cudaMemset(dst, byte, len), "cudaMemset");
+}
+
+#else  // !KVBENCH_HAVE_CUDA
+
+namespace {
+kvlane::Status NoCuda() { return kvlane::Status::NotSupported("kvbench was built without CUDA"); }
+}  // namespace
+
+int DeviceCount() { return 0; }
+std::string DeviceName(int device) { return "cuda:" + std::to_string(device); }
+kvlane::Result<void*> DeviceAlloc(int, uint64_t) { return NoCuda(); }
+void DeviceFree(void*) {}
+kvlane::Status CopyToDevice(void*, const void*, uint64_t) { return NoCuda(); }
+kvlane::Status CopyFromDevice(void*, const void*, uint64_t) { return NoCuda(); }
+kvlane::Status CopyDeviceToDevice(void*, const void*, uint64_t) { return NoCuda(); }
+kvlane::Status DeviceMemset(void*, int, uint64_t) { return NoCuda(); }
+
+#endif
+
+}  // namespace kvbench

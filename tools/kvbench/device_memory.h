@@ -1,0 +1,25 @@
+// Device memory for kvbench's pools: thin wrappers over the CUDA runtime that
+// return Status. Built without CUDA they report zero devices and NotSupported.
+// Thread-safe (the CUDA runtime is); every copy here is synchronous.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+// Visible CUDA devices; 0 without CUDA, a driver or a GPU.
+int DeviceCount();
+// "NVIDIA H200" or "cuda:N" when unknown.
+std::string DeviceName(int device);
+
+kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes);
+void DeviceFree(void* ptr);
+kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len);
+kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len);
+kvlane::Status CopyDeviceToDevice(void* dst, const void* src, uint64_t len);
+kvlane::Status DeviceMemset(void* dst, int byte, uint64_t len);
+
+}  // namespace kvbench

@@ -1,0 +1,80 @@
+#include "grid_flags.h"
+
+#include <cctype>
+#include <cstdlib>
+
+namespace kvbench {
+namespace {
+
+// The flag's text, else the environment variable's, else empty.
+std::string FlagOrEnv(const std::string& flag, const char* env) {
+  if (!flag.empty()) return flag;
+  const char* v = std::getenv(env);
+  return v ? std::string(v) : std::string();
+}
+
+int SuffixShift(const std::string& suffix) {
+  static const std::pair<const char*, int> kUnits[] = {
+      {"", 0},     {"B", 0},  {"K", 10},   {"KiB", 10}, {"M", 20},  {"MiB", 20}, {"G", 30},
+      {"GiB", 30}, {"T", 40}, {"TiB", 40}, {"KB", 10},  {"MB", 20}, {"GB", 30},  {"TB", 40}};
+  for (const auto& [name, shift] : kUnits) {
+    if (suffix == name) return shift;
+  }
+  return -1;
+}
+
+}  // namespace
+
+void AddGridFlags(CLI::App* app, GridFlags* flags) {
+  app->add_option("--workload", flags->workload.name, "kv-dsv4 | kv-mla | contig")
+      ->capture_default_str();
+  app->add_option("--block", flags->workload.block,
+                  "model block in tokens (kv-dsv4/contig, default 256) or page_tokens (kv-mla: "
+                  "16|64, default 64)");
+  app->add_option("--dtype", flags->workload.dtype, "kv-mla element type: bf16 | fp8")
+      ->capture_default_str();
+  app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
+  app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');
+  app->add_option("--desc-budget", flags->desc_budget,
+                  "descriptors per burst before shedding (env KVBENCH_DESC_BUDGET; default 65536)");
+  app->add_option(
+      "--pool-budget", flags->pool_budget,
+      "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB, and for run "
+      "at most 1/4 of MemAvailable)");
+}
+
+kvlane::Result<uint64_t> ParseBytes(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  int shift = SuffixShift(text.substr(digits));
+  if (digits == 0 || digits > 19 || shift < 0) {
+    return kvlane::Status::InvalidArgument("cannot read '" + text + "' as a byte count");
+  }
+  uint64_t value = std::stoull(text.substr(0, digits));
+  if (shift > 0 && value > (UINT64_MAX >> shift)) {
+    return kvlane::Status::InvalidArgument("byte count '" + text + "' overflows");
+  }
+  return value << shift;
+}
+
+kvlane::Result<PlanOptions> ResolvePlanOptions(const GridFlags& flags, PlanOptions o) {
+  if (!flags.isl.empty()) o.isl = flags.isl;
+  if (!flags.batches.empty()) o.batches = flags.batches;
+  std::string desc = FlagOrEnv(flags.desc_budget, "KVBENCH_DESC_BUDGET");
+  if (!desc.empty()) {
+    KVLANE_ASSIGN_OR_RETURN(o.desc_budget, ParseBytes(desc));
+  }
+  std::string pool = FlagOrEnv(flags.pool_budget, "KVBENCH_POOL_BUDGET");
+  if (!pool.empty()) {
+    KVLANE_ASSIGN_OR_RETURN(o.pool_budget, ParseBytes(pool));
+  }
+  return o;
+}
+
+kvlane::Result<Plan> PlanFromFlags(const GridFlags& flags, const PlanOptions& defaults) {
+  KVLANE_ASSIGN_OR_RETURN(Workload workload, Workload::Make(flags.workload));
+  KVLANE_ASSIGN_OR_RETURN(PlanOptions options, ResolvePlanOptions(flags, defaults));
+  return BuildPlan(workload, options);
+}
+
+}  // namespace kvbench

@@ -1,0 +1,13 @@
+// Launcher: the embedded two-rank run on one host. Spawns rank 0 (target) and
+// rank 1 (initiator) with a loopback control port: fork+exec of this binary, or
+// two threads of this process for the local transport (same-process only).
+#pragma once
+
+#include "run_config.h"
+
+namespace kvbench {
+
+// Returns the worse of the two ranks' exit codes.
+int SpawnRanks(const RunConfig& config);
+
+}  // namespace kvbench

@@ -1,0 +1,15 @@
+// kvbench: the KV-cache handoff benchmark for kvlane. See docs/METHODOLOGY.md.
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvbench: measures moving LLM KV-cache between a target and an initiator"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  kvbench::AddPlanCommand(&app, &exit_code);
+  kvbench::AddRunCommand(&app, &exit_code);
+  kvbench::AddSummarizeCommand(&app, &exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

@@ -1,0 +1,18 @@
+// One rank of `kvbench run`, start to finish.
+#pragma once
+
+#include "run_config.h"
+
+namespace kvbench {
+
+// Exit codes of `kvbench run`.
+inline constexpr int kExitValid = 0;
+inline constexpr int kExitInvalid = 1;  // a row failed or was not verified
+inline constexpr int kExitError = 2;    // setup, control plane or usage error
+
+// Opens the session; the target serves the initiator; the initiator measures
+// every row, writes the case document and prints the summary table.
+// REQUIRES: config.rank is 0 or 1 and config was Resolve()d.
+int RunRank(const RunConfig& config);
+
+}  // namespace kvbench

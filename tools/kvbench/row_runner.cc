@@ -1,0 +1,223 @@
+#include "row_runner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "burst_check.h"
+#include "reference.h"
+
+namespace kvbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double MsSince(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::vector<uint64_t> Shape(const PlanPoint& p) {
+  std::vector<uint64_t> shape;
+  for (const GroupDemand& d : p.demand) shape.push_back(d.desc_bytes);
+  return shape;
+}
+
+kvlane::DescList ListAt(uint64_t base, const PoolList& list, kvlane::MemoryKind kind, int device) {
+  kvlane::DescList out{kind, {}};
+  out.descs.reserve(list.extents.size());
+  for (const Extent& e : list.extents) out.Add(base + e.offset, e.len, device);
+  return out;
+}
+
+std::string Describe(const VerifyResult& v) {
+  return fmt::format("checked {} B, {} mismatching{}", v.checked, v.mismatches,
+                     v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
+}
+
+}  // namespace
+
+kvlane::Op OpOf(const std::string& op) {
+  return op == "push" ? kvlane::Op::kWrite : kvlane::Op::kRead;
+}
+
+RowRunner::~RowRunner() { ReleaseLists(); }
+
+void RowRunner::ReleaseLists() {
+  if (local_.valid()) (void)s_->agent().ReleasePrepared(local_);
+  if (remote_.valid()) (void)s_->agent().ReleasePrepared(remote_);
+  local_ = remote_ = {};
+}
+
+kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result) {
+  if (local_.valid() && Shape(point) == list_shape_) return kvlane::Status::Ok();
+  ReleaseLists();
+  list_ = MakePoolList(s_->plan().layout, point.demand);
+  list_shape_ = Shape(point);
+  Clock::time_point t0 = Clock::now();
+  KVLANE_ASSIGN_OR_RETURN(
+      local_, s_->agent().PrepareLocal(
+                  ListAt(reinterpret_cast<uint64_t>(s_->pool()), list_, s_->kind(), s_->device())));
+  KVLANE_ASSIGN_OR_RETURN(
+      remote_, s_->agent().PrepareRemote(s_->peer_name(), ListAt(s_->remote_pool_base(), list_,
+                                                                 s_->kind(), s_->remote_device())));
+  result->list_prep_ms += MsSince(t0);
+  return kvlane::Status::Ok();
+}
+
+RunResult RowRunner::RunAll(const Progress& progress) {
+  RunResult result;
+  RunPoints(progress, &result);
+  kvlane::Status bye = s_->control().Send({{"type", "done"}});
+  if (bye.ok()) bye = s_->control().Expect("bye").status();
+  if (!bye.ok()) result.errors.push_back("control: " + bye.ToString());
+  return result;
+}
+
+void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
+  uint64_t epoch = 0;
+  for (const PlanPoint& point : s_->plan().points) {
+    if (point.batches.empty()) continue;
+    kvlane::Status s = PrepareLists(point, result);
+    if (!s.ok()) {
+      result->errors.push_back("preparing the pool lists: " + s.ToString());
+      return;
+    }
+    for (uint64_t batch : point.batches) {
+      BurstMap map = MakeBurstMap(list_, point.demand, batch, s_->config().seed);
+      for (const std::string& op : s_->config().ops) {
+        result->rows.push_back(RunRow(op, point, map, ++epoch));
+        progress(result->rows.back());
+      }
+      kvlane::Status peer = s_->agent().PeerError(s_->peer_name());
+      if (!peer.ok()) {
+        result->errors.push_back("peer connection failed: " + peer.ToString());
+        return;
+      }
+    }
+  }
+}
+
+RowResult RowRunner::RunRow(const std::string& op, const PlanPoint& point, const BurstMap& map,
+                            uint64_t epoch) {
+  RowResult row;
+  row.op = op;
+  row.isl = point.isl;
+  row.batch = map.target.size();
+  row.descs = point.descs;
+  row.req_bytes = point.req_bytes;
+  Clock::time_point t0 = Clock::now();
+  auto burst = Burst::Make(&s_->agent(), OpOf(op), local_, remote_, map);
+  row.prep_ms = MsSince(t0);
+  if (!burst.ok()) {
+    row.verdict = Verdict::kFail;
+    row.verify_detail = "MakeTransfer: " + burst.status().ToString();
+    return row;
+  }
+  VerifiedBurst(&burst.value(), op, point, map, epoch, &row);
+  if (row.verdict != Verdict::kFail) TimedBursts(&burst.value(), &row);
+  if (row.verdict != Verdict::kFail) Reference(point, map, &row);
+  return row;
+}
+
+void RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+                              const BurstMap& map, uint64_t epoch, RowResult* row) {
+  ControlChannel& c = s_->control();
+  kvlane::Status s = c.Send(
+      {{"type", "row"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"epoch", epoch}});
+  if (s.ok()) s = c.Expect("ready").status();  // the target wiped or filled its side
+  if (!s.ok()) {
+    row->verdict = Verdict::kFail;
+    row->verify_detail = "control: " + s.ToString();
+    return;
+  }
+  std::string detail;
+  LocalCheck mine = LandAndCheck(burst, op == "push", map, epoch, &detail);
+  AgreeOnVerdict(mine, detail, row);
+}
+
+LocalCheck RowRunner::LandAndCheck(Burst* burst, bool push, const BurstMap& map, uint64_t epoch,
+                                   std::string* detail) {
+  // push lands on the target (this rank is the source); pull lands here.
+  PoolView pool = s_->pool_view();
+  kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch)
+                          : WipeDestinations(pool, list_, map.initiator);
+  BurstTiming t = s.ok() ? burst->Run(s_->config().control_timeout_ms) : BurstTiming{0, {}, s};
+  if (!t.status.ok()) {
+    *detail = "transfer: " + t.status.ToString();
+    return LocalCheck::kFail;
+  }
+  if (push) return LocalCheck::kNotVerifier;
+  if (s_->config().fault == "flip-byte") s = FlipOneLandedByte(pool, list_, map.initiator);
+  auto v = s.ok() ? VerifyDestinations(pool, list_, map.initiator, map.target, kTargetRank, epoch)
+                  : kvlane::Result<VerifyResult>(s);
+  if (!v.ok()) {
+    *detail = "initiator: cannot check: " + v.status().ToString();
+    return LocalCheck::kFail;
+  }
+  *detail = "initiator: " + Describe(v.value());
+  return v->ok() ? LocalCheck::kPass : LocalCheck::kFail;
+}
+
+void RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row) {
+  ControlChannel& c = s_->control();
+  kvlane::Status s =
+      c.Send({{"type", "check"}, {"local", LocalCheckName(mine)}, {"detail", detail}});
+  auto verdict = s.ok() ? c.Expect("verdict") : kvlane::Result<json>(s);
+  if (!verdict.ok()) {
+    row->verdict = Verdict::kFail;
+    row->verify_detail = "control: " + verdict.status().ToString();
+    return;
+  }
+  row->verdict = Combine(mine, ParseLocalCheck(verdict->value("local", "")));
+  std::string theirs = verdict->value("detail", "");
+  row->verify_detail = detail + (detail.empty() || theirs.empty() ? "" : "; ") + theirs;
+}
+
+void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
+  const RunConfig& c = s_->config();
+  std::vector<BurstTiming> timings;
+  int total = c.warmup + c.samples * c.trials;
+  for (int i = 0; i < total; ++i) {
+    BurstTiming t = burst->Run(c.control_timeout_ms);
+    if (!t.status.ok()) {
+      row->verdict = Verdict::kFail;
+      row->verify_detail += "; timed burst failed: " + t.status.ToString();
+      return;
+    }
+    if (i >= c.warmup) timings.push_back(std::move(t));
+  }
+  std::vector<double> ms;
+  for (const BurstTiming& t : timings) ms.push_back(t.total_ms);
+  row->burst_ms = Summarize(ms);
+  for (const BurstTiming& t : timings) {
+    if (t.total_ms == row->burst_ms.p50) {
+      row->request_ms = t.request_ms;
+      break;
+    }
+  }
+  uint64_t bytes = row->batch * row->req_bytes;
+  row->gbps_p50 = GigabytesPerSecond(bytes, row->burst_ms.p50);
+  row->gbps_p50_incl_prep = GigabytesPerSecond(bytes, row->burst_ms.p50 + row->prep_ms);
+}
+
+void RowRunner::Reference(const PlanPoint& point, const BurstMap& map, RowResult* row) {
+  int reps = s_->config().samples;
+  if (s_->kind() == kvlane::MemoryKind::kCuda) {
+    row->reference = DeviceCopyReference(s_->pool(), list_, map, reps);
+    return;
+  }
+  if (s_->transport_used() != "tcp") {
+    row->reference = MemcpyReference(s_->pool(), list_, map, reps);
+    return;
+  }
+  ControlChannel& c = s_->control();
+  kvlane::Status s =
+      c.Send({{"type", "ref"}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
+  auto ref = s.ok() ? SocketReferenceFetch(&c, s_->pool(), list_, map, reps)
+                    : kvlane::Result<ReferenceFigures>(s);
+  if (ref.ok()) row->reference = ref.value();
+  if (!ref.ok()) row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};
+}
+
+}  // namespace kvbench

@@ -1,0 +1,55 @@
+// RowRunner: the initiator's side of a run. For every (ISL, batch, op) of the
+// plan it prepares the burst, runs one verified burst agreed with the target,
+// then the warm-up and timed bursts, then the reference. One thread.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "burst.h"
+#include "burst_map.h"
+#include "document.h"
+#include "session.h"
+
+namespace kvbench {
+
+struct RunResult {
+  std::vector<RowResult> rows;
+  std::vector<std::string> errors;  // run-level failures (the run is invalid)
+  double list_prep_ms = 0;          // PrepareLocal + PrepareRemote of the pool lists
+};
+
+class RowRunner {
+ public:
+  using Progress = std::function<void(const RowResult&)>;
+  // REQUIRES: session is the initiator's and outlives the runner.
+  explicit RowRunner(Session* session) : s_(session) {}
+  ~RowRunner();
+
+  // Runs every row, then tells the target the run is done.
+  RunResult RunAll(const Progress& progress);
+
+ private:
+  void RunPoints(const Progress& progress, RunResult* result);
+  kvlane::Status PrepareLists(const PlanPoint& point, RunResult* result);
+  void ReleaseLists();
+  RowResult RunRow(const std::string& op, const PlanPoint& point, const BurstMap& map,
+                   uint64_t epoch);
+  void VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+                     const BurstMap& map, uint64_t epoch, RowResult* row);
+  LocalCheck LandAndCheck(Burst* burst, bool push, const BurstMap& map, uint64_t epoch,
+                          std::string* detail);
+  void AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
+  void TimedBursts(Burst* burst, RowResult* row);
+  void Reference(const PlanPoint& point, const BurstMap& map, RowResult* row);
+
+  Session* s_;
+  PoolList list_;
+  std::vector<uint64_t> list_shape_;  // desc_bytes per group the lists were made for
+  kvlane::PreparedId local_, remote_;
+};
+
+kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE
+
+}  // namespace kvbench

@@ -1,0 +1,175 @@
+#include "run_config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace kvbench {
+namespace {
+
+struct Preset {
+  std::vector<uint64_t> isl;
+  std::vector<uint64_t> batches;
+  int warmup, samples, trials;
+};
+
+// quick: the embedded default, about one minute on a 2-core host over shm.
+const Preset kQuick{{8192, 32768}, {1, 2, 4}, 2, 12, 2};
+// full: DESIGN.md's grid and sampling (2 warm-up, 16 samples x 3 trials).
+const Preset kFull{{8192, 32768, 131072, 524288}, {1, 2, 4, 8, 16, 32}, 2, 16, 3};
+
+std::string Join(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+kvlane::Status ValidateChoices(const RunConfig& c) {
+  static const std::vector<std::string> kTransports = {"auto", "local", "shm", "tcp", "cuda"};
+  if (std::find(kTransports.begin(), kTransports.end(), c.transport) == kTransports.end()) {
+    return kvlane::Status::InvalidArgument("unknown transport '" + c.transport + "'");
+  }
+  for (const std::string& op : c.ops) {
+    if (op != "pull" && op != "push") {
+      return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
+    }
+  }
+  if (c.rank > 1 || (c.rank >= 0 && c.peer.empty())) {
+    return kvlane::Status::InvalidArgument("--rank is 0 or 1 and needs --peer HOST:PORT");
+  }
+  if (c.samples < 1 || c.trials < 1 || c.warmup < 0) {
+    return kvlane::Status::InvalidArgument("need samples >= 1, trials >= 1, warmup >= 0");
+  }
+  return kvlane::Status::Ok();
+}
+
+}  // namespace
+
+uint64_t MemAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
+kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  std::string unit = text.substr(digits);
+  if (digits == 0 || digits > 9) {
+    return kvlane::Status::InvalidArgument("cannot read '" + text + "' as a duration");
+  }
+  int64_t v = std::stoll(text.substr(0, digits));
+  if (unit.empty() || unit == "s") return std::chrono::milliseconds(v * 1000);
+  if (unit == "ms") return std::chrono::milliseconds(v);
+  if (unit == "m") return std::chrono::milliseconds(v * 60000);
+  return kvlane::Status::InvalidArgument("unknown duration unit in '" + text + "' (ms, s, m)");
+}
+
+kvlane::Status RunConfig::Resolve() {
+  if (grid_preset != "quick" && grid_preset != "full") {
+    return kvlane::Status::InvalidArgument("--grid is quick or full");
+  }
+  const Preset& p = grid_preset == "full" ? kFull : kQuick;
+  plan_defaults.isl = p.isl;
+  plan_defaults.batches = p.batches;
+  if (warmup < 0) warmup = p.warmup;
+  if (samples < 0) samples = p.samples;
+  if (trials < 0) trials = p.trials;
+  if (grid.pool_budget.empty() && !std::getenv("KVBENCH_POOL_BUDGET")) {
+    uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
+    uint64_t budget = cap ? std::min(plan_defaults.pool_budget, cap) : plan_defaults.pool_budget;
+    grid.pool_budget = std::to_string(budget);
+    pool_budget_auto = true;
+  }
+  std::string timeout = control_timeout;
+  if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
+    timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
+  }
+  if (!timeout.empty()) {
+    KVLANE_ASSIGN_OR_RETURN(control_timeout_ms, ParseDuration(timeout));
+  }
+  return ValidateChoices(*this);
+}
+
+std::vector<std::string> RunConfig::ForwardArgs() const {
+  std::vector<std::string> a = {"--workload",
+                                grid.workload.name,
+                                "--block",
+                                std::to_string(grid.workload.block),
+                                "--dtype",
+                                grid.workload.dtype,
+                                "--grid",
+                                grid_preset,
+                                "--transport",
+                                transport,
+                                "--out",
+                                out_dir,
+                                "--warmup",
+                                std::to_string(warmup),
+                                "--samples",
+                                std::to_string(samples),
+                                "--trials",
+                                std::to_string(trials),
+                                "--listen-host",
+                                listen_host,
+                                "--control-timeout",
+                                std::to_string(control_timeout_ms.count()) + "ms",
+                                "--policy",
+                                policy,
+                                "--lanes",
+                                std::to_string(lanes),
+                                "--seed",
+                                std::to_string(seed),
+                                "--device",
+                                std::to_string(device)};
+  std::string ops_list;
+  for (const std::string& op : ops) ops_list += (ops_list.empty() ? "" : ",") + op;
+  a.insert(a.end(), {"--ops", ops_list});
+  if (!grid.isl.empty()) a.insert(a.end(), {"--isl", Join(grid.isl)});
+  if (!grid.batches.empty()) a.insert(a.end(), {"--batches", Join(grid.batches)});
+  if (!grid.desc_budget.empty()) a.insert(a.end(), {"--desc-budget", grid.desc_budget});
+  if (!grid.pool_budget.empty()) a.insert(a.end(), {"--pool-budget", grid.pool_budget});
+  if (!case_name.empty()) a.insert(a.end(), {"--case", case_name});
+  if (!fault.empty()) a.insert(a.end(), {"--inject-fault", fault});
+  return a;
+}
+
+void AddRunFlags(CLI::App* app, RunConfig* c) {
+  AddGridFlags(app, &c->grid);
+  app->add_option("--grid", c->grid_preset,
+                  "quick (embedded default: isl 8192,32768 batches 1,2,4) or full (DESIGN.md)")
+      ->capture_default_str();
+  app->add_option("--transport", c->transport,
+                  "auto (cuda between two GPUs, else shm on one host, else tcp) | local | shm | "
+                  "tcp | cuda")
+      ->capture_default_str();
+  app->add_option("--ops", c->ops, "pull,push")->delimiter(',');
+  app->add_option("--out", c->out_dir, "directory for the JSON documents")->capture_default_str();
+  app->add_option("--warmup", c->warmup, "warm-up bursts per row (quick 2, full 2)");
+  app->add_option("--samples", c->samples, "timed bursts per trial (quick 12, full 16)");
+  app->add_option("--trials", c->trials, "trials per row (quick 2, full 3)");
+  app->add_option("--rank", c->rank, "run one rank: 0 = target (owns the pool), 1 = initiator");
+  app->add_option("--peer", c->peer, "HOST:PORT where rank 0 listens for the control plane");
+  app->add_option("--listen-host", c->listen_host, "data listener bind address (tcp)")
+      ->capture_default_str();
+  app->add_option("--control-timeout", c->control_timeout,
+                  "control-plane timeout, e.g. 300s (env KVBENCH_CONTROL_TIMEOUT; default 300s)");
+  app->add_option("--policy", c->policy, "independent | global-fifo")->capture_default_str();
+  app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
+  app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
+  app->add_option("--device", c->device,
+                  "cuda: this rank's GPU (-1: rank 0 uses GPU 0, rank 1 GPU 1 when present)");
+  app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
+  app->add_option("--inject-fault", c->fault,
+                  "testing only: flip-byte flips one landed byte before each verification")
+      ->check(CLI::IsMember({"flip-byte"}))
+      ->group("Testing");
+}
+
+}  // namespace kvbench

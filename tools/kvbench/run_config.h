@@ -1,0 +1,55 @@
+// RunConfig: every knob of `kvbench run`, from flags, environment and the
+// embedded defaults. Plain value; thread-compatible.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grid_flags.h"
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+struct RunConfig {
+  GridFlags grid;
+  std::string grid_preset = "quick";  // quick: the one-minute embedded grid; full: DESIGN's
+  std::string transport = "auto";     // auto | local | shm | tcp | cuda
+  std::vector<std::string> ops = {"pull", "push"};
+  std::string out_dir = "kvbench-out";
+  int warmup = -1;  // -1: the preset's value
+  int samples = -1;
+  int trials = -1;
+  int rank = -1;     // -1: spawn both ranks on this host
+  std::string peer;  // HOST:PORT of rank 0's control listener (both ranks pass the same)
+  std::string listen_host = "127.0.0.1";  // the data listener's bind address (tcp)
+  std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
+  std::string policy = "independent";     // independent | global-fifo
+  int lanes = 0;                          // data lanes per peer; 0: the engine default
+  int device = -1;  // cuda: this rank's GPU; -1: rank 0 on GPU 0, rank 1 on GPU 1 (if present)
+  uint64_t seed = 1;
+  std::string case_name;  // empty: "<workload>-b<block>-<transport>"
+  std::string fault;      // testing: "flip-byte" corrupts each verified burst
+
+  // Filled by Resolve():
+  PlanOptions plan_defaults;
+  bool pool_budget_auto = false;  // derived from MemAvailable: the ranks settle on the smaller
+  std::chrono::milliseconds control_timeout_ms{300000};
+
+  // Applies the preset, environment and the free-memory pool cap; validates.
+  kvlane::Status Resolve();
+  // The arguments that reproduce this config (for spawned ranks).
+  std::vector<std::string> ForwardArgs() const;
+};
+
+void AddRunFlags(CLI::App* app, RunConfig* config);
+
+// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
+uint64_t MemAvailableBytes();
+
+// Parses "300", "300s", "1500ms", "5m" into milliseconds.
+kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text);
+
+}  // namespace kvbench

@@ -1,0 +1,130 @@
+#include "run_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "plan_report.h"
+
+namespace kvbench {
+namespace {
+
+using nlohmann::json;
+
+// "kvlane 0.1.0 (git abcdef)" -> "abcdef".
+std::string GitRevision(const std::string& version) {
+  size_t at = version.find("(git ");
+  if (at == std::string::npos) return "unknown";
+  size_t end = version.find(')', at);
+  return version.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
+}
+
+std::string DeviceFilter(const Session& s) {
+  if (s.kind() == kvlane::MemoryKind::kHost) {
+    return "none: host memory pool, no NIC or GPU selection applied";
+  }
+  return fmt::format("cuda devices: target {}, initiator {}", s.remote_device(), s.device());
+}
+
+json Implementation(const Session& s, const RunResult& result) {
+  const kvlane::AgentOptions& o = s.agent().options();
+  std::string version = kvlane::VersionString();
+  return {{"backend", "kvlane"},
+          {"transport", s.transport_used()},
+          {"transport_declared", s.config().transport},
+          {"transport_resolved", s.transport_resolved()},
+          {"lanes", o.lanes_per_peer},
+          {"policy", kvlane::PolicyName(o.policy)},
+          {"chunk_bytes", o.chunk_bytes},
+          {"library_version", version},
+          {"git_revision", GitRevision(version)},
+          {"device_filter", DeviceFilter(s)},
+          {"pool",
+           {{"memory", kvlane::MemoryKindName(s.kind())},
+            {"pinned", false},
+            {"bytes", s.plan().layout.bytes},
+            {"pieces", s.plan().layout.pieces.size()},
+            {"register_ms", s.register_ms()}}},
+          {"list_prep_ms", result.list_prep_ms},
+          {"seed", s.config().seed}};
+}
+
+std::string Link(const Session& s) {
+  if (s.self().hostname != s.peer().hostname) return "network";
+  return s.transport_used() == "local" ? "same-process" : "same-host";
+}
+
+}  // namespace
+
+std::string CaseName(const Session& s) {
+  if (!s.config().case_name.empty()) return s.config().case_name;
+  return fmt::format("{}-b{}-{}", s.plan().workload.name(), s.plan().workload.block(),
+                     s.transport_used());
+}
+
+std::string ProgressLine(const RowResult& r) {
+  return fmt::format(
+      "[kvbench] {:<4} isl {:>6} batch {:>2}: p50 {:8.3f} ms  {:7.2f} GB/s  "
+      "(ref {} {:.2f} GB/s)  prep {:.3f} ms  verified {}",
+      r.op, r.isl, r.batch, r.burst_ms.p50, r.gbps_p50, r.reference.method, r.reference.gbps_p50,
+      r.prep_ms, VerdictName(r.verdict));
+}
+
+std::vector<std::string> InvalidReasons(const RunResult& result) {
+  std::vector<std::string> reasons = result.errors;
+  for (const RowResult& r : result.rows) {
+    if (r.verdict == Verdict::kPass) continue;
+    reasons.push_back(fmt::format("row {} isl {} batch {}: {} ({})", r.op, r.isl, r.batch,
+                                  VerdictName(r.verdict), r.verify_detail));
+  }
+  if (result.rows.empty()) reasons.push_back("no row was measured");
+  return reasons;
+}
+
+CaseDocument BuildDocument(const Session& s, const RunResult& result) {
+  CaseDocument doc;
+  doc.case_name = CaseName(s);
+  doc.timestamp = UtcTimestamp();
+  doc.workload = PlanToJson(s.plan());
+  doc.warmup = s.config().warmup;
+  doc.samples = s.config().samples;
+  doc.trials = s.config().trials;
+  doc.rows = result.rows;
+  doc.implementation = Implementation(s, result);
+  doc.ranks = {s.peer(), s.self()};  // target (rank 0) first
+  doc.link = Link(s);
+  doc.invalid_reasons = InvalidReasons(result);
+  return doc;
+}
+
+kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  std::string path = (std::filesystem::path(out_dir) / (doc.case_name + ".json")).string();
+  std::ofstream out(path);
+  out << DocumentToJson(doc).dump(2) << "\n";
+  if (!out) return kvlane::Status::Backend("cannot write " + path);
+  return path;
+}
+
+void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {
+  fmt::print(out, "\nkvbench {}  transport {}  {}\n", doc.case_name,
+             doc.implementation.value("transport", "?"),
+             doc.implementation.value("library_version", "?"));
+  fmt::print(out, "{:<5} {:>7} {:>5} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}  {}\n", "op",
+             "isl", "batch", "descs", "MB/req", "p50_ms", "p95_ms", "GB/s", "GB/s+prep", "ref_GB/s",
+             "verified");
+  for (const RowResult& r : doc.rows) {
+    fmt::print(out,
+               "{:<5} {:>7} {:>5} {:>6} {:>9.1f} {:>10.3f} {:>10.3f} {:>9.2f} {:>9.2f} "
+               "{:>9.2f}  {}\n",
+               r.op, r.isl, r.batch, r.descs, r.req_bytes / 1e6, r.burst_ms.p50, r.burst_ms.p95,
+               r.gbps_p50, r.gbps_p50_incl_prep, r.reference.gbps_p50, VerdictName(r.verdict));
+  }
+  fmt::print(out, "outcome: {}\n", doc.invalid_reasons.empty() ? "valid" : "INVALID");
+  for (const std::string& reason : doc.invalid_reasons) fmt::print(out, "  - {}\n", reason);
+}
+
+}  // namespace kvbench

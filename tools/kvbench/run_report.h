@@ -1,0 +1,24 @@
+// What `kvbench run` tells the world: a progress line per row, the case
+// document (JSON), and a summary table at the end.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "document.h"
+#include "row_runner.h"
+#include "session.h"
+
+namespace kvbench {
+
+std::string ProgressLine(const RowResult& row);
+// Why the run is invalid (failed or unverified rows, run-level errors); empty: valid.
+std::vector<std::string> InvalidReasons(const RunResult& result);
+CaseDocument BuildDocument(const Session& session, const RunResult& result);
+// Writes <out_dir>/<case>.json; returns the path.
+kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
+void PrintSummaryTable(const CaseDocument& doc, std::ostream& out);
+// "<workload>-b<block>-<transport>" unless the config names the case.
+std::string CaseName(const Session& session);
+
+}  // namespace kvbench

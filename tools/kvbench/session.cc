@@ -1,0 +1,190 @@
+#include "session.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "device_memory.h"
+#include "plan_report.h"
+
+namespace kvbench {
+namespace {
+
+using nlohmann::json;
+
+std::string ToHex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += {kDigits[c >> 4], kDigits[c & 15]};
+  return out;
+}
+
+std::string FromHex(const std::string& hex) {
+  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  std::string out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
+  }
+  return out;
+}
+
+kvlane::Result<kvlane::ProgressPolicy> Policy(const std::string& name) {
+  if (name == "independent") return kvlane::ProgressPolicy::kIndependent;
+  if (name == "global-fifo") return kvlane::ProgressPolicy::kGlobalFifo;
+  return kvlane::Status::InvalidArgument("unknown policy '" + name + "'");
+}
+
+}  // namespace
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) {
+  std::unique_ptr<Session> s(new Session(config));
+  KVLANE_ASSIGN_OR_RETURN(s->plan_, PlanFromFlags(config.grid, config.plan_defaults));
+  KVLANE_RETURN_IF_ERROR(s->Handshake());
+  KVLANE_RETURN_IF_ERROR(s->ResolveTransport());
+  KVLANE_ASSIGN_OR_RETURN(s->pool_,
+                          PoolMemory::Allocate(s->plan_.layout.bytes, s->kind_, s->device_));
+  KVLANE_RETURN_IF_ERROR(s->CreateAgent());
+  KVLANE_RETURN_IF_ERROR(s->RegisterPool());
+  KVLANE_RETURN_IF_ERROR(s->ExchangeMetadata());
+  return s;
+}
+
+Session::~Session() {
+  for (kvlane::RegionId r : regions_) (void)agent_->DeregisterMemory(r);
+  agent_.reset();  // before the pool it registered
+}
+
+kvlane::Status Session::Handshake() {
+  const RunConfig& c = config_;
+  if (c.rank == kTargetRank) {
+    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Accept(c.peer, c.control_timeout_ms));
+  } else {
+    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Connect(c.peer, c.control_timeout_ms));
+  }
+  self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "hello"},
+                                         {"rank", c.rank},
+                                         {"hostname", self_.hostname},
+                                         {"role", self_.role},
+                                         {"devices", self_.devices},
+                                         {"pool_budget", plan_.options.pool_budget},
+                                         {"pool_budget_auto", c.pool_budget_auto}}));
+  KVLANE_ASSIGN_OR_RETURN(json hello, control_->Expect("hello"));
+  peer_info_ = {hello.value("rank", -1), hello.value("role", ""), hello.value("hostname", ""),
+                hello.value("devices", std::vector<std::string>{})};
+  if (peer_info_.rank != 1 - c.rank) {
+    return kvlane::Status::InvalidArgument("both ranks claim rank " + std::to_string(c.rank));
+  }
+  return AgreeOnPlan(hello);
+}
+
+// Budgets derived from free memory settle on the smaller of the two; everything
+// else must already match, or the ranks would move different bytes.
+kvlane::Status Session::AgreeOnPlan(const json& hello) {
+  uint64_t peer_budget = hello.value("pool_budget", uint64_t{0});
+  if (config_.pool_budget_auto && hello.value("pool_budget_auto", false) &&
+      peer_budget < plan_.options.pool_budget) {
+    config_.grid.pool_budget = std::to_string(peer_budget);
+    KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
+  }
+  json plan = PlanToJson(plan_);
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"}, {"plan", plan}}));
+  KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
+  if (theirs["plan"] != plan) {
+    return kvlane::Status::InvalidArgument(
+        "the ranks disagree on the plan (pass the same grid flags and budgets to both); "
+        "this rank: " +
+        plan["options"].dump() + ", peer: " + theirs["plan"]["options"].dump());
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status Session::ResolveTransport() {
+  transport_ = config_.transport;
+  bool same_host = self_.hostname == peer_info_.hostname;
+  int gpus = DeviceCount();
+  if (transport_ == "auto") transport_ = !same_host ? "tcp" : gpus >= 2 ? "cuda" : "shm";
+  if ((transport_ == "shm" || transport_ == "cuda") && !same_host) {
+    return kvlane::Status::InvalidArgument(transport_ + " needs both ranks on one host; got " +
+                                           self_.hostname + " and " + peer_info_.hostname);
+  }
+  if (transport_ != "cuda") return kvlane::Status::Ok();
+  if (gpus == 0) {
+    return kvlane::Status::NotSupported("transport cuda: no CUDA device visible to kvbench");
+  }
+  kind_ = kvlane::MemoryKind::kCuda;
+  device_ = config_.device >= 0 ? config_.device : std::min(config_.rank, gpus - 1);
+  if (device_ >= gpus) {
+    return kvlane::Status::InvalidArgument("--device " + std::to_string(device_) + " but only " +
+                                           std::to_string(gpus) + " GPU(s) are visible");
+  }
+  self_.devices = {"cuda:" + std::to_string(device_) + " " + DeviceName(device_)};
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status Session::CreateAgent() {
+  kvlane::AgentOptions o;
+  o.name = "kvbench-" + self_.role + "-" + std::to_string(getpid());
+  o.transports = {transport_};
+  o.tcp_listen_host = config_.listen_host;
+  if (config_.lanes > 0) o.lanes_per_peer = config_.lanes;
+  o.piece_bytes = plan_.options.piece_bytes;
+  KVLANE_ASSIGN_OR_RETURN(o.policy, Policy(config_.policy));
+  KVLANE_ASSIGN_OR_RETURN(agent_, kvlane::Agent::Create(o));
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status Session::RegisterPool() {
+  auto start = std::chrono::steady_clock::now();
+  for (const Piece& p : plan_.layout.pieces) {
+    auto id = agent_->RegisterMemory(pool_->data() + p.offset, p.bytes, kind_, device_);
+    if (!id.ok()) {
+      return kvlane::Status(
+          id.status().code(),
+          "registering pool piece " + std::to_string(regions_.size()) + " (" +
+              std::to_string(p.bytes) + " B at offset " + std::to_string(p.offset) + " of " +
+              std::to_string(plan_.layout.bytes) + " B): " + id.status().message());
+    }
+    regions_.push_back(id.value());
+  }
+  register_ms_ =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status Session::ExchangeMetadata() {
+  KVLANE_ASSIGN_OR_RETURN(std::string blob, agent_->ExportMetadata());
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "metadata"},
+                                         {"blob", ToHex(blob)},
+                                         {"pool_base", reinterpret_cast<uint64_t>(pool())},
+                                         {"device", device_},
+                                         {"devices", self_.devices}}));
+  KVLANE_ASSIGN_OR_RETURN(json m, control_->Expect("metadata"));
+  remote_base_ = m.value("pool_base", uint64_t{0});
+  remote_device_ = m.value("device", 0);
+  peer_info_.devices = m.value("devices", peer_info_.devices);
+  KVLANE_ASSIGN_OR_RETURN(peer_name_, agent_->LoadPeer(FromHex(m.value("blob", ""))));
+  if (config_.rank == kInitiatorRank) {
+    KVLANE_ASSIGN_OR_RETURN(transport_used_, agent_->PeerTransport(peer_name_, kind_));
+    if (transport_used_ != transport_) {  // fail closed: the declared path must carry the bytes
+      (void)control_->Send({{"type", "error"}, {"message", "transport mismatch"}});
+      return kvlane::Status::NotAllowed("declared transport " + transport_ +
+                                        " but the engine "
+                                        "chose " +
+                                        transport_used_ + " for the peer");
+    }
+    return control_->Send({{"type", "ready"}, {"transport", transport_used_}});
+  }
+  KVLANE_ASSIGN_OR_RETURN(json ready, control_->Expect("ready"));
+  transport_used_ = ready.value("transport", "");
+  return kvlane::Status::Ok();
+}
+
+}  // namespace kvbench

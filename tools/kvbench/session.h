@@ -1,0 +1,74 @@
+// Session: one rank's state for a run: the control channel to the other rank,
+// the agreed plan, the pool (allocated and registered in its pieces), the agent
+// and the loaded peer. Built in three steps (handshake, pool + agent, metadata
+// exchange) by Open(). Owns everything it holds; one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control_channel.h"
+#include "document.h"
+#include "kvlane/agent.h"
+#include "plan.h"
+#include "pool_memory.h"
+#include "pool_ops.h"
+#include "run_config.h"
+
+namespace kvbench {
+
+inline constexpr int kTargetRank = 0;     // owns the pool the initiator reads and writes
+inline constexpr int kInitiatorRank = 1;  // posts every transfer
+
+class Session {
+ public:
+  // REQUIRES: config.rank is 0 or 1 and config was Resolve()d.
+  static kvlane::Result<std::unique_ptr<Session>> Open(const RunConfig& config);
+  ~Session();
+
+  const RunConfig& config() const { return config_; }
+  const Plan& plan() const { return plan_; }
+  ControlChannel& control() { return *control_; }
+  kvlane::Agent& agent() { return *agent_; }
+  const kvlane::Agent& agent() const { return *agent_; }
+  uint8_t* pool() const { return pool_->data(); }
+  PoolView pool_view() const { return {pool_->data(), kind_}; }
+  kvlane::MemoryKind kind() const { return kind_; }
+  int device() const { return device_; }
+  int remote_device() const { return remote_device_; }
+  uint64_t remote_pool_base() const { return remote_base_; }
+  const std::string& peer_name() const { return peer_name_; }
+  const std::string& transport_resolved() const { return transport_; }
+  const std::string& transport_used() const { return transport_used_; }
+  const RankInfo& self() const { return self_; }
+  const RankInfo& peer() const { return peer_info_; }
+  double register_ms() const { return register_ms_; }
+
+ private:
+  explicit Session(const RunConfig& config) : config_(config) {}
+  kvlane::Status Handshake();
+  kvlane::Status AgreeOnPlan(const nlohmann::json& peer_hello);
+  kvlane::Status ResolveTransport();
+  kvlane::Status CreateAgent();
+  kvlane::Status RegisterPool();
+  kvlane::Status ExchangeMetadata();
+
+  RunConfig config_;
+  Plan plan_;
+  std::unique_ptr<ControlChannel> control_;
+  std::unique_ptr<PoolMemory> pool_;
+  std::unique_ptr<kvlane::Agent> agent_;
+  std::vector<kvlane::RegionId> regions_;
+  RankInfo self_, peer_info_;
+  std::string transport_, transport_used_, peer_name_;
+  uint64_t remote_base_ = 0;
+  kvlane::MemoryKind kind_ = kvlane::MemoryKind::kHost;
+  int device_ = 0;
+  int remote_device_ = 0;
+  double register_ms_ = 0;
+};
+
+std::string HostName();
+
+}  // namespace kvbench

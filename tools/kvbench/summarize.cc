@@ -1,0 +1,126 @@
+#include "summarize.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "summary_charts.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const std::string& in : inputs) {
+    if (!fs::is_directory(in)) {
+      files.push_back(in);
+      continue;
+    }
+    for (const auto& e : fs::directory_iterator(in)) {
+      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return kvlane::Status::NotFound("cannot open " + path);
+  LoadedDocument d{path, json::parse(in, nullptr, false), {}, {}};
+  if (d.json.is_discarded() || !d.json.is_object() || !d.json.contains("rows") ||
+      !d.json["version"].is_number_integer()) {
+    return kvlane::Status::InvalidArgument(path + " is not a kvbench case document");
+  }
+  for (const json& row : d.json["rows"]) {
+    KVLANE_ASSIGN_OR_RETURN(RowResult r, RowFromJson(row));
+    d.rows.push_back(std::move(r));
+  }
+  d.series = fmt::format("{} {}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
+                         d.json["implementation"].value("transport", "?"));
+  return d;
+}
+
+std::string RowLine(const RowResult& r) {
+  return fmt::format(
+      "| {} | {} | {} | {} | {:.1f} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.2f} | "
+      "{:.2f} | {:.3f} | {:.2f} | {} |\n",
+      r.op, r.isl, r.batch, r.descs, r.req_bytes / 1e6, r.burst_ms.p50, r.burst_ms.p95,
+      r.burst_ms.min, r.burst_ms.max, r.gbps_p50, r.gbps_p50_incl_prep, r.prep_ms,
+      r.reference.gbps_p50, VerdictName(r.verdict));
+}
+
+std::string CaseSection(const LoadedDocument& d) {
+  const json& impl = d.json["implementation"];
+  const json& outcome = d.json["outcome"];
+  std::string s = fmt::format("## {}\n\n", d.json["identity"].value("case", d.path));
+  s += fmt::format("- document: `{}` ({})\n", d.path, d.json["identity"].value("timestamp", ""));
+  s += fmt::format("- transport: {} (declared {}), lanes {}, {}\n", impl.value("transport", "?"),
+                   impl.value("transport_declared", "?"), impl.value("lanes", 0),
+                   impl.value("library_version", "?"));
+  s += fmt::format(
+      "- outcome: {}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
+      outcome.value("reasons", json::array()).empty() ? "" : " — " + outcome["reasons"].dump());
+  s += "| op | isl | batch | descs/req | MB/req | p50 ms | p95 ms | min ms | max ms | GB/s p50 "
+       "| GB/s incl prep | prep ms | ref GB/s | verified |\n";
+  s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const RowResult& r : d.rows) s += RowLine(r);
+  return s + "\n";
+}
+
+}  // namespace
+
+kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
+                                                          std::ostream& log) {
+  std::vector<LoadedDocument> docs;
+  for (const std::string& path : ExpandInputs(inputs)) {
+    auto d = LoadOne(path);
+    if (!d.ok()) {
+      fmt::print(log, "kvbench summarize: skipping {}: {}\n", path, d.status().message());
+      continue;
+    }
+    docs.push_back(std::move(d).value());
+  }
+  if (docs.empty()) return kvlane::Status::NotFound("no kvbench case documents found");
+  return docs;
+}
+
+std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
+                           const std::vector<std::string>& chart_files) {
+  std::string s = fmt::format(
+      "# kvbench summary\n\nRendered from {} case document(s). Metrics are defined in "
+      "docs/METHODOLOGY.md; GB/s are decimal (1e9 B/s) of request bytes.\n\n",
+      docs.size());
+  for (const LoadedDocument& d : docs) s += CaseSection(d);
+  if (!chart_files.empty()) s += "## Charts\n\n";
+  for (const std::string& f : chart_files) s += fmt::format("![{}]({})\n\n", f, f);
+  return s;
+}
+
+kvlane::Status WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
+                            std::ostream& log) {
+  KVLANE_ASSIGN_OR_RETURN(std::vector<LoadedDocument> docs, LoadDocuments(inputs, log));
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  kvlane::Status charts;
+  std::vector<std::string> files;
+  for (const ChartSpec& c : {FrontierChart(docs), LatencyChart(docs)}) {
+    kvlane::Status s = RenderChart(c, out_dir);
+    if (s.ok()) files.push_back(c.name + ".svg");
+    if (!s.ok() && charts.ok()) charts = s;
+  }
+  std::ofstream md(fs::path(out_dir) / "summary.md");
+  md << RenderMarkdown(docs, files);
+  if (!md) return kvlane::Status::Backend("cannot write " + out_dir + "/summary.md");
+  fmt::print(log, "kvbench summarize: {} document(s) -> {}/summary.md, {} chart(s)\n", docs.size(),
+             out_dir, files.size());
+  return charts;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,155 @@
+#include "summary_charts.h"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+extern char** environ;
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::set<std::string> Ops(const LoadedDocument& d) {
+  std::set<std::string> ops;
+  for (const RowResult& r : d.rows) ops.insert(r.op);
+  return ops;
+}
+
+// Rows of `op` in d, keyed by (x = key(row)) where keep(row) holds.
+template <typename Keep, typename X, typename Y>
+Series Pick(const LoadedDocument& d, const std::string& op, std::string label, Keep keep, X x,
+            Y y) {
+  std::map<double, double> points;
+  for (const RowResult& r : d.rows) {
+    if (r.op == op && keep(r)) points[x(r)] = y(r);
+  }
+  return {std::move(label), {points.begin(), points.end()}};
+}
+
+void WriteData(const ChartSpec& c, const fs::path& path) {
+  std::ofstream out(path);
+  for (const Series& s : c.series) {
+    fmt::print(out, "# {}\n", s.label);
+    for (const auto& [x, y] : s.points) fmt::print(out, "{} {}\n", x, y);
+    out << "\n\n";
+  }
+}
+
+void WriteScript(const ChartSpec& c, const fs::path& dir) {
+  std::ofstream out(dir / (c.name + ".gp"));
+  fmt::print(out, "set terminal svg size 900,560 dynamic enhanced background rgb 'white'\n");
+  fmt::print(out, "set output '{}.svg'\nset title '{}' noenhanced\n", c.name, c.title);
+  fmt::print(out, "set xlabel '{}'\nset ylabel '{}'\nset grid\nset key outside right\n", c.xlabel,
+             c.ylabel);
+  if (c.log2_x) out << "set logscale x 2\n";
+  out << "plot ";
+  for (size_t i = 0; i < c.series.size(); ++i) {
+    fmt::print(out, "{}'{}.dat' index {} using 1:2 with linespoints title '{}' noenhanced",
+               i ? ", \\\n     " : "", c.name, i, c.series[i].label);
+  }
+  out << "\n";
+}
+
+int RunGnuplot(const fs::path& dir, const std::string& script) {
+  pid_t pid;
+  std::string gp = FindOnPath("gnuplot");
+  std::string path = (dir / script).string();
+  char* argv[] = {gp.data(), path.data(), nullptr};
+  // gnuplot writes '<name>.svg' relative to its working directory: run it in dir.
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addchdir_np(&fa, dir.c_str());
+  int rc = posix_spawn(&pid, gp.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+ChartSpec FrontierChart(const std::vector<LoadedDocument>& docs) {
+  ChartSpec c{"frontier",
+              "GB/s p50 vs batch at the largest ISL",
+              "batch (requests per burst)",
+              "GB/s p50 (decimal)",
+              true,
+              {}};
+  for (const LoadedDocument& d : docs) {
+    for (const std::string& op : Ops(d)) {
+      uint64_t isl = 0;
+      for (const RowResult& r : d.rows) isl = r.op == op ? std::max(isl, r.isl) : isl;
+      c.series.push_back(Pick(
+          d, op, fmt::format("{} {} isl {}", op, d.series, isl),
+          [&](const RowResult& r) { return r.isl == isl; },
+          [](const RowResult& r) { return double(r.batch); },
+          [](const RowResult& r) { return r.gbps_p50; }));
+    }
+  }
+  return c;
+}
+
+ChartSpec LatencyChart(const std::vector<LoadedDocument>& docs) {
+  ChartSpec c{"latency_vs_isl",
+              "burst p50 latency vs ISL at the smallest batch",
+              "ISL (tokens per request)",
+              "burst p50 (ms)",
+              true,
+              {}};
+  for (const LoadedDocument& d : docs) {
+    for (const std::string& op : Ops(d)) {
+      uint64_t batch = UINT64_MAX;
+      for (const RowResult& r : d.rows) batch = r.op == op ? std::min(batch, r.batch) : batch;
+      c.series.push_back(Pick(
+          d, op, fmt::format("{} {} batch {}", op, d.series, batch),
+          [&](const RowResult& r) { return r.batch == batch; },
+          [](const RowResult& r) { return double(r.isl); },
+          [](const RowResult& r) { return r.burst_ms.p50; }));
+    }
+  }
+  return c;
+}
+
+std::string FindOnPath(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    fs::path candidate = fs::path(dirs.substr(at, end - at)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+kvlane::Status RenderChart(const ChartSpec& chart, const std::string& dir) {
+  fs::path d(dir);
+  WriteData(chart, d / (chart.name + ".dat"));
+  WriteScript(chart, d);
+  if (chart.series.empty()) return kvlane::Status::NotFound("no data for chart " + chart.name);
+  if (FindOnPath("gnuplot").empty()) {
+    return kvlane::Status::NotFound("gnuplot not found on PATH: wrote " + chart.name +
+                                    ".dat and .gp but no .svg (install gnuplot-nox)");
+  }
+  int rc = RunGnuplot(fs::absolute(d), chart.name + ".gp");
+  if (rc != 0 || !fs::exists(d / (chart.name + ".svg"))) {
+    return kvlane::Status::Backend(
+        fmt::format("gnuplot failed on {}.gp (exit {})", chart.name, rc));
+  }
+  return kvlane::Status::Ok();
+}
+
+}  // namespace kvbench

@@ -1,0 +1,92 @@
+#include "control_channel.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+namespace kvbench {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Pair {
+  std::unique_ptr<ControlChannel> a, b;
+};
+
+Pair Connect() {
+  uint16_t port = PickFreePort().value();
+  std::string addr = "127.0.0.1:" + std::to_string(port);
+  auto accepted = std::async(std::launch::async,
+                             [&] { return ControlChannel::Accept(addr, milliseconds(5000)); });
+  auto b = ControlChannel::Connect(addr, milliseconds(5000));
+  auto a = accepted.get();
+  EXPECT_TRUE(a.ok() && b.ok());
+  return {std::move(a).value(), std::move(b).value()};
+}
+
+TEST(ControlChannel, MessagesRoundTrip) {
+  Pair p = Connect();
+  ASSERT_TRUE(p.a->Send({{"type", "hello"}, {"n", 42}}).ok());
+  auto m = p.b->Expect("hello");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)["n"], 42);
+  std::string big(1 << 20, 'x');
+  ASSERT_TRUE(p.b->Send({{"type", "big"}, {"s", big}}).ok());
+  EXPECT_EQ(p.a->Expect("big").value()["s"], big);
+}
+
+TEST(ControlChannel, RawBytes) {
+  Pair p = Connect();
+  std::vector<uint8_t> out(3 << 20, 7), in(3 << 20, 0);
+  std::thread sender([&] { ASSERT_TRUE(p.a->SendRaw(out.data(), out.size()).ok()); });
+  ASSERT_TRUE(p.b->ReceiveRaw(in.data(), in.size()).ok());
+  sender.join();
+  EXPECT_EQ(in, out);
+}
+
+TEST(ControlChannel, SilentPeerTimesOut) {
+  Pair p = Connect();
+  p.b->set_timeout(milliseconds(100));
+  auto m = p.b->Receive();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), kvlane::Code::kTimeout);
+}
+
+TEST(ControlChannel, ClosedPeerIsADisconnect) {
+  Pair p = Connect();
+  p.a.reset();
+  auto m = p.b->Receive();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), kvlane::Code::kRemoteDisconnect);
+}
+
+TEST(ControlChannel, UnexpectedAndErrorMessages) {
+  Pair p = Connect();
+  ASSERT_TRUE(p.a->Send({{"type", "other"}}).ok());
+  EXPECT_FALSE(p.b->Expect("hello").ok());
+  ASSERT_TRUE(p.a->Send({{"type", "error"}, {"message", "boom"}}).ok());
+  auto m = p.b->Expect("hello");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("boom"), std::string::npos);
+}
+
+TEST(ControlChannel, NoListenerTimesOutOnConnect) {
+  uint16_t port = PickFreePort().value();
+  auto c = ControlChannel::Connect("127.0.0.1:" + std::to_string(port), milliseconds(200));
+  EXPECT_FALSE(c.ok());
+}
+
+TEST(ControlChannel, SplitHostPort) {
+  std::string host;
+  uint16_t port = 0;
+  ASSERT_TRUE(SplitHostPort("10.0.0.1:5000", &host, &port).ok());
+  EXPECT_EQ(host, "10.0.0.1");
+  EXPECT_EQ(port, 5000);
+  EXPECT_FALSE(SplitHostPort("nohost", &host, &port).ok());
+  EXPECT_FALSE(SplitHostPort("h:99999", &host, &port).ok());
+  EXPECT_FALSE(SplitHostPort("h:12ab", &host, &port).ok());
+}
+
+}  // namespace
+}  // namespace kvbench

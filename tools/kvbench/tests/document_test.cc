@@ -1,0 +1,65 @@
+#include "document.h"
+
+#include <gtest/gtest.h>
+
+namespace kvbench {
+namespace {
+
+RowResult SampleRow() {
+  RowResult r;
+  r.op = "pull";
+  r.isl = 8192;
+  r.batch = 4;
+  r.descs = 98;
+  r.req_bytes = 50518656;
+  r.burst_ms = {10.5, 12.0, 9.0, 13.0, 16};
+  r.request_ms = {2.5, 5.0, 7.5, 10.0};
+  r.prep_ms = 0.75;
+  r.gbps_p50 = 19.2;
+  r.gbps_p50_incl_prep = 17.9;
+  r.verdict = Verdict::kPass;
+  r.verify_detail = "checked 202074624 B, 0 mismatches";
+  r.reference = {"memcpy", 20.0, 10.1};
+  return r;
+}
+
+TEST(Document, RowRoundTrips) {
+  RowResult r = SampleRow();
+  auto back = RowFromJson(RowToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->op, "pull");
+  EXPECT_EQ(back->batch, 4u);
+  EXPECT_EQ(back->request_ms, r.request_ms);
+  EXPECT_EQ(back->burst_ms.p95, 12.0);
+  EXPECT_EQ(back->verdict, Verdict::kPass);
+  EXPECT_EQ(back->reference.method, "memcpy");
+}
+
+TEST(Document, MalformedRowIsAnError) {
+  nlohmann::json j = RowToJson(SampleRow());
+  j.erase("burst_ms");
+  EXPECT_FALSE(RowFromJson(j).ok());
+  EXPECT_FALSE(RowFromJson(nlohmann::json::array()).ok());
+}
+
+TEST(Document, HasTheRequiredSections) {
+  CaseDocument doc;
+  doc.case_name = "kv-dsv4-b256-shm";
+  doc.timestamp = UtcTimestamp();
+  doc.rows = {SampleRow()};
+  doc.ranks = {{0, "target", "h0", {"host"}}, {1, "initiator", "h0", {"host"}}};
+  nlohmann::json j = DocumentToJson(doc);
+  EXPECT_TRUE(j["version"].is_number_integer());
+  EXPECT_EQ(j["version"], kDocumentVersion);
+  for (const char* key :
+       {"identity", "workload", "sampling", "rows", "implementation", "topology", "outcome"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["outcome"]["valid"], true);
+  doc.invalid_reasons = {"row pull 8192x4 failed verification"};
+  EXPECT_EQ(DocumentToJson(doc)["outcome"]["valid"], false);
+  EXPECT_EQ(UtcTimestamp().size(), 20u);
+}
+
+}  // namespace
+}  // namespace kvbench

@@ -1,0 +1,76 @@
+#include "run_config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+namespace kvbench {
+namespace {
+
+RunConfig Parse(std::vector<std::string> args) {
+  RunConfig c;
+  CLI::App app;
+  AddRunFlags(&app, &c);
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  app.parse(args);
+  EXPECT_TRUE(c.Resolve().ok());
+  return c;
+}
+
+TEST(RunConfig, EmbeddedDefaultIsSmall) {
+  RunConfig c = Parse({});
+  EXPECT_EQ(c.rank, -1);  // spawn both ranks
+  EXPECT_EQ(c.transport, "auto");
+  EXPECT_EQ(c.plan_defaults.isl, (std::vector<uint64_t>{8192, 32768}));
+  EXPECT_EQ(c.plan_defaults.batches, (std::vector<uint64_t>{1, 2, 4}));
+  EXPECT_LE(std::stoull(c.grid.pool_budget), 64ull << 30);
+  EXPECT_TRUE(c.pool_budget_auto);
+}
+
+TEST(RunConfig, FullGridIsTheDesignGrid) {
+  RunConfig c = Parse({"--grid", "full"});
+  EXPECT_EQ(c.plan_defaults.isl.size(), 4u);
+  EXPECT_EQ(c.plan_defaults.batches.back(), 32u);
+  EXPECT_EQ(c.warmup, 2);
+  EXPECT_EQ(c.samples, 16);
+  EXPECT_EQ(c.trials, 3);
+}
+
+TEST(RunConfig, ForwardedArgumentsReproduceTheConfig) {
+  RunConfig c = Parse({"--workload", "kv-mla", "--block", "16", "--dtype", "fp8", "--isl",
+                       "8192,16384", "--ops", "push", "--samples", "5", "--transport", "tcp",
+                       "--pool-budget", "2GiB", "--control-timeout", "90s"});
+  RunConfig again = Parse(c.ForwardArgs());
+  EXPECT_EQ(again.ForwardArgs(), c.ForwardArgs());
+  EXPECT_EQ(again.grid.workload.name, "kv-mla");
+  EXPECT_EQ(again.grid.isl, (std::vector<uint64_t>{8192, 16384}));
+  EXPECT_EQ(again.ops, (std::vector<std::string>{"push"}));
+  EXPECT_EQ(again.samples, 5);
+  EXPECT_EQ(again.control_timeout_ms.count(), 90000);
+  EXPECT_FALSE(again.pool_budget_auto);
+}
+
+TEST(RunConfig, RejectsBadChoices) {
+  for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
+                                       {"--ops", "pull,fetch"},
+                                       {"--rank", "1"},
+                                       {"--samples", "0"}}) {
+    RunConfig c;
+    CLI::App app;
+    AddRunFlags(&app, &c);
+    std::reverse(bad.begin(), bad.end());
+    app.parse(bad);
+    EXPECT_FALSE(c.Resolve().ok()) << bad.back();
+  }
+}
+
+TEST(RunConfig, ControlTimeoutFromEnvironment) {
+  ::setenv("KVBENCH_CONTROL_TIMEOUT", "1500ms", 1);
+  EXPECT_EQ(Parse({}).control_timeout_ms.count(), 1500);
+  ::unsetenv("KVBENCH_CONTROL_TIMEOUT");
+  EXPECT_EQ(ParseDuration("5m").value().count(), 300000);
+  EXPECT_FALSE(ParseDuration("fast").ok());
+}
+
+}  // namespace
+}  // namespace kvbench

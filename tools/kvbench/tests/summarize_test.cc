@@ -1,0 +1,110 @@
+#include "summarize.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "summary_charts.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes every directory it handed out when the test ends.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    for (const fs::path& p : made_) fs::remove_all(p);
+  }
+  fs::path operator()(const std::string& name) {
+    fs::path p = fs::temp_directory_path() / ("kvbench_" + name + std::to_string(::getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    made_.push_back(p);
+    return p;
+  }
+
+ private:
+  std::vector<fs::path> made_;
+};
+
+CaseDocument SampleDoc() {
+  CaseDocument doc;
+  doc.case_name = "kv-dsv4-b256-shm";
+  doc.timestamp = UtcTimestamp();
+  doc.workload = {{"workload", {{"name", "kv-dsv4"}}}};
+  doc.implementation = {{"transport", "shm"}, {"transport_declared", "auto"}, {"lanes", 2}};
+  for (const char* op : {"pull", "push"}) {
+    for (uint64_t isl : {8192, 32768}) {
+      for (uint64_t batch : {1, 2, 4}) {
+        RowResult r;
+        r.op = op;
+        r.isl = isl;
+        r.batch = batch;
+        r.burst_ms = {1.0 * batch, 1.5 * batch, 0.9, 2.0 * batch, 8};
+        r.gbps_p50 = 5.0 + batch;
+        r.verdict = Verdict::kPass;
+        doc.rows.push_back(r);
+      }
+    }
+  }
+  return doc;
+}
+
+void Write(const fs::path& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(1); }
+
+TEST(Summarize, LoadsDocumentsAndSkipsOtherJson) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("load");
+  Write(dir / "a.json", DocumentToJson(SampleDoc()));
+  Write(dir / "other.json", {{"hello", 1}});
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log);
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 1u);
+  EXPECT_EQ((*docs)[0].series, "kv-dsv4 shm");
+  EXPECT_NE(log.str().find("other.json"), std::string::npos);
+}
+
+TEST(Summarize, ChartsPickTheLargestIslAndSmallestBatch) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("charts");
+  Write(dir / "a.json", DocumentToJson(SampleDoc()));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ChartSpec f = FrontierChart(docs);
+  ASSERT_EQ(f.series.size(), 2u);  // pull and push
+  EXPECT_EQ(f.series[0].label, "pull kv-dsv4 shm isl 32768");
+  EXPECT_EQ(f.series[0].points.size(), 3u);
+  ChartSpec l = LatencyChart(docs);
+  ASSERT_EQ(l.series.size(), 2u);
+  EXPECT_EQ(l.series[0].points.size(), 2u);  // two ISLs at batch 1
+}
+
+TEST(Summarize, WritesMarkdownAndSvgs) {
+  TempDirs TempDir;
+  fs::path in = TempDir("in"), out = TempDir("out");
+  Write(in / "a.json", DocumentToJson(SampleDoc()));
+  std::ostringstream log;
+  kvlane::Status s = WriteSummary({in.string()}, out.string(), log);
+  ASSERT_TRUE(s.ok()) << s.message();  // gnuplot is required (CI installs gnuplot-nox)
+  EXPECT_TRUE(fs::exists(out / "summary.md"));
+  EXPECT_TRUE(fs::exists(out / "frontier.svg"));
+  EXPECT_TRUE(fs::exists(out / "latency_vs_isl.svg"));
+  std::ifstream md(out / "summary.md");
+  std::string text((std::istreambuf_iterator<char>(md)), {});
+  EXPECT_NE(text.find("| pull | 8192 | 1 |"), std::string::npos);
+  EXPECT_NE(text.find("frontier.svg"), std::string::npos);
+}
+
+TEST(Summarize, NoDocumentsIsAnError) {
+  TempDirs TempDir;
+  std::ostringstream log;
+  EXPECT_FALSE(LoadDocuments({TempDir("empty").string()}, log).ok());
+}
+
+}  // namespace
+}  // namespace kvbench
