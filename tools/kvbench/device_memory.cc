@@ -28,6 +28,14 @@ std::string DeviceName(int device) {
   return prop.name;
 }
 
+uint64_t DeviceFreeBytes(int device) {
+  size_t free = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    return 0;
+  }
+  return free;
+}
+
 kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes) {
   KVLANE_RETURN_IF_ERROR(Check(cudaSetDevice(device), "cudaSetDevice"));
   void* p = nullptr;
@@ -61,6 +69,7 @@ kvlane::Status NoCuda() { return kvlane::Status::NotSupported("kvbench was built
 
 int DeviceCount() { return 0; }
 std::string DeviceName(int device) { return "cuda:" + std::to_string(device); }
+uint64_t DeviceFreeBytes(int) { return 0; }
 kvlane::Result<void*> DeviceAlloc(int, uint64_t) { return NoCuda(); }
 void DeviceFree(void*) {}
 kvlane::Status CopyToDevice(void*, const void*, uint64_t) { return NoCuda(); }

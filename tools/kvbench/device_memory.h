@@ -15,6 +15,9 @@ int DeviceCount();
 // "NVIDIA H200" or "cuda:N" when unknown.
 std::string DeviceName(int device);
 
+// Free memory of `device` (cudaMemGetInfo) in bytes; 0 when unknown.
+uint64_t DeviceFreeBytes(int device);
+
 kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes);
 void DeviceFree(void* ptr);
 kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len);

@@ -1,5 +1,6 @@
 #include "document.h"
 
+#include <cmath>
 #include <ctime>
 
 namespace kvbench {
@@ -22,6 +23,56 @@ json RanksToJson(const std::vector<RankInfo>& ranks) {
   return out;
 }
 
+// Completion offsets to the microsecond: finer than the host can observe them,
+// and a third of the characters of a full double.
+json MicrosecondArrays(const std::vector<std::vector<double>>& samples) {
+  json out = json::array();
+  for (const std::vector<double>& sample : samples) {
+    json line = json::array();
+    for (double ms : sample) line.push_back(std::round(ms * 1000) / 1000);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+// Version 1 held the p50 sample's offsets alone, as one flat array.
+void ReadRequestMs(const json& j, RowResult* r) {
+  const json& a = j.at("request_ms");
+  if (!a.empty() && a.front().is_number()) {
+    r->request_ms = {a.get<std::vector<double>>()};
+    r->p50_sample = 0;
+    return;
+  }
+  r->request_ms = a.get<std::vector<std::vector<double>>>();
+  r->p50_sample = j.value("p50_sample", uint64_t{0});
+}
+
+bool IsFlat(const json& j) {
+  if (!j.is_structured() || j.empty()) return true;
+  if (j.is_object()) return false;
+  for (const json& e : j) {
+    if (e.is_structured()) return false;
+  }
+  return true;
+}
+
+void DumpTo(const json& j, int indent, std::string* out) {
+  if (IsFlat(j)) {
+    *out += j.dump();
+    return;
+  }
+  const std::string pad(indent + 2, ' ');
+  *out += j.is_array() ? "[\n" : "{\n";
+  bool first = true;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    *out += (first ? "" : ",\n") + pad;
+    if (j.is_object()) *out += json(it.key()).dump() + ": ";
+    DumpTo(it.value(), indent + 2, out);
+    first = false;
+  }
+  *out += "\n" + std::string(indent, ' ') + (j.is_array() ? "]" : "}");
+}
+
 json OutcomeToJson(const CaseDocument& doc) {
   return {{"valid", doc.invalid_reasons.empty()}, {"reasons", doc.invalid_reasons}};
 }
@@ -40,7 +91,8 @@ json RowToJson(const RowResult& r) {
             {"min", r.burst_ms.min},
             {"max", r.burst_ms.max},
             {"n", r.burst_ms.n}}},
-          {"request_ms", r.request_ms},
+          {"request_ms", MicrosecondArrays(r.request_ms)},
+          {"p50_sample", r.p50_sample},
           {"prep_ms", r.prep_ms},
           {"gbps_p50", r.gbps_p50},
           {"gbps_p50_incl_prep", r.gbps_p50_incl_prep},
@@ -63,7 +115,7 @@ kvlane::Result<RowResult> RowFromJson(const json& j) {
     const json& b = j.at("burst_ms");
     r.burst_ms = {b.at("p50").get<double>(), b.at("p95").get<double>(), b.at("min").get<double>(),
                   b.at("max").get<double>(), b.at("n").get<size_t>()};
-    r.request_ms = j.at("request_ms").get<std::vector<double>>();
+    ReadRequestMs(j, &r);
     r.prep_ms = j.at("prep_ms").get<double>();
     r.gbps_p50 = j.at("gbps_p50").get<double>();
     r.gbps_p50_incl_prep = j.at("gbps_p50_incl_prep").get<double>();
@@ -93,6 +145,12 @@ json DocumentToJson(const CaseDocument& doc) {
           {"implementation", doc.implementation},
           {"topology", {{"ranks", RanksToJson(doc.ranks)}, {"link", doc.link}}},
           {"outcome", OutcomeToJson(doc)}};
+}
+
+std::string DumpCompact(const json& j) {
+  std::string out;
+  DumpTo(j, 0, &out);
+  return out;
 }
 
 std::string UtcTimestamp() {

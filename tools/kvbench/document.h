@@ -14,11 +14,13 @@
 
 namespace kvbench {
 
-inline constexpr int kDocumentVersion = 1;
+// 2: request_ms holds every measured sample ([sample][request]) and p50_sample
+// names the median one; version 1 documents (one flat array) are still read.
+inline constexpr int kDocumentVersion = 2;
 
 // The same bytes moved by the plainest path (memcpy, or a plain socket loop).
 struct ReferenceFigures {
-  std::string method;  // "memcpy" | "socket" | "none"
+  std::string method;  // "memcpy" | "cudaMemcpy" | "socket" | "none"
   double p50_ms = 0;
   double gbps_p50 = 0;
 };
@@ -30,8 +32,11 @@ struct RowResult {
   uint64_t descs = 0;      // per request
   uint64_t req_bytes = 0;  // per request
   Summary burst_ms;
-  std::vector<double> request_ms;  // each request's completion offset at the p50 sample
-  double prep_ms = 0;              // preparing the burst's transfers (once per row)
+  // [sample][request]: each request's completion offset from its burst's start,
+  // for every measured burst in the order they ran (trial after trial).
+  std::vector<std::vector<double>> request_ms;
+  uint64_t p50_sample = 0;  // index into request_ms of the burst whose time is burst_ms.p50
+  double prep_ms = 0;       // preparing the burst's transfers (once per row)
   double gbps_p50 = 0;
   double gbps_p50_incl_prep = 0;
   Verdict verdict = Verdict::kNoVerifier;
@@ -63,6 +68,10 @@ struct CaseDocument {
 nlohmann::json RowToJson(const RowResult& row);
 kvlane::Result<RowResult> RowFromJson(const nlohmann::json& j);
 nlohmann::json DocumentToJson(const CaseDocument& doc);
+
+// Pretty-printed with two-space indents, except that an array holding no arrays
+// or objects stays on one line (a request_ms sample is one line, not batch lines).
+std::string DumpCompact(const nlohmann::json& j);
 
 // Current time as "2026-11-30T03:05:52Z".
 std::string UtcTimestamp();

@@ -30,8 +30,10 @@ kvlane::Result<std::unique_ptr<PoolMemory>> PoolMemory::Allocate(uint64_t bytes,
     auto p = DeviceAlloc(device, bytes);
     if (!p.ok()) {
       return kvlane::Status::Backend(fmt::format(
-          "cannot allocate the KV pool on {} ({}): {} B ({:.2f} GiB) requested: {}",
-          DeviceName(device), device, bytes, bytes / double(1 << 30), p.status().message()));
+          "cannot allocate the KV pool on {} ({}): {} B ({:.2f} GiB) requested, {:.2f} GiB "
+          "free: {}; lower --pool-budget or the grid",
+          DeviceName(device), device, bytes, bytes / double(1 << 30),
+          DeviceFreeBytes(device) / double(1 << 30), p.status().message()));
     }
     return std::unique_ptr<PoolMemory>(
         new PoolMemory(static_cast<uint8_t*>(p.value()), bytes, kind, device));

@@ -1,7 +1,6 @@
 #include "pool_ops.h"
 
-#include <vector>
-
+#include "device_check.h"
 #include "device_memory.h"
 
 namespace kvbench {
@@ -17,16 +16,7 @@ kvlane::Status FillSources(const PoolView& pool, const PoolList& list,
     FillSources(pool.base, list, indices, rank, epoch);
     return kvlane::Status::Ok();
   }
-  std::vector<uint8_t> stage;
-  for (const auto& request : indices) {
-    for (uint32_t i : request) {
-      const Extent& e = list.extents[i];
-      stage.resize(e.len);
-      FillPattern(stage.data(), e.len, e.offset, rank, epoch);
-      KVLANE_RETURN_IF_ERROR(CopyToDevice(pool.base + e.offset, stage.data(), e.len));
-    }
-  }
-  return kvlane::Status::Ok();
+  return DeviceFill(pool.device, MakePatternTable(pool.base, list, indices, nullptr), rank, epoch);
 }
 
 kvlane::Status WipeDestinations(const PoolView& pool, const PoolList& list,
@@ -35,13 +25,8 @@ kvlane::Status WipeDestinations(const PoolView& pool, const PoolList& list,
     WipeDestinations(pool.base, list, indices);
     return kvlane::Status::Ok();
   }
-  for (const auto& request : indices) {
-    for (uint32_t i : request) {
-      const Extent& e = list.extents[i];
-      KVLANE_RETURN_IF_ERROR(DeviceMemset(pool.base + e.offset, kSentinelByte, e.len));
-    }
-  }
-  return kvlane::Status::Ok();
+  return DeviceWipe(pool.device, MakePatternTable(pool.base, list, indices, nullptr),
+                    kSentinelByte);
 }
 
 kvlane::Result<VerifyResult> VerifyDestinations(const PoolView& pool, const PoolList& list,
@@ -49,18 +34,10 @@ kvlane::Result<VerifyResult> VerifyDestinations(const PoolView& pool, const Pool
                                                 const RequestIndices& src, uint32_t src_rank,
                                                 uint64_t epoch) {
   if (!OnDevice(pool)) return VerifyDestinations(pool.base, list, dst, src, src_rank, epoch);
-  VerifyResult total;
-  std::vector<uint8_t> stage;
-  for (size_t r = 0; r < dst.size(); ++r) {
-    for (size_t k = 0; k < dst[r].size(); ++k) {
-      const Extent& d = list.extents[dst[r][k]];
-      const Extent& s = list.extents[src[r][k]];
-      stage.resize(d.len);
-      KVLANE_RETURN_IF_ERROR(CopyFromDevice(stage.data(), pool.base + d.offset, d.len));
-      total.Merge(VerifyPattern(stage.data(), d.len, s.offset, src_rank, epoch), d.offset);
-    }
-  }
-  return total;
+  PatternTable table = MakePatternTable(pool.base, list, dst, &src);
+  KVLANE_ASSIGN_OR_RETURN(gpu::VerifyTotals totals,
+                          DeviceVerify(pool.device, table, src_rank, epoch));
+  return ToVerifyResult(totals, table, pool.base);
 }
 
 kvlane::Status FlipOneLandedByte(const PoolView& pool, const PoolList& list,

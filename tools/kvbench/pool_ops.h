@@ -1,6 +1,6 @@
 // Verification steps on a pool wherever it lives: host pools are touched in
-// place (burst_check.h); device pools are staged through a host buffer one
-// descriptor at a time, so every byte is still checked. Thread-compatible.
+// place (burst_check.h); device pools by kernels on their GPU, one launch per
+// descriptor list (device_check.h), every byte checked there. Thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@ namespace kvbench {
 struct PoolView {
   uint8_t* base = nullptr;  // host pointer, or device pointer for kCuda
   kvlane::MemoryKind kind = kvlane::MemoryKind::kHost;
+  int device = 0;  // kCuda: the GPU the pool lives on
 };
 
 kvlane::Status FillSources(const PoolView& pool, const PoolList& list,

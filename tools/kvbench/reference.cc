@@ -10,19 +10,34 @@ namespace kvbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using RequestIndices = std::vector<std::vector<uint32_t>>;
 
 double MsSince(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-void CopyPairs(uint8_t* pool, const PoolList& list, const BurstMap& map) {
-  for (size_t r = 0; r < map.target.size(); ++r) {
-    for (size_t k = 0; k < map.target[r].size(); ++k) {
-      const Extent& src = list.extents[map.target[r][k]];
-      const Extent& dst = list.extents[map.initiator[r][k]];
-      std::memmove(pool + dst.offset, pool + src.offset, src.len);
+bool Pushes(kvlane::Op op) { return op == kvlane::Op::kWrite; }
+
+// The sides a pair's bytes leave from and land on.
+const RequestIndices& From(const BurstMap& map, kvlane::Op op) {
+  return Pushes(op) ? map.initiator : map.target;
+}
+const RequestIndices& To(const BurstMap& map, kvlane::Op op) {
+  return Pushes(op) ? map.target : map.initiator;
+}
+
+// Runs copy(dst, src, len) over every pair; false as soon as one fails.
+template <typename Copy>
+bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy copy) {
+  const RequestIndices &from = From(map, op), &to = To(map, op);
+  for (size_t r = 0; r < from.size(); ++r) {
+    for (size_t k = 0; k < from[r].size(); ++k) {
+      const Extent& src = list.extents[from[r][k]];
+      const Extent& dst = list.extents[to[r][k]];
+      if (!copy(dst.offset, src.offset, src.len)) return false;
     }
   }
+  return true;
 }
 
 ReferenceFigures Figures(const char* method, const std::vector<double>& ms, uint64_t bytes) {
@@ -30,67 +45,70 @@ ReferenceFigures Figures(const char* method, const std::vector<double>& ms, uint
   return {method, p50, GigabytesPerSecond(bytes, p50)};
 }
 
+// Sends or receives every extent of `sides` ([request][pair]) over the control connection.
+kvlane::Status StreamExtents(ControlChannel* control, uint8_t* pool, const PoolList& list,
+                             const RequestIndices& sides, bool send) {
+  for (const auto& request : sides) {
+    for (uint32_t idx : request) {
+      const Extent& e = list.extents[idx];
+      KVLANE_RETURN_IF_ERROR(send ? control->SendRaw(pool + e.offset, e.len)
+                                  : control->ReceiveRaw(pool + e.offset, e.len));
+    }
+  }
+  return kvlane::Status::Ok();
+}
+
 }  // namespace
 
 ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                 int reps) {
-  CopyPairs(pool, list, map);  // warm-up
+                                 kvlane::Op op, int reps) {
+  auto copy = [pool](uint64_t dst, uint64_t src, uint64_t len) {
+    std::memmove(pool + dst, pool + src, len);
+    return true;
+  };
   std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
+  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
     Clock::time_point t0 = Clock::now();
-    CopyPairs(pool, list, map);
-    ms.push_back(MsSince(t0));
+    CopyPairs(list, map, op, copy);
+    if (i > 0) ms.push_back(MsSince(t0));
   }
   return Figures("memcpy", ms, map.burst_bytes);
 }
 
 ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                     int reps) {
+                                     kvlane::Op op, int reps) {
+  auto copy = [pool](uint64_t dst, uint64_t src, uint64_t len) {
+    return CopyDeviceToDevice(pool + dst, pool + src, len).ok();
+  };
   std::vector<double> ms;
   for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
     Clock::time_point t0 = Clock::now();
-    for (size_t r = 0; r < map.target.size(); ++r) {
-      for (size_t k = 0; k < map.target[r].size(); ++k) {
-        const Extent& src = list.extents[map.target[r][k]];
-        const Extent& dst = list.extents[map.initiator[r][k]];
-        if (!CopyDeviceToDevice(pool + dst.offset, pool + src.offset, src.len).ok()) {
-          return {"cudaMemcpy-failed", 0, 0};
-        }
-      }
-    }
+    if (!CopyPairs(list, map, op, copy)) return {"cudaMemcpy-failed", 0, 0};
     if (i > 0) ms.push_back(MsSince(t0));
   }
   return Figures("cudaMemcpy", ms, map.burst_bytes);
 }
 
-kvlane::Result<ReferenceFigures> SocketReferenceFetch(ControlChannel* control, uint8_t* pool,
-                                                      const PoolList& list, const BurstMap& map,
-                                                      int reps) {
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control, uint8_t* pool,
+                                                          const PoolList& list, const BurstMap& map,
+                                                          kvlane::Op op, int reps) {
   std::vector<double> ms;
   for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
     Clock::time_point t0 = Clock::now();
     KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_go"}}));
-    for (const auto& request : map.initiator) {
-      for (uint32_t idx : request) {
-        const Extent& e = list.extents[idx];
-        KVLANE_RETURN_IF_ERROR(control->ReceiveRaw(pool + e.offset, e.len));
-      }
-    }
+    KVLANE_RETURN_IF_ERROR(StreamExtents(control, pool, list, map.initiator, Pushes(op)));
+    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Expect("ref_done").status());
     if (i > 0) ms.push_back(MsSince(t0));
   }
   return Figures("socket", ms, map.burst_bytes);
 }
 
-kvlane::Status SocketReferenceServe(ControlChannel* control, const uint8_t* pool,
-                                    const PoolList& list, const BurstMap& map, int reps) {
+kvlane::Status SocketReferenceTarget(ControlChannel* control, uint8_t* pool, const PoolList& list,
+                                     const BurstMap& map, kvlane::Op op, int reps) {
   for (int i = 0; i <= reps; ++i) {
     KVLANE_RETURN_IF_ERROR(control->Expect("ref_go").status());
-    for (const auto& request : map.target) {
-      for (uint32_t idx : request) {
-        const Extent& e = list.extents[idx];
-        KVLANE_RETURN_IF_ERROR(control->SendRaw(pool + e.offset, e.len));
-      }
-    }
+    KVLANE_RETURN_IF_ERROR(StreamExtents(control, pool, list, map.target, !Pushes(op)));
+    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_done"}}));
   }
   return kvlane::Status::Ok();
 }

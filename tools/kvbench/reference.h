@@ -1,7 +1,8 @@
-// The reference row: the same bytes, in the same descriptor pairs, moved by the
-// plainest path: memcpy inside one process (shm, local), cudaMemcpy on the GPU
-// (cuda), or a plain socket send/recv loop between the ranks (tcp). Gives each row a floor to
-// compare to.
+// The reference row: the same bytes, in the same descriptor pairs and the same
+// direction as the row's op (pull: target -> initiator; push: initiator ->
+// target), moved by the plainest path: memcpy inside one process (shm, local),
+// cudaMemcpy on the GPU (cuda), or a plain socket send/recv loop between the
+// ranks (tcp). Gives each row a floor to compare to.
 #pragma once
 
 #include <cstdint>
@@ -9,25 +10,29 @@
 #include "burst_map.h"
 #include "control_channel.h"
 #include "document.h"
+#include "kvlane/transfer.h"
 
 namespace kvbench {
 
-// Copies every pair from the target-side extents to the initiator-side extents of
-// one pool, `reps` times after one warm-up. REQUIRES: reps >= 1.
+// Copies every pair of one pool from its source-side extent to its landing-side
+// extent (kRead: target-side to initiator-side; kWrite: the reverse), `reps` times
+// after one warm-up. REQUIRES: reps >= 1.
 ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                 int reps);
+                                 kvlane::Op op, int reps);
 
 // The same pairs copied with cudaMemcpy device to device (pool is a device pointer).
 ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                     int reps);
+                                     kvlane::Op op, int reps);
 
-// Initiator side of the socket reference: per rep, asks the target for the burst's
-// bytes and receives them into the initiator-side extents. The target side must
-// run SocketReferenceServe with the same map and reps.
-kvlane::Result<ReferenceFigures> SocketReferenceFetch(ControlChannel* control, uint8_t* pool,
-                                                      const PoolList& list, const BurstMap& map,
-                                                      int reps);
-kvlane::Status SocketReferenceServe(ControlChannel* control, const uint8_t* pool,
-                                    const PoolList& list, const BurstMap& map, int reps);
+// The socket reference, run by both ranks with the same map, op and reps. Per rep
+// the initiator says go; for kRead the target sends its extents and the initiator
+// receives them into its own, for kWrite the initiator sends and the target
+// receives, then acknowledges. Timed on the initiator, from go to the last byte
+// received (kRead) or to the acknowledgement (kWrite).
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control, uint8_t* pool,
+                                                          const PoolList& list, const BurstMap& map,
+                                                          kvlane::Op op, int reps);
+kvlane::Status SocketReferenceTarget(ControlChannel* control, uint8_t* pool, const PoolList& list,
+                                     const BurstMap& map, kvlane::Op op, int reps);
 
 }  // namespace kvbench

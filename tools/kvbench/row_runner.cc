@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "burst_check.h"
@@ -116,7 +117,7 @@ RowResult RowRunner::RunRow(const std::string& op, const PlanPoint& point, const
   }
   VerifiedBurst(&burst.value(), op, point, map, epoch, &row);
   if (row.verdict != Verdict::kFail) TimedBursts(&burst.value(), &row);
-  if (row.verdict != Verdict::kFail) Reference(point, map, &row);
+  if (row.verdict != Verdict::kFail) Reference(op, point, map, &row);
   return row;
 }
 
@@ -190,31 +191,28 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   std::vector<double> ms;
   for (const BurstTiming& t : timings) ms.push_back(t.total_ms);
   row->burst_ms = Summarize(ms);
-  for (const BurstTiming& t : timings) {
-    if (t.total_ms == row->burst_ms.p50) {
-      row->request_ms = t.request_ms;
-      break;
-    }
-  }
+  row->p50_sample = std::find(ms.begin(), ms.end(), row->burst_ms.p50) - ms.begin();
+  for (BurstTiming& t : timings) row->request_ms.push_back(std::move(t.request_ms));
   uint64_t bytes = row->batch * row->req_bytes;
   row->gbps_p50 = GigabytesPerSecond(bytes, row->burst_ms.p50);
   row->gbps_p50_incl_prep = GigabytesPerSecond(bytes, row->burst_ms.p50 + row->prep_ms);
 }
 
-void RowRunner::Reference(const PlanPoint& point, const BurstMap& map, RowResult* row) {
+void RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
+                          RowResult* row) {
   int reps = s_->config().samples;
   if (s_->kind() == kvlane::MemoryKind::kCuda) {
-    row->reference = DeviceCopyReference(s_->pool(), list_, map, reps);
+    row->reference = DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps);
     return;
   }
   if (s_->transport_used() != "tcp") {
-    row->reference = MemcpyReference(s_->pool(), list_, map, reps);
+    row->reference = MemcpyReference(s_->pool(), list_, map, OpOf(op), reps);
     return;
   }
   ControlChannel& c = s_->control();
-  kvlane::Status s =
-      c.Send({{"type", "ref"}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
-  auto ref = s.ok() ? SocketReferenceFetch(&c, s_->pool(), list_, map, reps)
+  kvlane::Status s = c.Send(
+      {{"type", "ref"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
+  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool(), list_, map, OpOf(op), reps)
                     : kvlane::Result<ReferenceFigures>(s);
   if (ref.ok()) row->reference = ref.value();
   if (!ref.ok()) row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};

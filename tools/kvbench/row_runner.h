@@ -42,7 +42,8 @@ class RowRunner {
                           std::string* detail);
   void AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
   void TimedBursts(Burst* burst, RowResult* row);
-  void Reference(const PlanPoint& point, const BurstMap& map, RowResult* row);
+  void Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
+                 RowResult* row);
 
   Session* s_;
   PoolList list_;

@@ -57,6 +57,12 @@ uint64_t MemAvailableBytes() {
   return 0;
 }
 
+uint64_t DevicePoolBudget(uint64_t default_budget, uint64_t free_bytes, int ranks_on_device) {
+  if (free_bytes == 0) return default_budget;
+  uint64_t cap = free_bytes / 5 * 4 / std::max(ranks_on_device, 1);
+  return std::min(default_budget, cap);
+}
+
 kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text) {
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
@@ -134,7 +140,9 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
   if (!grid.isl.empty()) a.insert(a.end(), {"--isl", Join(grid.isl)});
   if (!grid.batches.empty()) a.insert(a.end(), {"--batches", Join(grid.batches)});
   if (!grid.desc_budget.empty()) a.insert(a.end(), {"--desc-budget", grid.desc_budget});
-  if (!grid.pool_budget.empty()) a.insert(a.end(), {"--pool-budget", grid.pool_budget});
+  if (!grid.pool_budget.empty() && !pool_budget_auto) {
+    a.insert(a.end(), {"--pool-budget", grid.pool_budget});
+  }
   if (!case_name.empty()) a.insert(a.end(), {"--case", case_name});
   if (!fault.empty()) a.insert(a.end(), {"--inject-fault", fault});
   return a;

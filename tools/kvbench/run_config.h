@@ -35,7 +35,11 @@ struct RunConfig {
 
   // Filled by Resolve():
   PlanOptions plan_defaults;
-  bool pool_budget_auto = false;  // derived from MemAvailable: the ranks settle on the smaller
+  // No --pool-budget nor KVBENCH_POOL_BUDGET: derived from free memory where the pool
+  // lives (host MemAvailable here; the GPU's free memory once the session knows the
+  // pool is on a GPU), and the two ranks settle on the smaller. Never forwarded to
+  // spawned ranks, which derive their own.
+  bool pool_budget_auto = false;
   std::chrono::milliseconds control_timeout_ms{300000};
 
   // Applies the preset, environment and the free-memory pool cap; validates.
@@ -48,6 +52,12 @@ void AddRunFlags(CLI::App* app, RunConfig* config);
 
 // MemAvailable from /proc/meminfo in bytes; 0 when unknown.
 uint64_t MemAvailableBytes();
+
+// The automatic pool budget of a rank whose pool is on a GPU with `free_bytes`
+// free (cudaMemGetInfo): 80 % of it, the rest left to the CUDA context and the
+// engine's device tables, split between the `ranks_on_device` ranks on that GPU,
+// and no more than `default_budget`. `default_budget` when free_bytes is 0 (unknown).
+uint64_t DevicePoolBudget(uint64_t default_budget, uint64_t free_bytes, int ranks_on_device);
 
 // Parses "300", "300s", "1500ms", "5m" into milliseconds.
 kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text);

@@ -45,6 +45,8 @@ json Implementation(const Session& s, const RunResult& result) {
            {{"memory", kvlane::MemoryKindName(s.kind())},
             {"pinned", false},
             {"bytes", s.plan().layout.bytes},
+            {"budget", s.plan().options.pool_budget},
+            {"budget_source", s.budget_source()},
             {"pieces", s.plan().layout.pieces.size()},
             {"register_ms", s.register_ms()}}},
           {"list_prep_ms", result.list_prep_ms},
@@ -104,7 +106,7 @@ kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::st
   std::filesystem::create_directories(out_dir, ec);
   std::string path = (std::filesystem::path(out_dir) / (doc.case_name + ".json")).string();
   std::ofstream out(path);
-  out << DocumentToJson(doc).dump(2) << "\n";
+  out << DumpCompact(DocumentToJson(doc)) << "\n";
   if (!out) return kvlane::Status::Backend("cannot write " + path);
   return path;
 }

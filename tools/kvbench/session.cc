@@ -45,9 +45,13 @@ std::string HostName() {
 
 kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) {
   std::unique_ptr<Session> s(new Session(config));
-  KVLANE_ASSIGN_OR_RETURN(s->plan_, PlanFromFlags(config.grid, config.plan_defaults));
+  // Bad flags fail before connecting; an automatic budget may still change.
+  auto early = PlanFromFlags(config.grid, config.plan_defaults);
+  if (!early.ok() && !config.pool_budget_auto) return early.status();
   KVLANE_RETURN_IF_ERROR(s->Handshake());
   KVLANE_RETURN_IF_ERROR(s->ResolveTransport());
+  KVLANE_RETURN_IF_ERROR(s->SettleBudget());
+  KVLANE_RETURN_IF_ERROR(s->AgreeOnPlan());
   KVLANE_ASSIGN_OR_RETURN(s->pool_,
                           PoolMemory::Allocate(s->plan_.layout.bytes, s->kind_, s->device_));
   KVLANE_RETURN_IF_ERROR(s->CreateAgent());
@@ -73,27 +77,51 @@ kvlane::Status Session::Handshake() {
                                          {"rank", c.rank},
                                          {"hostname", self_.hostname},
                                          {"role", self_.role},
-                                         {"devices", self_.devices},
-                                         {"pool_budget", plan_.options.pool_budget},
-                                         {"pool_budget_auto", c.pool_budget_auto}}));
+                                         {"devices", self_.devices}}));
   KVLANE_ASSIGN_OR_RETURN(json hello, control_->Expect("hello"));
   peer_info_ = {hello.value("rank", -1), hello.value("role", ""), hello.value("hostname", ""),
                 hello.value("devices", std::vector<std::string>{})};
   if (peer_info_.rank != 1 - c.rank) {
     return kvlane::Status::InvalidArgument("both ranks claim rank " + std::to_string(c.rank));
   }
-  return AgreeOnPlan(hello);
+  return kvlane::Status::Ok();
 }
 
-// Budgets derived from free memory settle on the smaller of the two; everything
-// else must already match, or the ranks would move different bytes.
-kvlane::Status Session::AgreeOnPlan(const json& hello) {
-  uint64_t peer_budget = hello.value("pool_budget", uint64_t{0});
-  if (config_.pool_budget_auto && hello.value("pool_budget_auto", false) &&
-      peer_budget < plan_.options.pool_budget) {
-    config_.grid.pool_budget = std::to_string(peer_budget);
-    KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
+// An automatic budget comes from free memory where the pool lives: the host's
+// (RunConfig::Resolve) or, for a device pool, the GPU's (DevicePoolBudget, split
+// when both ranks share the GPU). Two automatic budgets settle on the smaller; an
+// explicit one is kept as given (AgreeOnPlan then insists that the plans match).
+kvlane::Status Session::SettleBudget() {
+  const bool on_gpu = kind_ == kvlane::MemoryKind::kCuda;
+  const uint64_t free = on_gpu ? DeviceFreeBytes(device_) : 0;
+  const uint64_t host = config_.pool_budget_auto ? std::stoull(config_.grid.pool_budget) : 0;
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "budget"},
+                                         {"auto", config_.pool_budget_auto},
+                                         {"host_budget", host},
+                                         {"device", on_gpu ? device_ : -1},
+                                         {"device_free", free}}));
+  KVLANE_ASSIGN_OR_RETURN(json peer, control_->Expect("budget"));
+  budget_source_ = "--pool-budget / KVBENCH_POOL_BUDGET";
+  if (!config_.pool_budget_auto) return kvlane::Status::Ok();
+  uint64_t mine = host, theirs = peer.value("host_budget", uint64_t{0});
+  budget_source_ = "host MemAvailable / 4";
+  if (on_gpu) {
+    const bool shared =
+        self_.hostname == peer_info_.hostname && peer.value("device", -1) == device_;
+    const uint64_t fallback = config_.plan_defaults.pool_budget;
+    mine = DevicePoolBudget(fallback, free, shared ? 2 : 1);
+    theirs = DevicePoolBudget(fallback, peer.value("device_free", uint64_t{0}), shared ? 2 : 1);
+    budget_source_ =
+        shared ? "GPU free memory x 0.8 / 2 (one GPU, two ranks)" : "GPU free memory x 0.8";
   }
+  if (peer.value("auto", false)) mine = std::min(mine, theirs);
+  config_.grid.pool_budget = std::to_string(mine);
+  return kvlane::Status::Ok();
+}
+
+// Everything that shapes the plan must match, or the ranks would move different bytes.
+kvlane::Status Session::AgreeOnPlan() {
+  KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
   json plan = PlanToJson(plan_);
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"}, {"plan", plan}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));

@@ -33,7 +33,7 @@ class Session {
   kvlane::Agent& agent() { return *agent_; }
   const kvlane::Agent& agent() const { return *agent_; }
   uint8_t* pool() const { return pool_->data(); }
-  PoolView pool_view() const { return {pool_->data(), kind_}; }
+  PoolView pool_view() const { return {pool_->data(), kind_, device_}; }
   kvlane::MemoryKind kind() const { return kind_; }
   int device() const { return device_; }
   int remote_device() const { return remote_device_; }
@@ -44,12 +44,15 @@ class Session {
   const RankInfo& self() const { return self_; }
   const RankInfo& peer() const { return peer_info_; }
   double register_ms() const { return register_ms_; }
+  // Where the pool budget came from: the flag or environment, host or GPU free memory.
+  const std::string& budget_source() const { return budget_source_; }
 
  private:
   explicit Session(const RunConfig& config) : config_(config) {}
   kvlane::Status Handshake();
-  kvlane::Status AgreeOnPlan(const nlohmann::json& peer_hello);
   kvlane::Status ResolveTransport();
+  kvlane::Status SettleBudget();
+  kvlane::Status AgreeOnPlan();
   kvlane::Status CreateAgent();
   kvlane::Status RegisterPool();
   kvlane::Status ExchangeMetadata();
@@ -61,7 +64,7 @@ class Session {
   std::unique_ptr<kvlane::Agent> agent_;
   std::vector<kvlane::RegionId> regions_;
   RankInfo self_, peer_info_;
-  std::string transport_, transport_used_, peer_name_;
+  std::string transport_, transport_used_, peer_name_, budget_source_;
   uint64_t remote_base_ = 0;
   kvlane::MemoryKind kind_ = kvlane::MemoryKind::kHost;
   int device_ = 0;

@@ -37,11 +37,15 @@ class HostSpace final : public BufferSpace {
 
 }  // namespace
 
-kvlane::Result<std::unique_ptr<BufferSpace>> MakeBufferSpace(const std::string& memory) {
+kvlane::Result<std::unique_ptr<BufferSpace>> MakeBufferSpace(const std::string& memory, int role) {
   if (memory == "host") return std::unique_ptr<BufferSpace>(new HostSpace());
+#ifdef KVLANE_HAVE_CUDA
+  if (memory == "device") return MakeDeviceSpace(role);
+#else
+  (void)role;
   if (memory == "device")
-    return kvlane::Status::NotSupported(
-        "device buffers are not built into this lanebench (add a CUDA BufferSpace in buffers.cc)");
+    return kvlane::Status::NotSupported("lanebench was built without CUDA: no device buffers");
+#endif
   return kvlane::Status::InvalidArgument("unknown memory '" + memory + "' (host|device)");
 }
 

@@ -28,7 +28,11 @@ class BufferSpace {
 };
 
 // "host": page-aligned host memory. "device": CUDA device memory (kNotSupported
-// until lanebench is built with a device space).
-kvlane::Result<std::unique_ptr<BufferSpace>> MakeBufferSpace(const std::string& memory);
+// when lanebench is built without CUDA or no GPU is visible). `role` 0 is the
+// source, 1 a target: with two GPUs they land on different devices.
+kvlane::Result<std::unique_ptr<BufferSpace>> MakeBufferSpace(const std::string& memory, int role);
+
+// The CUDA space (cuda_buffers.cc); selects the role's device on this thread.
+kvlane::Result<std::unique_ptr<BufferSpace>> MakeDeviceSpace(int role);
 
 }  // namespace lanebench

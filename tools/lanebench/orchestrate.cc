@@ -97,16 +97,17 @@ kvlane::Status ProbeTransport(const BenchConfig& cfg) {
   RunSpec spec;
   spec.transport = cfg.transport;
   spec.policy = kCandidate;
-  std::vector<uint8_t> host(4096);
+  // The memory first: a device space selects its GPU before the agents exist.
+  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(cfg.ResolvedMemory(), /*role=*/1));
+  KVLANE_ASSIGN_OR_RETURN(uint8_t * buf, space->Allocate(4096));
   KVLANE_ASSIGN_OR_RETURN(auto a, MakeAgent(spec, "probe-a"));
   KVLANE_ASSIGN_OR_RETURN(auto b, MakeAgent(spec, "probe-b"));
-  KVLANE_RETURN_IF_ERROR(b->RegisterMemory(host.data(), host.size()).status());
+  KVLANE_RETURN_IF_ERROR(b->RegisterMemory(buf, 4096, space->kind(), space->device()).status());
   KVLANE_ASSIGN_OR_RETURN(std::string blob, b->ExportMetadata());
   KVLANE_RETURN_IF_ERROR(a->LoadPeer(blob).status());
-  KVLANE_ASSIGN_OR_RETURN(std::string chosen, a->PeerTransport("probe-b"));
+  KVLANE_ASSIGN_OR_RETURN(std::string chosen, a->PeerTransport("probe-b", space->kind()));
   if (chosen != cfg.transport) return kvlane::Status::NotSupported("the engine chose " + chosen);
-  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(cfg.ResolvedMemory()));
-  return space->Allocate(4096).status();
+  return kvlane::Status::Ok();
 }
 
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {

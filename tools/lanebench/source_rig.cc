@@ -61,7 +61,7 @@ kvlane::Result<std::unique_ptr<SourceRig>> SetUpSource(const RunSpec& spec,
   auto rig = std::make_unique<SourceRig>();
   rig->spec = spec;
   rig->op = spec.op == "read" ? kvlane::Op::kRead : kvlane::Op::kWrite;
-  KVLANE_ASSIGN_OR_RETURN(rig->space, MakeBufferSpace(spec.memory));
+  KVLANE_ASSIGN_OR_RETURN(rig->space, MakeBufferSpace(spec.memory, /*role=*/0));
   KVLANE_ASSIGN_OR_RETURN(rig->agent, MakeAgent(spec, "source"));
   rig->link = std::make_unique<ControlLink>(rig->agent.get());
   for (const XferSpec& x : spec.xfers) rig->xfers.push_back({x, nullptr, {}});

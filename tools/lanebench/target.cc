@@ -53,7 +53,7 @@ kvlane::Status Serve(const std::string& dir, int index) {
   KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
   if (index < 0 || index >= static_cast<int>(spec.target_bytes.size()))
     return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
-  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory));
+  KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory, /*role=*/1));
   KVLANE_ASSIGN_OR_RETURN(auto agent, MakeAgent(spec, TargetName(index)));
   TargetState t{space.get(), nullptr, spec.target_bytes[index], {}};
   t.staging.resize(t.bytes);

@@ -13,7 +13,8 @@ RowResult SampleRow() {
   r.descs = 98;
   r.req_bytes = 50518656;
   r.burst_ms = {10.5, 12.0, 9.0, 13.0, 16};
-  r.request_ms = {2.5, 5.0, 7.5, 10.0};
+  r.request_ms = {{2.5, 5.0, 7.5, 11.0}, {2.5, 5.0, 7.5, 10.0}, {1.25, 2.0, 3.0, 4.0006}};
+  r.p50_sample = 1;
   r.prep_ms = 0.75;
   r.gbps_p50 = 19.2;
   r.gbps_p50_incl_prep = 17.9;
@@ -29,10 +30,30 @@ TEST(Document, RowRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->op, "pull");
   EXPECT_EQ(back->batch, 4u);
-  EXPECT_EQ(back->request_ms, r.request_ms);
+  EXPECT_EQ(back->request_ms[0], r.request_ms[0]);
+  EXPECT_EQ(back->request_ms[2][3], 4.001);  // offsets are kept to the microsecond
+  EXPECT_EQ(back->p50_sample, 1u);
   EXPECT_EQ(back->burst_ms.p95, 12.0);
   EXPECT_EQ(back->verdict, Verdict::kPass);
   EXPECT_EQ(back->reference.method, "memcpy");
+}
+
+TEST(Document, VersionOneRequestMsReadsAsOneSample) {
+  nlohmann::json j = RowToJson(SampleRow());
+  j["request_ms"] = {2.5, 5.0};
+  j.erase("p50_sample");
+  auto back = RowFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->request_ms.size(), 1u);
+  EXPECT_EQ(back->request_ms[0], (std::vector<double>{2.5, 5.0}));
+  EXPECT_EQ(back->p50_sample, 0u);
+}
+
+TEST(Document, CompactDumpKeepsEachSampleOnOneLine) {
+  nlohmann::json j = {{"rows", {RowToJson(SampleRow())}}, {"empty", nlohmann::json::object()}};
+  std::string text = DumpCompact(j);
+  EXPECT_NE(text.find("\n        [2.5,5.0,7.5,10.0],\n"), std::string::npos) << text;
+  EXPECT_EQ(nlohmann::json::parse(text), j);
 }
 
 TEST(Document, MalformedRowIsAnError) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,7 +53,14 @@ void ExpectValid(const nlohmann::json& doc, const std::string& transport, size_t
   for (const auto& row : doc["rows"]) {
     EXPECT_EQ(row["verified"], "pass") << row.dump();
     EXPECT_GT(row["gbps_p50"].get<double>(), 0);
-    EXPECT_EQ(row["request_ms"].size(), row["batch"].get<size_t>());
+    // Every measured burst's per-request offsets, one array per sample.
+    ASSERT_EQ(row["request_ms"].size(), row["burst_ms"]["n"].get<size_t>());
+    for (const auto& sample : row["request_ms"]) {
+      EXPECT_EQ(sample.size(), row["batch"].get<size_t>());
+    }
+    const auto& p50 = row["request_ms"][row["p50_sample"].get<size_t>()];
+    EXPECT_LE(*std::max_element(p50.begin(), p50.end()),
+              row["burst_ms"]["p50"].get<double>() + 0.001);
   }
   EXPECT_EQ(doc["topology"]["ranks"].size(), 2u);
 }
@@ -76,12 +84,15 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
 TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   Dirs FreshDir;
   fs::path out = FreshDir("tcp");
-  ASSERT_EQ(
-      Kvbench(std::string("run --transport tcp --ops pull ") + kTiny + " --out " + out.string()),
-      0);
+  ASSERT_EQ(Kvbench(std::string("run --transport tcp --ops pull,push ") + kTiny + " --out " +
+                    out.string()),
+            0);
   nlohmann::json doc = OnlyDocument(out);
-  ExpectValid(doc, "tcp", 2);
-  EXPECT_EQ(doc["rows"][0]["reference"]["method"], "socket");
+  ExpectValid(doc, "tcp", 4);
+  for (const auto& row : doc["rows"]) {  // push: initiator -> target; pull: the reverse
+    EXPECT_EQ(row["reference"]["method"], "socket") << row["op"];
+    EXPECT_GT(row["reference"]["gbps_p50"].get<double>(), 0) << row["op"];
+  }
 }
 
 TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kvbench {
@@ -48,6 +49,22 @@ TEST(RunConfig, ForwardedArgumentsReproduceTheConfig) {
   EXPECT_EQ(again.samples, 5);
   EXPECT_EQ(again.control_timeout_ms.count(), 90000);
   EXPECT_FALSE(again.pool_budget_auto);
+}
+
+TEST(RunConfig, AutomaticBudgetIsNotForwarded) {
+  RunConfig c = Parse({});
+  ASSERT_TRUE(c.pool_budget_auto);
+  std::vector<std::string> args = c.ForwardArgs();
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--pool-budget"), args.end());
+  EXPECT_TRUE(Parse(args).pool_budget_auto);  // each spawned rank derives its own
+}
+
+TEST(RunConfig, DeviceBudgetComesFromGpuFreeMemory) {
+  const uint64_t kGiB = 1ull << 30;
+  EXPECT_EQ(DevicePoolBudget(64 * kGiB, 40 * kGiB, 1), 32 * kGiB);   // 80 % of free
+  EXPECT_EQ(DevicePoolBudget(64 * kGiB, 40 * kGiB, 2), 16 * kGiB);   // two ranks on one GPU
+  EXPECT_EQ(DevicePoolBudget(64 * kGiB, 140 * kGiB, 1), 64 * kGiB);  // capped at the default
+  EXPECT_EQ(DevicePoolBudget(64 * kGiB, 0, 1), 64 * kGiB);           // unknown free memory
 }
 
 TEST(RunConfig, RejectsBadChoices) {
