@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every gpu-labelled test and the cuda benchmark on a machine with GPUs and
 # prints one summary table. Binaries come from BIN (default: gpu-bin, a copy of
-# build-cuda/tests/gpu made on the build machine with -arch=sm_90a).
+# build-cuda/tests/gpu made on the build machine with -arch=sm_90a; optionally
+# cuda_bench_trace, the benchmark of a build with CMAKE_CXX_FLAGS=-DKVLANE_HOP_TRACE).
 #   usage: scripts/gpu-check.sh [BIN]
 set -u
 BIN=${1:-gpu-bin}
@@ -23,9 +24,13 @@ run() {  # name, command...
 }
 run cuda_blob_test "$BIN/cuda_blob_test"
 run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
+run kvbench_gpu_test timeout 120 "$BIN/kvbench_gpu_test"
 run cuda_bench timeout 200 "$BIN/cuda_bench"
+# Optional: the same benchmark built with -DKVLANE_HOP_TRACE (per-hop timestamps).
+[ -x "$BIN/cuda_bench_trace" ] && run cuda_bench_hops timeout 60 "$BIN/cuda_bench_trace" --hops
 echo
 cat "$OUT/cuda_bench.log"
+[ -f "$OUT/cuda_bench_hops.log" ] && { echo; grep -E '^\| hop|^hop' "$OUT/cuda_bench_hops.log"; }
 echo
 echo "| check                  | rc   | time      | result"
 for r in "${rows[@]}"; do echo "$r"; done

@@ -71,7 +71,9 @@ class Agent {
                                   std::string_view notif = {}, XferOptions xo = {});
 
   // Posts the transfer. Returns kInProgress (or kOk) on success and updates
-  // handle->gen. REQUIRES: the previous post of this handle has finished.
+  // handle->gen. REQUIRES: the previous post of this handle has finished, and
+  // the bytes to move are in place: for device memory, the work that wrote them
+  // has completed (kvlane copies on its own streams, not the caller's).
   // Never allocates. On error the handle stays valid and owned by the caller.
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;

@@ -8,7 +8,11 @@ Channel::Channel(int lanes, uint32_t ring_slots, Completer* completer) : complet
   for (int i = 0; i < lanes; ++i) queues_.push_back(std::make_unique<LaneQueue>(ring_slots));
 }
 
-uint64_t ChunkBytes(const WorkItem& w) { return w.req->chunks[w.chunk].bytes; }
+uint64_t ChunkBytes(const WorkItem& w) {
+  uint64_t bytes = 0;
+  for (uint32_t c = w.chunk; c < w.chunk + w.count; ++c) bytes += w.req->chunks[c].bytes;
+  return bytes;
+}
 
 bool Channel::BeginChunk(const WorkItem& w) {
   uint32_t prev = w.req->ctl.fetch_add(1, std::memory_order_acq_rel);
@@ -17,10 +21,11 @@ bool Channel::BeginChunk(const WorkItem& w) {
 
 void Channel::RetireHead(int lane, const Status& s) {
   LaneQueue& q = *queues_[lane];
-  WorkItem w = *q.PeekRetire();
-  q.AddBytes(-static_cast<int64_t>(ChunkBytes(w)));
-  q.AdvanceRetire();  // the slot may be reused from here on; w is a copy
-  completer_->FinishChunk(w, s);
+  const WorkItem w = *q.PeekRetire();
+  const auto bytes = static_cast<int64_t>(ChunkBytes(w));  // before the caller may free the request
+  completer_->FinishChunk(w, s);  // publishes first: the slot is freed off the completion path
+  q.AddBytes(-bytes);
+  q.AdvanceRetire();  // the slot may be reused from here on
 }
 
 void Channel::DrainLane(int lane, const Status& s) {

@@ -34,6 +34,13 @@ class Channel {
   // Whether the core should stripe bulk requests over this channel's lanes
   // (false when one lane already saturates the link, e.g. one GPU launch).
   virtual bool stripe_bulk() const { return true; }
+  // Whether a post should queue one item for all its chunks (the transport
+  // moves a request at once, e.g. one GPU launch per post).
+  virtual bool whole_requests() const { return false; }
+  // Called by a posting thread after it queued a whole post on `lane`: a
+  // transport may issue it on that thread, in ticket order (bounded work, no
+  // allocation, no waiting for the lane's threads).
+  virtual void Kick(int lane) { (void)lane; }
 
   int lane_count() const { return static_cast<int>(queues_.size()); }
   LaneQueue& queue(int lane) { return *queues_[lane]; }
@@ -58,7 +65,7 @@ class Channel {
   std::atomic<bool> closing_{false};
 };
 
-// Bytes carried by chunk `chunk` of `r`.
+// Bytes carried by the chunks of item `w`.
 uint64_t ChunkBytes(const WorkItem& w);
 
 }  // namespace kvlane::core

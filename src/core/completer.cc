@@ -25,7 +25,7 @@ void Completer::OnPost(Request* r) {
 
 void Completer::FinishChunk(const WorkItem& w, const Status& s) {
   if (s.is_error()) w.req->SetError(s);
-  DropPending(w.req, 1);
+  DropPending(w.req, w.count);
 }
 
 void Completer::DropPending(Request* r, int64_t n) {

@@ -21,6 +21,7 @@ struct WorkItem {
   Request* req = nullptr;
   uint32_t chunk = 0;
   uint32_t gen = 0;
+  uint32_t count = 1;     // chunks [chunk, chunk + count) this item carries
   bool canceled = false;  // set by the issue side when the request was canceled before start
 };
 

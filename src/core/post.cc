@@ -51,17 +51,22 @@ Status AgentImpl::Post(XferHandle* h) {
   int lane = PickLane(*r, 0, rotation);
   uint32_t launched = 0;
   Status failure;
-  for (; launched < nchunks; ++launched) {
+  const uint32_t per_item = ch->whole_requests() ? nchunks : 1;
+  while (launched < nchunks) {
     if (launched > 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
     LaneQueue& q = ch->queue(lane);
-    q.AddBytes(static_cast<int64_t>(r->chunks[launched].bytes));
-    failure = q.Push({r, launched, r->gen}, deadline, ch->closing());
+    const WorkItem item{r, launched, r->gen, per_item};
+    const auto bytes = static_cast<int64_t>(ChunkBytes(item));
+    q.AddBytes(bytes);
+    failure = q.Push(item, deadline, ch->closing());
     if (!failure.ok()) {
-      q.AddBytes(-static_cast<int64_t>(r->chunks[launched].bytes));
+      q.AddBytes(-bytes);
       r->SetError(failure);
       break;
     }
+    launched += per_item;
   }
+  if (launched == nchunks) ch->Kick(lane);  // before the drop: the issue starts sooner
   completer_.DropPending(r, int64_t{nchunks - launched} + 1);
   if (launched == nchunks) return Status::InProgress();
   // Failed half way: report only after the launched chunks have drained.

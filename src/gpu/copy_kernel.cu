@@ -7,6 +7,7 @@
 
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_launch.h"
+#include "gpu/tma_copy.cuh"
 
 namespace kvlane::gpu {
 namespace {
@@ -41,6 +42,64 @@ __global__ void __launch_bounds__(kCopyThreads)
   SignalWhenLast(done);
 }
 
+// One unit of the bulk-copy kernel: up to kTmaStages stages of kTmaStageBytes,
+// all loads issued at once by thread 0, each stored as soon as it landed; the
+// unaligned head and tail (and a misaligned pair) go through the threads.
+__device__ void TmaUnit(uint8_t* dst, const uint8_t* src, uint64_t len, uint8_t* stage, uint64_t* bars,
+                        uint32_t* phase) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ < 900
+  CopyRange(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), len, threadIdx.x, blockDim.x);
+  return;  // no bulk copies before Hopper
+#endif
+  if (((reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src)) & 15) != 0) {
+    CopyRange(reinterpret_cast<uint64_t>(dst), reinterpret_cast<uint64_t>(src), len, threadIdx.x, blockDim.x);
+    return;
+  }
+  const uint64_t head = min(len, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
+  const uint64_t body = (len - head) & ~uint64_t{15};
+  const uint64_t tail_at = head + body;
+  for (uint64_t i = threadIdx.x; i < head; i += blockDim.x) dst[i] = src[i];
+  for (uint64_t i = tail_at + threadIdx.x; i < len; i += blockDim.x) dst[i] = src[i];
+  if (threadIdx.x != 0 || body == 0) return;
+  const int n = static_cast<int>((body + kTmaStageBytes - 1) / kTmaStageBytes);
+  for (int k = 0; k < n; ++k) {
+    const uint64_t off = head + uint64_t{static_cast<uint32_t>(k)} * kTmaStageBytes;
+    BulkLoad(stage + k * kTmaStageBytes, src + off, static_cast<uint32_t>(min(uint64_t{kTmaStageBytes}, tail_at - off)),
+             &bars[k]);
+  }
+  for (int k = 0; k < n; ++k) {
+    const uint64_t off = head + uint64_t{static_cast<uint32_t>(k)} * kTmaStageBytes;
+    MbarWait(&bars[k], (*phase >> k) & 1);
+    *phase ^= 1u << k;
+    BulkStore(dst + off, stage + k * kTmaStageBytes, static_cast<uint32_t>(min(uint64_t{kTmaStageBytes}, tail_at - off)));
+  }
+  BulkStoreWaitAll();  // the stages are reused by the next unit
+}
+
+__global__ void __launch_bounds__(kTmaThreads)
+    CopySegmentsTmaKernel(const CopySeg* __restrict__ segs, uint32_t begin, uint32_t end, uint32_t parts,
+                          CopyDone done) {
+  extern __shared__ __align__(128) uint8_t stage[];
+  __shared__ uint64_t bars[kTmaStages];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < kTmaStages; ++k) MbarInit(&bars[k], 1);
+    FenceBarrierInit();
+  }
+#endif
+  __syncthreads();
+  uint32_t phase = 0;  // thread 0: parity of each stage's barrier
+  const uint64_t units = uint64_t{end - begin} * parts;
+  for (uint64_t u = blockIdx.x; u < units; u += gridDim.x) {
+    const CopySeg sg = segs[begin + u / parts];
+    const uint64_t off = (u % parts) * kTmaUnitBytes;
+    if (off < sg.len)
+      TmaUnit(reinterpret_cast<uint8_t*>(sg.dst + off), reinterpret_cast<const uint8_t*>(sg.src + off),
+              min(kTmaUnitBytes, sg.len - off), stage, bars, &phase);
+  }
+  SignalWhenLast(done);
+}
+
 __global__ void SignalKernel(uint64_t* done, uint64_t value) { StoreSystem(done, value); }
 
 }  // namespace
@@ -48,6 +107,16 @@ __global__ void SignalKernel(uint64_t* done, uint64_t value) { StoreSystem(done,
 cudaError_t LaunchCopySegments(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts,
                                int blocks, const CopyDone& done, cudaStream_t stream) {
   CopySegmentsKernel<<<blocks, kCopyThreads, 0, stream>>>(segs, begin, end, parts, done);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts, int blocks,
+                                  const CopyDone& done, cudaStream_t stream) {
+  constexpr int kSmem = kTmaStages * kTmaStageBytes;
+  static const cudaError_t attr =
+      cudaFuncSetAttribute(CopySegmentsTmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (attr != cudaSuccess) return attr;
+  CopySegmentsTmaKernel<<<blocks, kTmaThreads, kSmem, stream>>>(segs, begin, end, parts, done);
   return cudaGetLastError();
 }
 

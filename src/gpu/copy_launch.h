@@ -20,6 +20,18 @@ inline constexpr int kProxyThreads = 1024;  // threads per block of the resident
 cudaError_t LaunchCopySegments(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts,
                                int blocks, const CopyDone& done, cudaStream_t stream);
 
+// The same with Hopper bulk copies (TMA): units of kTmaUnitBytes, each staged
+// through shared memory in kTmaStages pieces by one thread of a small block.
+// `parts` = units per segment (ceil(longest segment / kTmaUnitBytes)). Not used
+// by the transport: measured slower than LaunchCopySegments on NVLink (0.87 vs
+// 0.91 of the copy engine, docs/perf/2026-11-30-cuda.md); the benchmark probes it.
+inline constexpr int kTmaThreads = 32;
+inline constexpr int kTmaStages = 3;
+inline constexpr uint32_t kTmaStageBytes = 16u << 10;
+inline constexpr uint64_t kTmaUnitBytes = uint64_t{kTmaStages} * kTmaStageBytes;
+cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts, int blocks,
+                                  const CopyDone& done, cudaStream_t stream);
+
 // Stores `value` into `*done` (pinned host) after everything before it on `stream`.
 cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream);
 

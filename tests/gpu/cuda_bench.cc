@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <cstdio>
 #include <numeric>
@@ -15,6 +16,8 @@
 #include "gpu/copy_launch.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
+#include "transport/cuda/cuda_check.h"
+#include "transport/cuda/hop_trace.h"
 
 namespace kvlane::test {
 namespace {
@@ -33,6 +36,7 @@ struct Bench {
   uint8_t* local = nullptr;   // GPU 0, this process
   uint64_t remote = 0;        // target's GPU, other process
   uint8_t* ref_dst = nullptr; // reference: a buffer on the peer GPU in this process
+  uint8_t* ipc_remote = nullptr;  // probes: the target's buffer opened here through CUDA IPC
   uint64_t bytes = 0;
   cudaStream_t stream = nullptr;
 
@@ -178,6 +182,54 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
       Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
     }
   }
+  // Probe: the bulk-copy (TMA) kernel, with every destination byte checked once.
+  {
+    const uint32_t parts = static_cast<uint32_t>((d + gpu::kTmaUnitBytes - 1) / gpu::kTmaUnitBytes);
+    cudaMemset(b.ref_dst, 0xab, 2 * n * d);
+    cudaDeviceSynchronize();
+    cudaError_t err = gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, static_cast<int>(n * parts),
+                                                 {fin, done, 99}, b.stream);
+    if (err == cudaSuccess) err = cudaStreamSynchronize(b.stream);
+    int64_t bad = err == cudaSuccess ? -1 : -2;
+    std::vector<uint8_t> hs(d), hd(d);
+    for (uint64_t i = 0; i < n && bad == -1; ++i) {
+      cudaMemcpy(hs.data(), reinterpret_cast<void*>(h[i].src), d, cudaMemcpyDefault);
+      cudaMemcpy(hd.data(), reinterpret_cast<void*>(h[i].dst), d, cudaMemcpyDefault);
+      if (hs != hd) bad = static_cast<int64_t>(i);
+    }
+    std::printf("probe tma kernel verify: %s\n", bad == -1 ? "PASS" : bad == -2 ? cudaGetErrorString(err) : ("FAIL at desc " + std::to_string(bad)).c_str());
+    (void)cudaGetLastError();
+    for (int grid : {static_cast<int>(n * parts), 264, 528, 1056}) {
+      if (bad != -1) break;
+      std::vector<double> t;
+      for (int it = 0; it < 13; ++it) {
+        auto t0 = Clock::now();
+        gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
+        cudaStreamSynchronize(b.stream);
+        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+      }
+      char name[96];
+      std::snprintf(name, sizeof(name), "probe tma kernel grid=%d GB/s", grid);
+      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+    }
+    // READ direction (remote -> local) with the TMA kernel and the current kernel.
+    std::vector<gpu::CopySeg> rv(h);
+    for (auto& g : rv) std::swap(g.src, g.dst);
+    cudaMemcpy(segs, rv.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
+    for (int tma = 0; tma < 2 && bad == -1; ++tma) {
+      std::vector<double> t;
+      for (int it = 0; it < 13; ++it) {
+        auto t0 = Clock::now();
+        if (tma) gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, static_cast<int>(n * parts), {fin, done, uint64_t(it)}, b.stream);
+        else gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1, static_cast<int>(n), {fin, done, uint64_t(it)}, b.stream);
+        cudaStreamSynchronize(b.stream);
+        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+      }
+      Row(tma ? "probe tma kernel READ grid=6146 GB/s" : "probe kernel READ parts=1 grid=6146 GB/s", n * d / Pct(t, 50) / 1e3,
+          n * d / Pct(b.RefTimes(false, n * d, 1, 5), 50) / 1e3, "GB/s");
+    }
+    cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
+  }
   // Probe: one copy-engine batch (cudaMemcpyBatchAsync) for the same list.
   std::vector<void*> dsts(n), srcs(n);
   std::vector<size_t> sizes(n, d);
@@ -202,6 +254,72 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   cudaFree(segs);
   cudaFree(fin);
   cudaFreeHost(done);
+}
+
+// Probe (not kvlane): the copy-engine mechanism of the bulk path alone, on the
+// target's IPC-mapped buffer: cudaMemcpyAsync + cuStreamWriteValue64 into
+// pinned host memory that this thread polls, and cudaMemcpyAsync +
+// cudaStreamSynchronize; each beside the reference of the same bytes.
+// Runs after every kvlane row: the agent opened the same handle before.
+void CopyEngineProbe(Bench& b) {
+  std::string ipc = Unhex(b.target.Call("ipc " + std::to_string(b.remote)));
+  if (ipc.size() == sizeof(cudaIpcMemHandle_t)) {
+    cudaIpcMemHandle_t hnd;
+    std::memcpy(&hnd, ipc.data(), sizeof(hnd));
+    void* p = nullptr;
+    cudaError_t e = cudaIpcOpenMemHandle(&p, hnd, cudaIpcMemLazyEnablePeerAccess);
+    if (e == cudaSuccess) b.ipc_remote = static_cast<uint8_t*>(p);
+    else std::printf("probe copy engine: cudaIpcOpenMemHandle: %s\n", cudaGetErrorString(e));
+    (void)cudaGetLastError();
+  }
+  if (b.ipc_remote == nullptr || kvlane::core::Driver().write_value64 == nullptr) {
+    std::printf("probe copy engine: no IPC mapping or no cuStreamWriteValue64\n");
+    return;
+  }
+  uint64_t* word = nullptr;
+  cudaHostAlloc(reinterpret_cast<void**>(&word), 64, cudaHostAllocMapped | cudaHostAllocPortable);
+  *word = 0;
+  uint64_t value = 0;
+  auto memop = [&](uint64_t len) {
+    auto t0 = Clock::now();
+    cudaMemcpyAsync(b.ipc_remote, b.local, len, cudaMemcpyDefault, b.stream);
+    (void)kvlane::core::Driver().write_value64(b.stream, reinterpret_cast<unsigned long long>(word), ++value, 0);
+    while (std::atomic_ref<uint64_t>(*word).load(std::memory_order_acquire) != value) {
+    }
+    return b.Us(t0, Clock::now());
+  };
+  auto sync = [&](uint64_t len) {
+    auto t0 = Clock::now();
+    cudaMemcpyAsync(b.ipc_remote, b.local, len, cudaMemcpyDefault, b.stream);
+    cudaStreamSynchronize(b.stream);
+    return b.Us(t0, Clock::now());
+  };
+  for (uint64_t len : {uint64_t{2} << 20, uint64_t{256} << 20, uint64_t{1} << 30}) {
+    const bool lat = len <= (2u << 20);
+    const int n = lat ? 500 : 10, warm = lat ? 100 : 2;
+    std::vector<double> tm, ts;
+    for (int i = 0; i < warm + n; ++i) {
+      double a = memop(len), c = sync(len);
+      if (i >= warm) tm.push_back(a), ts.push_back(c);
+    }
+    auto ref = b.RefTimes(true, len, warm, n);
+    char name[96];
+    const char* lab = len == (2u << 20) ? "2MiB" : len == (256u << 20) ? "256MiB" : "1GiB";
+    if (lat) {
+      std::snprintf(name, sizeof(name), "probe CE+writeValue64 IPC %s p50 us", lab);
+      Row(name, Pct(tm, 50), Pct(ref, 50), "us");
+      std::snprintf(name, sizeof(name), "probe CE+writeValue64 IPC %s p99 us", lab);
+      Row(name, Pct(tm, 99), Pct(ref, 99), "us");
+      std::snprintf(name, sizeof(name), "probe CE+streamSync IPC %s p50 us", lab);
+      Row(name, Pct(ts, 50), Pct(ref, 50), "us");
+    } else {
+      std::snprintf(name, sizeof(name), "probe CE+writeValue64 IPC %s GB/s", lab);
+      Row(name, len / Pct(tm, 50) / 1e3, len / Pct(ref, 50) / 1e3, "GB/s");
+      std::snprintf(name, sizeof(name), "probe CE+streamSync IPC %s GB/s", lab);
+      Row(name, len / Pct(ts, 50) / 1e3, len / Pct(ref, 50) / 1e3, "GB/s");
+    }
+  }
+  cudaFreeHost(word);
 }
 
 // 6,146 descriptors of 37,440 B at shuffled slots of a pool on each side.
@@ -238,7 +356,52 @@ void Scattered(Bench& b) {
   KernelSweep(b, ls, rs, n, d);
 }
 
-int Main() {
+// Trace build only (KVLANE_HOP_TRACE): where a 4 KiB request's time goes,
+// hop by hop, p50 and p99 of each (posted one at a time).
+void HopRows(Bench& b) {
+  for (Op op : {Op::kWrite, Op::kRead}) {
+    XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), 4096),
+                          Contig(MemoryKind::kCuda, b.remote, 4096));
+    constexpr int kHops = 6;
+    const char* names[kHops] = {"post -> issue", "issue -> submitted", "submitted -> done seen",
+                                "done seen -> published", "published -> Check ok", "post returned"};
+    std::vector<double> d[kHops], total;
+    uint64_t by_poster = 0;
+    for (int i = 0; i < 3100; ++i) {
+      const int64_t t0 = kvlane::core::HopNow();
+      Status s = b.agent->Post(&h);
+      const int64_t tp = kvlane::core::HopNow();
+      while (s.in_progress() || s.ok()) {
+        s = b.agent->Check(h);
+        if (!s.in_progress()) break;
+      }
+      const int64_t t1 = kvlane::core::HopNow();
+      if (i < 100) continue;
+      auto& hp = kvlane::core::Hops();
+      int64_t t[kvlane::core::kHopCount];
+      for (int k = 0; k < kvlane::core::kHopCount; ++k) t[k] = hp.t[k].load();
+      d[0].push_back((t[0] - t0) / 1e3);
+      for (int k = 1; k < 4; ++k) d[k].push_back((t[k] - t[k - 1]) / 1e3);
+      d[4].push_back((t1 - t[3]) / 1e3);
+      d[5].push_back((tp - t0) / 1e3);
+      total.push_back((t1 - t0) / 1e3);
+      by_poster += hp.by_poster.load();
+    }
+    for (int k = 0; k < kHops; ++k) {
+      char name[96];
+      std::snprintf(name, sizeof(name), "hop 4KiB %s %s us p50 (p99)", OpName(op), names[k]);
+      Row(name, Pct(d[k], 50), Pct(d[k], 99), "us");
+    }
+    char name[96];
+    std::snprintf(name, sizeof(name), "hop 4KiB %s total us p50 (p99)", OpName(op));
+    Row(name, Pct(total, 50), Pct(total, 99), "us");
+    std::printf("hop 4KiB %s: issued by the posting thread %llu of %zu\n", OpName(op),
+                static_cast<unsigned long long>(by_poster), total.size());
+    (void)b.agent->Release(&h);
+  }
+}
+
+int Main(bool hops) {
   int ndev = 0;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("cuda_bench: no CUDA device\n");
@@ -253,7 +416,7 @@ int Main() {
   if (b.peer_dev != 0) cudaDeviceEnablePeerAccess(b.peer_dev, 0);
   cudaMalloc(reinterpret_cast<void**>(&b.local), kPool);
   cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking);
-  FillDevice(b.local, 64 << 20, 5);
+  FillDevice(b.local, 512 << 20, 5);  // the scattered list and the probes read up to 460 MB
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::printf("cuda_bench: %s, %d GPUs, initiator GPU 0, target GPU %d (other process), %s\n", prop.name, ndev,
@@ -261,6 +424,7 @@ int Main() {
   b.target = TargetProc::Spawn(b.peer_dev);
   std::istringstream in(b.target.Call("alloc " + std::to_string(kPool)));
   in >> b.remote;
+
   AgentOptions o;
   o.name = "init";
   o.transports = {"cuda"};
@@ -270,6 +434,11 @@ int Main() {
   std::printf("| %-44s | %10s | %10s | %-5s | %6s |\n", "metric", "kvlane", "reference", "unit", "ratio");
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(12, '-').c_str(),
               std::string(12, '-').c_str(), std::string(7, '-').c_str(), std::string(8, '-').c_str());
+  if (hops) {
+    HopRows(b);
+    b.agent.reset();
+    return 0;
+  }
   Latency(b, 4096, "4KiB", 3000);
   Latency(b, 16 << 10, "16KiB", 1000);
   Latency(b, 64 << 10, "64KiB", 1000);
@@ -279,6 +448,7 @@ int Main() {
   Contiguous(b, 256ull << 20, "256MiB");
   Contiguous(b, 1ull << 30, "1GiB");
   Scattered(b);
+  CopyEngineProbe(b);
   // Verification (outside the timed path): the last WRITE of 64 MiB lands intact.
   XferHandle h = b.Make(Op::kWrite, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), 64 << 20),
                         Contig(MemoryKind::kCuda, b.remote, 64 << 20));
@@ -295,5 +465,5 @@ int Main() {
 int main(int argc, char** argv) {
   int rc = kvlane::test::MaybeRunTarget(argc, argv);
   if (rc >= 0) return rc;
-  return kvlane::test::Main();
+  return kvlane::test::Main(argc > 1 && std::string(argv[1]) == "--hops");
 }

@@ -120,6 +120,11 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
     cudaMalloc(&p, a);
     auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device);
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
+  } else if (cmd == "ipc") {  // the allocation's legacy IPC handle (benchmark probes)
+    in >> a;
+    cudaIpcMemHandle_t h{};
+    cudaError_t e = cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(a));
+    out << (e == cudaSuccess ? Hex(std::string(reinterpret_cast<const char*>(&h), sizeof(h))) : "-");
   } else if (cmd == "meta") {
     out << Hex(agent.ExportMetadata().value());
   } else if (cmd == "fill" || cmd == "check" || cmd == "memset" || cmd == "checkbyte") {

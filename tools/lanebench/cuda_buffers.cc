@@ -35,8 +35,12 @@ class DeviceSpace final : public BufferSpace {
     KVLANE_RETURN_IF_ERROR(CudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize()));
     return static_cast<uint8_t*>(p);
   }
+  // cudaMemcpy from pageable memory may return before the DMA into the device
+  // finished; the engine copies on its own streams, so wait for it here.
   kvlane::Status Upload(uint8_t* dst, const uint8_t* host, uint64_t n) override {
-    return CudaStatus("cudaMemcpy(H2D)", cudaMemcpy(dst, host, n, cudaMemcpyHostToDevice));
+    KVLANE_RETURN_IF_ERROR(
+        CudaStatus("cudaMemcpy(H2D)", cudaMemcpy(dst, host, n, cudaMemcpyHostToDevice)));
+    return CudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize());
   }
   kvlane::Status Download(uint8_t* host, const uint8_t* src, uint64_t n) override {
     return CudaStatus("cudaMemcpy(D2H)", cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost));

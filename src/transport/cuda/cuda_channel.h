@@ -5,8 +5,10 @@
 // request's first chunk the issue thread moves the whole request at once: one
 // ring entry for the proxy (small), one cudaMemcpyAsync (one contiguous run) or
 // one kernel over the uploaded segment table; its later chunks retire behind
-// it. The GPU then writes the batch's number into a pinned host word; the
-// retire thread polls that host word (never the GPU) and retires FIFO.
+// it. A posting thread issues its own request itself when that needs no
+// set-up (Kick), under the lane's issue mutex, so tickets stay in order. The
+// GPU then writes the batch's number into a pinned host word; the retire
+// thread polls that host word (never the GPU) and retires FIFO.
 //
 // Thread-safety: Notify and Close are thread-safe; lanes run on their own threads.
 #pragma once
@@ -44,6 +46,11 @@ class CudaChannel final : public Channel {
   const char* transport() const override { return "cuda"; }
   // One launch per posted list already drives the link; striping splits it.
   bool stripe_bulk() const override { return false; }
+  bool whole_requests() const override { return true; }
+  // Issues what is queued on `lane` on the posting thread when nothing has to
+  // be built or started first (table uploaded; the proxy running for a small
+  // request): the post skips the hop through the issue thread.
+  void Kick(int lane) override;
   Status Notify(std::string_view bytes) override;
   void Close() override;
 
@@ -68,6 +75,9 @@ class CudaChannel final : public Channel {
     alignas(64) std::atomic<uint64_t> issued{0};   // batches published (issue thread)
     alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
     std::atomic<bool> issuing{false};              // inside a batch's live check + launch
+    // Held while issuing: by the issue thread, or by a posting thread in Kick.
+    // Guards the issue cursor, `batches` being filled, `proxy` and `ahead_*`.
+    std::mutex issue_mu;
     std::atomic<uint32_t> bell{0};                 // wakes the retire thread
     std::atomic<bool> issuer_done{false};
     bool wedged = false;                           // a wait timed out (retire thread)
@@ -87,6 +97,8 @@ class CudaChannel final : public Channel {
   void IdleWait(int lane, std::chrono::steady_clock::time_point* active);
   void MirrorErrors(Lane& l);
   void IssueBatch(int lane, bool closing);
+  enum class Route { kNotYet, kProxy, kLaunch };
+  Route RouteOf(const Lane& l, const WorkItem& w) const;
   uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
                 uint64_t seq);

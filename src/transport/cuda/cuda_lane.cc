@@ -1,12 +1,14 @@
 // The lanes of a CudaChannel: issue (check, route, launch) and retire (poll the
 // pinned completion word, retire FIFO).
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "core/request.h"
 #include "gpu/copy_launch.h"
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
+#include "transport/cuda/hop_trace.h"
 
 namespace kvlane::core {
 namespace {
@@ -17,6 +19,7 @@ constexpr uint64_t kCopyEngineMinBytes = 256u << 10;  // contiguous runs this bi
 constexpr uint64_t kUnitBytes = 64u << 10;  // copy kernel: one block per segment, or per 64 KiB of one
 constexpr uint64_t kMaxGrid = 1u << 20;     // beyond this many units blocks loop over them
 constexpr auto kYieldAfter = std::chrono::microseconds(20);  // a spinning issue thread then yields
+constexpr int kIdlePauses = 16;  // pauses between two looks of an idle issue thread (~1 us)
 
 void CpuRelax() {
 #if defined(__x86_64__)
@@ -41,9 +44,19 @@ void CudaChannel::IssueLoop(int i) {
       std::this_thread::yield();  // every completion word is in use
       continue;
     }
-    IssueBatch(i, false);
+    std::unique_lock lock(l.issue_mu, std::try_to_lock);
+    if (!lock.owns_lock()) {  // a posting thread is issuing (Kick)
+      CpuRelax();
+      continue;
+    }
+    // A posting thread may have issued it between the peek and the lock.
+    if (q.PeekIssue() != nullptr) {
+      KVLANE_HOP_BY_POSTER(0);
+      IssueBatch(i, false);
+    }
     active = Clock::now();
   }
+  std::lock_guard lock(l.issue_mu);  // no Kick issues once closing is set (it checks under the lock)
   for (;;) {  // closing: what is still queued retires as canceled, in ticket order
     while (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
       std::this_thread::yield();
@@ -55,6 +68,38 @@ void CudaChannel::IssueLoop(int i) {
   l.bell.notify_all();
 }
 
+// How a posting thread may issue `w` itself: not yet when something must be
+// built or started first (the table; the proxy of a small request) or every
+// completion word is in use. REQUIRES: l.issue_mu held.
+CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const {
+  if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
+    return Route::kNotYet;
+  const auto* t = static_cast<const XferTable*>(w.req->transport_state.get());
+  if (t == nullptr || !t->error.ok()) return Route::kNotYet;
+  const Request& r = *w.req;
+  const uint32_t end = static_cast<uint32_t>(r.chunks.size()) - 1;
+  const bool small = r.total_bytes <= proxy_max_bytes_ &&
+                     r.chunks[end].seg_end - r.chunks[w.chunk].seg_begin <= gpu::kProxyMaxSegs;
+  if (!l.proxy.enabled() || !small) return Route::kLaunch;
+  return l.proxy.running() ? Route::kProxy : Route::kNotYet;
+}
+
+void CudaChannel::Kick(int i) {
+  Lane& l = *lanes_[i];
+  std::unique_lock lock(l.issue_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // the issue thread (or another poster) has it
+  if (closing().load(std::memory_order_acquire) || latch().latched()) return;
+  std::optional<DeviceGuard> guard;  // launches go to the channel's GPU; a proxy entry needs none
+  LaneQueue& q = queue(i);
+  for (WorkItem* w = q.PeekIssue(); w != nullptr; w = q.PeekIssue()) {
+    const Route route = RouteOf(l, *w);
+    if (route == Route::kNotYet) return;
+    if (route == Route::kLaunch && !guard) guard.emplace(device_);
+    KVLANE_HOP_BY_POSTER(1);
+    IssueBatch(i, false);
+  }
+}
+
 // Nothing queued. The thread keeps spinning (pause, then yield) while the lane
 // has batches in flight and for `spin` after: the next post usually follows a
 // completion at once, and a futex wake-up costs more than the whole small
@@ -64,18 +109,27 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   Lane& l = *lanes_[i];
   const auto now = Clock::now();
   const bool busy = l.issued.load(std::memory_order_relaxed) != l.retired.load(std::memory_order_acquire);
-  static thread_local Clock::time_point busy_seen;
+  static thread_local Clock::time_point busy_seen, use_seen;  // one issue thread per lane
+  static thread_local uint64_t uses_seen = 0;
   if (busy) busy_seen = now;
+  if (const uint64_t u = l.proxy.uses(); u != uses_seen) uses_seen = u, use_seen = now;
   const auto quiet = now - std::max(*active, busy_seen);
-  if (busy || quiet < spin_ || (l.proxy.running() && now - l.proxy.last_use() < CudaProxy::kIdleExit)) {
-    if (now - *active > kYieldAfter) {
+  const bool proxy_hot = l.proxy.running() && now - use_seen < CudaProxy::kIdleExit;
+  if (busy || quiet < spin_ || proxy_hot) {
+    if (now - *active > kYieldAfter && !proxy_hot) {
       std::this_thread::yield();
     } else {
-      for (int k = 0; k < 16; ++k) CpuRelax();
+      // Posting threads issue most work themselves (Kick): look rarely, so
+      // that this thread does not pull the queue's cache lines away from them.
+      for (int k = 0; k < kIdlePauses; ++k) CpuRelax();
     }
     return;
   }
-  l.proxy.Quiesce();
+  {
+    std::unique_lock lock(l.issue_mu, std::try_to_lock);
+    if (!lock.owns_lock()) return;  // a poster is issuing: not idle
+    l.proxy.Quiesce();
+  }
   queue(i).WaitForIssue(std::chrono::microseconds(0));
   *active = Clock::now();
 }
@@ -97,8 +151,9 @@ uint32_t CudaChannel::Gather(int i, const WorkItem& first, uint32_t* last) {
   for (WorkItem* nx = q.PeekIssue(); nx != nullptr; nx = q.PeekIssue()) {
     if (nx->req != first.req || nx->gen != first.gen || nx->chunk != *last + 1) break;
     (void)BeginChunk(*nx);  // cannot be canceled: the post already started
+    *last += nx->count;
     q.AdvanceIssue();
-    ++*last, ++items;
+    ++items;
   }
   return items;
 }
@@ -110,12 +165,13 @@ uint32_t CudaChannel::Gather(int i, const WorkItem& first, uint32_t* last) {
 void CudaChannel::IssueBatch(int i, bool closing) {
   LaneQueue& q = queue(i);
   Lane& l = *lanes_[i];
+  KVLANE_HOP(kHopIssue);
   WorkItem first = *q.PeekIssue();
   q.AdvanceIssue();
   Request* r = first.req;
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   Batch& b = l.batches[seq % kBatchRing];
-  uint32_t last = first.chunk;
+  uint32_t last = first.chunk + first.count - 1;
   bool launched = false;
   Status s;
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
@@ -128,8 +184,11 @@ void CudaChannel::IssueBatch(int i, bool closing) {
     s = !started ? Status::Canceled("canceled before a lane started it")
         : closing ? Status::Canceled("channel closed")
                   : latch().Get();
-    XferTable* t = nullptr;
-    if (s.ok()) s = TableFor(r, &t);
+    // Built once, by the request's first post; a request has one post in
+    // flight, and the previous one's completion (release/acquire on the
+    // record) ordered the build before this read: no build_mu_ needed.
+    auto* t = static_cast<XferTable*>(r->transport_state.get());
+    if (s.ok()) s = t != nullptr ? t->error : TableFor(r, &t);
     if (s.ok()) {
       for (const RemotePiece* p : t->pieces)
         if (p->revoked.load(std::memory_order_seq_cst)) {
@@ -150,6 +209,7 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       if (launched && end > last) l.ahead_req = r, l.ahead_gen = first.gen, l.ahead_last = end;
     }
   }
+  KVLANE_HOP(kHopSubmitted);
   b.status = s;
   b.launched.store(launched, std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
@@ -192,14 +252,20 @@ void CudaChannel::RetireLoop(int i) {
     if (seq == l.issued.load(std::memory_order_acquire)) {
       if (l.issuer_done.load(std::memory_order_acquire) && seq == l.issued.load(std::memory_order_acquire))
         break;
+      // Spin for `spin`, and for as long as the proxy runs (small transfers
+      // are flowing): a futex wake-up would cost more than the transfer.
       auto until = Clock::now() + spin_;
-      while (l.bell.load(std::memory_order_acquire) == bell && Clock::now() < until) CpuRelax();
+      while (l.bell.load(std::memory_order_acquire) == bell &&
+             (Clock::now() < until || l.proxy.running()) && !l.issuer_done.load(std::memory_order_acquire))
+        CpuRelax();
       if (l.bell.load(std::memory_order_acquire) == bell) l.bell.wait(bell, std::memory_order_acquire);
       continue;
     }
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
+    KVLANE_HOP(kHopDoneSeen);
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
+    KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
 }

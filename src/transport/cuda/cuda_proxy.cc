@@ -17,7 +17,7 @@ void CudaProxy::Free() {
   if (ctl_) (void)cudaFreeHost(ctl_);
   if (lists_) (void)cudaFreeHost(lists_);
   stream_ = nullptr, scratch_ = nullptr, ring_ = nullptr, ctl_ = nullptr, lists_ = nullptr;
-  running_ = false;
+  running_.store(false, std::memory_order_relaxed);
 }
 
 Status CudaProxy::Init(int blocks, uint64_t* done, int priority) {
@@ -52,11 +52,11 @@ void CudaProxy::Write(const gpu::ProxyEntry& e) {
 
 Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
                          std::chrono::milliseconds timeout) {
-  if (!running_) {
+  if (!running()) {
     // The previous launch must have returned before the next one reuses the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(timeout));
     KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, scratch_, next_}, blocks_, stream_));
-    running_ = true;
+    running_.store(true, std::memory_order_relaxed);
   }
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyCopy;
@@ -73,16 +73,16 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
   }
   e.value = value;
   Write(e);
-  last_use_ = std::chrono::steady_clock::now();
+  uses_.store(uses_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   return Status::Ok();
 }
 
 void CudaProxy::Quiesce() {
-  if (!running_) return;
+  if (!running()) return;
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyExit;
   Write(e);
-  running_ = false;
+  running_.store(false, std::memory_order_relaxed);
 }
 
 Status CudaProxy::WaitExited(std::chrono::milliseconds timeout) {

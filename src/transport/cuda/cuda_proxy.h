@@ -4,13 +4,14 @@
 // entry) after the lane has been idle for a while, so that a caller's
 // cudaDeviceSynchronize or cudaFree waits at most that long.
 //
-// Thread-safety: Submit, Quiesce and Shutdown belong to the lane's issue thread
-// (Shutdown also to Close once that thread has joined); the flag accessors
+// Thread-safety: Submit, Quiesce and Shutdown are called under the lane's issue
+// mutex (Shutdown also by Close once the lane threads joined); the flag accessors
 // (MirrorLatch, gpu_error, saw_latch, InjectFault) are safe from any thread.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 
@@ -33,8 +34,9 @@ class CudaProxy {
   // completion words. REQUIRES: the channel's device is current; blocks >= 1.
   Status Init(int blocks, uint64_t* done, int priority);
   bool enabled() const { return ring_ != nullptr; }
-  bool running() const { return running_; }
-  std::chrono::steady_clock::time_point last_use() const { return last_use_; }
+  // Readable from any thread (the lane's spin policy); written under the lane's issue mutex.
+  bool running() const { return running_.load(std::memory_order_relaxed); }
+  uint64_t uses() const { return uses_.load(std::memory_order_relaxed); }  // entries submitted
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
@@ -69,9 +71,9 @@ class CudaProxy {
   cudaStream_t stream_ = nullptr;
   int blocks_ = 1;
   uint64_t next_ = 0;                 // the next entry number
-  bool running_ = false;              // a launch has not been sent its exit entry
+  std::atomic<bool> running_{false};  // a launch has not been sent its exit entry
   bool wedged_ = false;               // the kernel did not exit: leak, never free
-  std::chrono::steady_clock::time_point last_use_{};
+  std::atomic<uint64_t> uses_{0};      // copy entries submitted (the lane's idle clock watches it)
 };
 
 }  // namespace kvlane::core
