@@ -5,6 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "slurm.h"
+
 namespace kvbench {
 namespace {
 
@@ -78,6 +80,7 @@ kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text)
 }
 
 kvlane::Status RunConfig::Resolve() {
+  KVLANE_RETURN_IF_ERROR(ApplySlurm(this));  // srun -n 2: rank and peer from Slurm
   if (grid_preset != "quick" && grid_preset != "full") {
     return kvlane::Status::InvalidArgument("--grid is quick or full");
   }
