@@ -1,6 +1,9 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "core/agent_impl.h"
 
@@ -50,6 +53,13 @@ Status PostAndWait(Agent& a, XferHandle* h) {
   Status s = a.Post(h);
   if (s.is_error()) return s;
   return a.Wait(*h, std::chrono::seconds(10));
+}
+
+uint64_t RssBytes() {
+  std::ifstream f("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  f >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
 uint8_t PatternByte(uint64_t seed, uint64_t offset) {

@@ -36,6 +36,16 @@ Result<XferHandle> MakeSimple(Agent& a, const std::string& peer, Op op, const vo
 Status PostAndWait(Agent& a, XferHandle* h);
 
 // Deterministic bytes for (seed, offset).
+// This process's resident set size in bytes (/proc/self/statm).
+uint64_t RssBytes();
+// Under ASan/TSan the allocators keep freed memory (quarantine, shadow): RSS
+// bounds do not describe kvlane there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 uint8_t PatternByte(uint64_t seed, uint64_t offset);
 void Fill(std::vector<uint8_t>& buf, uint64_t seed);
 void Fill(uint8_t* p, uint64_t n, uint64_t seed, uint64_t base_offset = 0);

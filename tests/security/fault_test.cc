@@ -22,19 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // shadow memory and quarantine: RSS is not ours to bound
-#else
-constexpr bool kSanitized = false;
-#endif
-
-uint64_t RssBytes() {
-  std::ifstream f("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  f >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
 class DeregisterInFlightTest : public ::testing::TestWithParam<std::string> {};
 
 // The target deregisters while the initiator's READs and WRITEs run. Each ends

@@ -18,19 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // their allocators keep freed memory (quarantine): RSS is not ours
-#else
-constexpr bool kSanitized = false;
-#endif
-
-uint64_t RssBytes() {
-  std::ifstream f("/proc/self/statm");
-  uint64_t size = 0, resident = 0;
-  f >> size >> resident;
-  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-}
-
 size_t OpenFds() {
   size_t n = 0;
   for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) (void)e, ++n;
