@@ -2,12 +2,15 @@
 # Runs every gpu-labelled test and the cuda benchmark on a machine with GPUs and
 # prints one summary table. Binaries come from BIN (default: gpu-bin, a copy of
 # build-cuda/tests/gpu made on the build machine with -arch=sm_90a; optionally
-# cuda_bench_trace, the benchmark of a build with CMAKE_CXX_FLAGS=-DKVLANE_HOP_TRACE).
-#   usage: scripts/gpu-check.sh [BIN]
+# cuda_bench_trace, the benchmark of a build with CMAKE_CXX_FLAGS=-DKVLANE_HOP_TRACE;
+# optionally lanebench, from build-cuda/tools/lanebench, run on cuda, tcp and shm).
+# Logs and JSON (cuda_bench.json, lanebench-<transport>.json) go to OUT.
+#   usage: [OUT=/tmp/gpu-check] scripts/gpu-check.sh [BIN]
 set -u
 BIN=${1:-gpu-bin}
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
+rm -f "$OUT"/cuda_bench*.log "$OUT"/cuda_bench.json "$OUT"/lanebench-*.log "$OUT"/lanebench-*.json
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader || true
 nvidia-smi topo -m 2>/dev/null | head -4 || true
 declare -a rows
@@ -18,19 +21,36 @@ run() {  # name, command...
   local rc=$?
   local ms=$(( ($(date +%s%N) - start) / 1000000 ))
   local summary
-  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT/$name.log" | tr '\n' ' ' | cut -c1-120)
-  rows+=("$(printf '| %-22s | %-4s | %7d ms | %s' "$name" "$([ $rc = 0 ] && echo ok || echo FAIL)" "$ms" "$summary")")
-  [ $rc = 0 ] || grep -E 'Failure|FAILED|error' "$OUT/$name.log" | head -20
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) |outcome: |not available here' "$OUT/$name.log" |
+            tr '\n' ' ' | cut -c1-120)
+  local verdict=FAIL
+  [ $rc = 0 ] && verdict=ok
+  [ $rc = 77 ] && verdict=n/a  # lanebench: the transport is not available here
+  rows+=("$(printf '| %-22s | %-4s | %7d ms | %s' "$name" "$verdict" "$ms" "$summary")")
+  [ $rc = 0 ] || [ $rc = 77 ] || grep -E 'Failure|FAILED|error' "$OUT/$name.log" | head -20
 }
 run cuda_blob_test "$BIN/cuda_blob_test"
 run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
 run kvbench_gpu_test timeout 120 "$BIN/kvbench_gpu_test"
-run cuda_bench timeout 200 "$BIN/cuda_bench"
+run cuda_bench timeout 200 "$BIN/cuda_bench" --json "$OUT/cuda_bench.json"
 # Optional: the same benchmark built with -DKVLANE_HOP_TRACE (per-hop timestamps).
 [ -x "$BIN/cuda_bench_trace" ] && run cuda_bench_hops timeout 60 "$BIN/cuda_bench_trace" --hops
+# Optional: lanebench on the cuda transport, then on the host transports (the GPU
+# machine's cores are quiet, unlike the build machine's).
+# LANEBENCH_RUNS picks them: cuda-warm is cuda with --spin-us 20000 (lane threads
+# and the proxy kept awake between iterations; plain cuda starts each one cold).
+LANEBENCH_RUNS=${LANEBENCH_RUNS:-cuda cuda-warm tcp shm}
+if [ -x "$BIN/lanebench" ]; then
+  for t in $LANEBENCH_RUNS; do
+    args=(--transport "${t%-warm}")
+    [ "$t" != "${t%-warm}" ] && args+=(--spin-us 20000)
+    run "lanebench-$t" timeout -k 10 240 "$BIN/lanebench" "${args[@]}" --json "$OUT/lanebench-$t.json"
+  done
+fi
 echo
 cat "$OUT/cuda_bench.log"
 [ -f "$OUT/cuda_bench_hops.log" ] && { echo; grep -E '^\| hop|^hop' "$OUT/cuda_bench_hops.log"; }
+for t in $LANEBENCH_RUNS; do [ -f "$OUT/lanebench-$t.log" ] && { echo; cat "$OUT/lanebench-$t.log"; }; done
 echo
 echo "| check                  | rc   | time      | result"
 for r in "${rows[@]}"; do echo "$r"; done

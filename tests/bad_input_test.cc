@@ -7,6 +7,7 @@
 
 #include "core/metadata.h"
 #include "test_util.h"
+#include "two_agents.h"
 
 namespace kvlane::test {
 namespace {
@@ -15,11 +16,10 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kSize = 64 << 10;
 
-class BadInputTest : public ::testing::TestWithParam<std::string> {
+class BadInputTest : public TwoAgents {
  protected:
   void SetUp() override {
-    pair_ = MakePair(GetParam());
-    ASSERT_TRUE(pair_.a && pair_.b);
+    ASSERT_NO_FATAL_FAILURE(MakeAgents({}, /*connect=*/false));
     src_.resize(kSize);
     Fill(src_, 6);
     ASSERT_TRUE(a().RegisterMemory(src_.data(), kSize).ok());
@@ -27,8 +27,6 @@ class BadInputTest : public ::testing::TestWithParam<std::string> {
     Connect(a(), b());
   }
   void TearDown() override { EXPECT_TRUE(dst_.GuardsIntact()) << "bytes written outside the region"; }
-  Agent& a() { return *pair_.a; }
-  Agent& b() { return *pair_.b; }
   Code PrepareLocalCode(const void* p, uint64_t n) {
     DescList l;
     l.Add(p, n);
@@ -40,7 +38,6 @@ class BadInputTest : public ::testing::TestWithParam<std::string> {
     return a().PrepareRemote(peer, l).status().code();
   }
   bool DstUntouched() { return FirstNot(dst_.data(), kSize, 0xEE) < 0; }
-  Pair pair_;
   std::vector<uint8_t> src_;
   Guarded dst_{kSize, 4096, 0xEE};
 };
@@ -200,6 +197,34 @@ TEST_P(BadInputTest, ForgedLargerRegionIsBoundsCheckedByTarget) {
   ASSERT_TRUE(k.ok());
   EXPECT_TRUE(PostAndWait(a(), &k.value()).is_error());
   EXPECT_TRUE(DstUntouched());
+}
+
+// Every out-of-range option is refused at Create with an error naming it.
+TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
+  struct Case {
+    const char* field;
+    void (*spoil)(AgentOptions&);
+  };
+  const Case cases[] = {
+      {"lanes_per_peer", [](AgentOptions& o) { o.lanes_per_peer = 0; }},
+      {"chunk_bytes", [](AgentOptions& o) { o.chunk_bytes = 100; }},
+      {"lane_ring_slots", [](AgentOptions& o) { o.lane_ring_slots = 3; }},
+      {"transports", [](AgentOptions& o) { o.transports = {"carrier-pigeon"}; }},
+      {"cuda_proxy_blocks", [](AgentOptions& o) { o.cuda_proxy_blocks = 9; }},
+      {"cuda_proxy_max_bytes", [](AgentOptions& o) { o.cuda_proxy_max_bytes = 32ull << 20; }},
+      {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = 2s; }},
+      {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = -1us; }},
+      {"max_notification_bytes", [](AgentOptions& o) { o.max_notification_bytes = 100; }},
+  };
+  for (const Case& c : cases) {
+    AgentOptions o;
+    o.name = "opts";
+    c.spoil(o);
+    auto a = Agent::Create(o);
+    ASSERT_FALSE(a.ok()) << c.field;
+    EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
+    EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, BadInputTest, ::testing::Values("local", "shm", "tcp"),

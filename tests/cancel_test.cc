@@ -6,13 +6,14 @@
 #include <thread>
 
 #include "test_util.h"
+#include "two_agents.h"
 
 namespace kvlane::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class CancelTest : public ::testing::TestWithParam<std::string> {
+class CancelTest : public TwoAgents {
  protected:
   // One lane, 4 KiB chunks: a 64 MiB WRITE is 16384 chunks, more than the
   // lane can push into the stalled target's socket buffers, so whatever is
@@ -22,8 +23,7 @@ class CancelTest : public ::testing::TestWithParam<std::string> {
     o.lanes_per_peer = 1;
     o.chunk_bytes = 4096;
     o.lane_ring_slots = 1 << 15;
-    pair_ = MakePair(GetParam(), o);
-    ASSERT_TRUE(pair_.a && pair_.b);
+    ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
     src_.resize(kBig);
     dst_.resize(kBig);
     Fill(src_, 21);
@@ -32,10 +32,7 @@ class CancelTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(b().RegisterMemory(small_.data(), kSmall).ok());
     Connect(a(), b());
   }
-  Agent& a() { return *pair_.a; }
-  Agent& b() { return *pair_.b; }
   static constexpr uint64_t kBig = 64 << 20, kSmall = 8192;
-  Pair pair_;
   std::vector<uint8_t> src_, dst_, small_ = std::vector<uint8_t>(kSmall, 0xEE);
 };
 

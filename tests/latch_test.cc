@@ -6,24 +6,14 @@
 #include <thread>
 
 #include "test_util.h"
+#include "two_agents.h"
 
 namespace kvlane::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class LatchTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override { Make({}); }
-  void Make(AgentOptions o) {
-    pair_ = MakePair(GetParam(), o);
-    ASSERT_TRUE(pair_.a && pair_.b);
-    Connect(a(), b());
-  }
-  Agent& a() { return *pair_.a; }
-  Agent& b() { return *pair_.b; }
-  Pair pair_;
-};
+class LatchTest : public TwoAgents {};
 
 bool IsStale(Code c) { return c == Code::kRemoteStale || c == Code::kBackend; }
 
@@ -139,7 +129,7 @@ TEST_P(LatchTest, LatchAbortsWorkQueuedBehind) {
   o.lanes_per_peer = 1;
   o.chunk_bytes = 4096;
   o.lane_ring_slots = 1 << 15;
-  Make(o);
+  MakeAgents(o);
   constexpr uint64_t kBig = 64 << 20, kSmall = 4096;
   std::vector<uint8_t> src(kBig), dst(kBig), small_dst(kSmall, 0xEE);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kBig).ok());

@@ -5,25 +5,21 @@
 #include <chrono>
 
 #include "test_util.h"
+#include "two_agents.h"
 
 namespace kvlane::test {
 namespace {
 
 using namespace std::chrono_literals;
 
-class NotifyTest : public ::testing::TestWithParam<std::string> {
+class NotifyTest : public TwoAgents {
  protected:
   void SetUp() override {
     AgentOptions o;
     o.chunk_bytes = 256 << 10;
     o.stripe_min_bytes = 1 << 20;  // 4 MiB requests stripe over both lanes
-    pair_ = MakePair(GetParam(), o);
-    ASSERT_TRUE(pair_.a && pair_.b);
-    Connect(a(), b());
+    MakeAgents(o);
   }
-  Agent& a() { return *pair_.a; }
-  Agent& b() { return *pair_.b; }
-  Pair pair_;
 };
 
 // Each epoch writes 4 MiB (16 chunks, striped) carrying "epoch-N". The moment b
@@ -102,6 +98,34 @@ TEST_P(NotifyTest, StandaloneNotificationAfterFinishedWrite) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].bytes, "done");
   EXPECT_EQ(FirstMismatch(dst.data(), kSize, 9), -1);
+}
+
+// Untaken notifications are bounded: past max_notification_bytes the target
+// refuses (the sender sees kNotAllowed, nothing is dropped silently); a transfer
+// whose notification is refused ends with kNotAllowed though its data landed;
+// once the application takes them, notifications flow again.
+TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
+  AgentOptions o;
+  o.max_notification_bytes = 8192;
+  ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
+  constexpr uint64_t kSize = 64 << 10;
+  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  Fill(src, 4);
+  ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
+  Connect(a(), b());
+  const std::string msg(1000, 'm');  // costs 1000 + 1 ("a") + 64 bytes at b
+  for (int i = 0; i < 7; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
+  EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
+  auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize, msg);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(PostAndWait(a(), &h.value()).code(), Code::kNotAllowed);
+  EXPECT_EQ(FirstMismatch(dst.data(), kSize, 4), -1);  // the data landed before the notification
+  EXPECT_EQ(b().TakeNotifications().size(), 7u);
+  ASSERT_TRUE(a().SendNotification("b", msg).ok());
+  EXPECT_TRUE(PostAndWait(a(), &h.value()).ok());
+  EXPECT_EQ(b().TakeNotifications().size(), 2u);
+  EXPECT_TRUE(a().PeerError("b").ok());  // a refusal does not latch the channel
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, NotifyTest, ::testing::Values("local", "shm", "tcp"),

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "test_util.h"
+#include "two_agents.h"
 
 namespace kvlane::test {
 namespace {
@@ -17,7 +18,7 @@ constexpr uint64_t kReq = 8192;  // 2 chunks of 4 KiB
 constexpr int kOutstanding = 14;
 constexpr uint32_t kMaxRequests = 16;
 
-class RingTest : public ::testing::TestWithParam<std::string> {
+class RingTest : public TwoAgents {
  protected:
   void SetUp() override {
     AgentOptions o;
@@ -26,8 +27,7 @@ class RingTest : public ::testing::TestWithParam<std::string> {
     o.lane_ring_slots = 32;
     o.max_requests = kMaxRequests;
     o.post_timeout = 300ms;
-    pair_ = MakePair(GetParam(), o);
-    ASSERT_TRUE(pair_.a && pair_.b);
+    ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
     src_.resize(kReq * 64);
     back_.resize(kReq * 64);
     dst_.resize(kReq * 64);
@@ -36,8 +36,6 @@ class RingTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(b().RegisterMemory(dst_.data(), dst_.size()).ok());
     Connect(a(), b());
   }
-  Agent& a() { return *pair_.a; }
-  Agent& b() { return *pair_.b; }
   // Request i moves the i-th 8 KiB slice (mod 64).
   XferHandle Make(Op op, int i, uint64_t bytes = kReq) {
     uint64_t off = (i % 64) * kReq;
@@ -46,7 +44,6 @@ class RingTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(h.ok()) << h.status().ToString();
     return h.ok() ? h.value() : XferHandle{};
   }
-  Pair pair_;
   std::vector<uint8_t> src_, back_, dst_;
 };
 

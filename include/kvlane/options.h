@@ -40,6 +40,10 @@ struct AgentOptions {
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+  // Notifications received and not yet taken (TakeNotifications) may hold at most
+  // this many bytes (payload + sender name + 64 each); beyond it a peer's
+  // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.
+  uint64_t max_notification_bytes = 64ull << 20;
   // cuda: blocks (one SM each) of every cuda lane's resident proxy kernel, which moves
   // small transfers without a launch per request; 0..8, 0 turns it off. Default 1 (with
   // lanes_per_peer 2: two SMs, only while small transfers flow; it exits when idle).
@@ -47,6 +51,11 @@ struct AgentOptions {
   // cuda: requests of at most this many bytes go through the proxy; bigger ones use
   // copy engines or a copy kernel launch. 0..16 MiB, default 64 KiB.
   uint64_t cuda_proxy_max_bytes = 64ull << 10;
+  // cuda: a lane's proxy kernel exits after this long without a small transfer (and
+  // after 2 ms of steady traffic; the next small transfer restarts it, one kernel
+  // launch). A caller's cudaDeviceSynchronize or cudaFree waits for a running proxy,
+  // so this bounds how long they wait after small traffic stops. 0..1 s, default 1 ms.
+  std::chrono::microseconds cuda_proxy_idle_exit{1000};
 
   // Returns an InvalidArgument status naming the first bad field.
   Status Validate() const;

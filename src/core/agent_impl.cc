@@ -33,7 +33,7 @@ AgentImpl::AgentImpl(const AgentOptions& options)
   ctx_.agent_id = RandomU64();
   RandomBytes(ctx_.secret.data(), ctx_.secret.size());
   ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
-  ctx_.notifs = std::make_shared<NotifQueue>();
+  ctx_.notifs = std::make_shared<NotifQueue>(options.max_notification_bytes);
   ctx_.completer = &completer_;
   slots_.resize(options.max_requests);
   free_slots_.reserve(options.max_requests);

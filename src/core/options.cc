@@ -42,8 +42,12 @@ Status AgentOptions::Validate() const {
   if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
     return Bad("*_timeout", "must be positive");
   if (spin.count() < 0) return Bad("spin", "must not be negative");
+  if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
+    return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
   if (cuda_proxy_blocks < 0 || cuda_proxy_blocks > 8) return Bad("cuda_proxy_blocks", "must be 0..8");
   if (cuda_proxy_max_bytes > (16ull << 20)) return Bad("cuda_proxy_max_bytes", "must be at most 16 MiB");
+  if (cuda_proxy_idle_exit.count() < 0 || cuda_proxy_idle_exit > std::chrono::seconds(1))
+    return Bad("cuda_proxy_idle_exit", "must be 0..1 s");
   return Status::Ok();
 }
 

@@ -36,8 +36,10 @@ cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t 
 cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream);
 
 // Starts a lane's resident proxy (`blocks` blocks) serving ring entries from
-// args.start on; it returns after an exit entry. Zeroes args.scratch first.
-// REQUIRES: blocks >= 1; nothing else runs on `stream` until it returns.
+// args.start on; it returns after an exit entry. One kernel launch and nothing
+// else (no memset: see ProxyScratch).
+// REQUIRES: blocks >= 1; nothing else runs on `stream` until it returns;
+// args.arrivals_base = blocks x the copy entries of every earlier launch.
 cudaError_t LaunchProxy(const ProxyArgs& args, int blocks, cudaStream_t stream);
 
 }  // namespace kvlane::gpu

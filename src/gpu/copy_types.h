@@ -68,10 +68,13 @@ struct ProxyCtl {
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
 };
 
-// Device-memory scratch of one lane's proxy; zeroed before each launch.
+// Device-memory scratch of one lane's proxy; zeroed once when it is allocated and
+// never reset: a launch reads its arrivals relative to ProxyArgs::arrivals_base (a
+// reset would be one more operation on the start path, and a memset may queue
+// behind bulk copy-engine work).
 struct ProxyScratch {
-  unsigned long long arrivals;  // blocks finished, summed over entries (blocks > 1)
-  unsigned int skipped;         // sticky: some block stopped copying
+  unsigned long long arrivals;  // blocks finished, summed over every entry of every launch
+  unsigned int skipped;         // sticky: some block stopped copying (the channel latched)
 };
 
 struct ProxyArgs {
@@ -80,6 +83,7 @@ struct ProxyArgs {
   uint64_t* done;          // pinned host (mapped): the lane's kProxyRing completion words
   ProxyScratch* scratch;   // device memory
   uint64_t start;          // the first entry number this launch serves
+  unsigned long long arrivals_base;  // scratch->arrivals when this launch starts
 };
 
 }  // namespace kvlane::gpu

@@ -109,7 +109,7 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t k, bool
     return;
   }
   __threadfence();
-  if (atomicAdd(&a.scratch->arrivals, 1ull) + 1 != (k + 1) * gridDim.x) return;
+  if (atomicAdd(&a.scratch->arrivals, 1ull) + 1 != a.arrivals_base + (k + 1) * gridDim.x) return;
   const bool any_skip = atomicOr(&a.scratch->skipped, 0u) != 0;
   StoreSystem(word, any_skip ? e.value | kDoneSkipped : e.value);
 }
@@ -133,8 +133,6 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
 }  // namespace
 
 cudaError_t LaunchProxy(const ProxyArgs& args, int blocks, cudaStream_t stream) {
-  cudaError_t e = cudaMemsetAsync(args.scratch, 0, sizeof(ProxyScratch), stream);
-  if (e != cudaSuccess) return e;
   ProxyKernel<<<blocks, kProxyThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }

@@ -15,25 +15,9 @@
 #include "core/registry.h"
 #include "kvlane/options.h"
 #include "kvlane/transfer.h"
+#include "transport/notif_queue.h"
 
 namespace kvlane::core {
-
-// Received notifications of one agent. Thread-safe.
-class NotifQueue {
- public:
-  void Push(Notification n) {
-    std::lock_guard lock(mu_);
-    items_.push_back(std::move(n));
-  }
-  std::vector<Notification> TakeAll() {
-    std::lock_guard lock(mu_);
-    return std::exchange(items_, {});
-  }
-
- private:
-  std::mutex mu_;
-  std::vector<Notification> items_;  // GUARDED_BY(mu_)
-};
 
 // What every transport of an agent shares. Outlives the transports.
 struct AgentContext {

@@ -8,11 +8,13 @@
 #include <cstring>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "bench_json.h"
 #include "gpu/copy_launch.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
@@ -81,7 +83,14 @@ struct Bench {
   }
 };
 
+// Every row printed, for --json.
+std::vector<BenchRow>& Rows() {
+  static std::vector<BenchRow> rows;
+  return rows;
+}
+
 void Row(const char* name, double kv, double ref, const char* unit) {
+  Rows().push_back({name, kv, ref, unit});
   std::printf("| %-44s | %10.2f | %10.2f | %-5s | %6.3f |\n", name, kv, ref, unit, kv / ref);
 }
 
@@ -401,14 +410,19 @@ void HopRows(Bench& b) {
   }
 }
 
-int Main(bool hops) {
+// Runs the benchmark; what it ran on and the verification go into `run`.
+int Main(bool hops, nlohmann::json* run) {
   int ndev = 0;
+  *run = {{"mode", hops ? "hops" : "full"}};
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("cuda_bench: no CUDA device\n");
+    (*run)["error"] = "no CUDA device";
     return 1;
   }
   Bench b;
   b.peer_dev = ndev > 1 ? 1 : 0;
+  (*run)["initiator_gpu"] = 0;
+  (*run)["target_gpu"] = b.peer_dev;
   const uint64_t kPool = 1ull << 30;
   cudaSetDevice(b.peer_dev);
   cudaMalloc(reinterpret_cast<void**>(&b.ref_dst), kPool);
@@ -455,15 +469,56 @@ int Main(bool hops) {
   b.Once(&h);
   std::string bad = b.target.Call("check " + std::to_string(b.remote) + " " + std::to_string(64 << 20) + " 5");
   std::printf("verify 64 MiB WRITE: %s\n", bad == "-1" ? "PASS" : ("FAIL at " + bad).c_str());
+  (*run)["verify_64MiB_write"] = bad == "-1" ? "PASS" : "FAIL at " + bad;
   b.agent.reset();
   return bad == "-1" ? 0 : 1;
+}
+
+struct Args {
+  bool hops = false;
+  std::string json;     // --json PATH; empty: no JSON
+  std::string command;  // the command line, for the JSON
+};
+
+// False on an argument it does not know.
+bool ParseArgs(int argc, char** argv, Args* a) {
+  a->command = argv[0];
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    a->command += " " + arg;
+    if (arg == "--hops") {
+      a->hops = true;
+    } else if (arg == "--json" && i + 1 < argc) {
+      a->json = argv[++i];
+      a->command += " " + a->json;
+    } else {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
 }  // namespace kvlane::test
 
+// usage: cuda_bench [--hops] [--json PATH]
 int main(int argc, char** argv) {
   int rc = kvlane::test::MaybeRunTarget(argc, argv);
   if (rc >= 0) return rc;
-  return kvlane::test::Main(argc > 1 && std::string(argv[1]) == "--hops");
+  kvlane::test::Args args;
+  if (!kvlane::test::ParseArgs(argc, argv, &args)) {
+    std::fprintf(stderr, "usage: %s [--hops] [--json PATH]\n", argv[0]);
+    return 2;
+  }
+  if (!args.json.empty() && !std::ofstream(args.json)) {  // fail before the run, not after
+    std::fprintf(stderr, "cuda_bench: cannot write %s\n", args.json.c_str());
+    return 2;
+  }
+  nlohmann::json run;
+  rc = kvlane::test::Main(args.hops, &run);
+  run["exit_code"] = rc;
+  if (!args.json.empty() &&
+      !kvlane::test::WriteBenchJson(args.json, args.command, run, kvlane::test::Rows()))
+    return rc == 0 ? 1 : rc;
+  return rc;
 }

@@ -13,6 +13,7 @@
 
 #include "kvlane/kvlane.h"
 #include "test_util.h"
+#include "vmm_alloc.h"
 
 namespace kvlane::test {
 
@@ -120,6 +121,18 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
     cudaMalloc(&p, a);
     auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device);
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
+  } else if (cmd == "vmmalloc") {  // <bytes> <parts> <handle types>: VMM memory, registered
+    in >> a >> b >> c;
+    std::string error;
+    void* p = VmmAlloc(device, a, static_cast<int>(b), static_cast<unsigned>(c), &error);
+    auto r = p ? agent.RegisterMemory(p, a, MemoryKind::kCuda, device)
+               : Result<RegionId>(Status::Backend(error));
+    out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
+    if (!r.ok()) out << " " << r.status().ToString();  // why, for the test's message
+  } else if (cmd == "reg") {  // <addr> <bytes>: registers memory again (after dereg)
+    in >> a >> b;
+    auto r = agent.RegisterMemory(reinterpret_cast<void*>(a), b, MemoryKind::kCuda, device);
+    out << (r.ok() ? r->value : 0);
   } else if (cmd == "ipc") {  // the allocation's legacy IPC handle (benchmark probes)
     in >> a;
     cudaIpcMemHandle_t h{};

@@ -1,5 +1,7 @@
 #include "device_check.h"
 
+#include "cuda_status.h"
+
 #ifdef KVBENCH_HAVE_CUDA
 #include "gpu/pattern_launch.h"
 #endif
@@ -8,11 +10,6 @@ namespace kvbench {
 
 #ifdef KVBENCH_HAVE_CUDA
 namespace {
-
-kvlane::Status Check(cudaError_t rc, const char* what) {
-  if (rc == cudaSuccess) return kvlane::Status::Ok();
-  return kvlane::Status::Backend(std::string(what) + ": " + cudaGetErrorString(rc));
-}
 
 // The stream the kernels run on and one device buffer holding the totals, then
 // the table. Stream-ordered allocation where the device supports it: a plain
@@ -30,23 +27,24 @@ class Launch {
   }
 
   kvlane::Status Upload(int device, const PatternTable& table) {
-    KVLANE_RETURN_IF_ERROR(Check(cudaSetDevice(device), "cudaSetDevice"));
+    KVLANE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
     KVLANE_RETURN_IF_ERROR(
-        Check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
+        CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"));
     uint64_t bytes = sizeof(gpu::VerifyTotals) + table.size() * sizeof(gpu::PatternExtent);
     pooled_ = cudaMallocAsync(&buffer_, bytes, stream_) == cudaSuccess;
     if (!pooled_) {
       (void)cudaGetLastError();  // clear the failed cudaMallocAsync
-      KVLANE_RETURN_IF_ERROR(Check(cudaMalloc(&buffer_, bytes), "cudaMalloc (pattern table)"));
+      KVLANE_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&buffer_, bytes), "cudaMalloc (pattern table)"));
     }
-    return Check(cudaMemcpyAsync(this->table(), table.data(), bytes - sizeof(gpu::VerifyTotals),
-                                 cudaMemcpyHostToDevice, stream_),
-                 "cudaMemcpyAsync (pattern table)");
+    return CudaStatus(
+        cudaMemcpyAsync(this->table(), table.data(), bytes - sizeof(gpu::VerifyTotals),
+                        cudaMemcpyHostToDevice, stream_),
+        "cudaMemcpyAsync (pattern table)");
   }
 
   kvlane::Status Wait(cudaError_t launched, const char* what) {
-    KVLANE_RETURN_IF_ERROR(Check(launched, what));
-    return Check(cudaStreamSynchronize(stream_), what);
+    KVLANE_RETURN_IF_ERROR(CudaStatus(launched, what));
+    return CudaStatus(cudaStreamSynchronize(stream_), what);
   }
 
   cudaStream_t stream() const { return stream_; }
@@ -92,10 +90,6 @@ kvlane::Result<gpu::VerifyTotals> DeviceVerify(int device, const PatternTable& t
 }
 
 #else  // !KVBENCH_HAVE_CUDA
-
-namespace {
-kvlane::Status NoCuda() { return kvlane::Status::NotSupported("kvbench was built without CUDA"); }
-}  // namespace
 
 kvlane::Status DeviceFill(int, const PatternTable&, uint32_t, uint64_t) { return NoCuda(); }
 kvlane::Status DeviceWipe(int, const PatternTable&, uint8_t) { return NoCuda(); }

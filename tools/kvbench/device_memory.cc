@@ -1,21 +1,10 @@
 #include "device_memory.h"
 
-#ifdef KVBENCH_HAVE_CUDA
-#include <cuda_runtime_api.h>
-#endif
+#include "cuda_status.h"
 
 namespace kvbench {
 
 #ifdef KVBENCH_HAVE_CUDA
-namespace {
-
-kvlane::Status Check(cudaError_t rc, const char* what) {
-  if (rc == cudaSuccess) return kvlane::Status::Ok();
-  return kvlane::Status::Backend(std::string(what) + ": " + cudaGetErrorString(rc));
-}
-
-}  // namespace
-
 int DeviceCount() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
@@ -37,35 +26,31 @@ uint64_t DeviceFreeBytes(int device) {
 }
 
 kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes) {
-  KVLANE_RETURN_IF_ERROR(Check(cudaSetDevice(device), "cudaSetDevice"));
+  KVLANE_RETURN_IF_ERROR(CudaStatus(cudaSetDevice(device), "cudaSetDevice"));
   void* p = nullptr;
-  KVLANE_RETURN_IF_ERROR(Check(cudaMalloc(&p, bytes), "cudaMalloc"));
+  KVLANE_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&p, bytes), "cudaMalloc"));
   return p;
 }
 
 void DeviceFree(void* ptr) { (void)cudaFree(ptr); }
 
 kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len) {
-  return Check(cudaMemcpy(dst, src, len, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  return CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 }
 
 kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len) {
-  return Check(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  return CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
 }
 
 kvlane::Status CopyDeviceToDevice(void* dst, const void* src, uint64_t len) {
-  return Check(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D");
+  return CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D");
 }
 
 kvlane::Status DeviceMemset(void* dst, int byte, uint64_t len) {
-  return Check(cudaMemset(dst, byte, len), "cudaMemset");
+  return CudaStatus(cudaMemset(dst, byte, len), "cudaMemset");
 }
 
 #else  // !KVBENCH_HAVE_CUDA
-
-namespace {
-kvlane::Status NoCuda() { return kvlane::Status::NotSupported("kvbench was built without CUDA"); }
-}  // namespace
 
 int DeviceCount() { return 0; }
 std::string DeviceName(int device) { return "cuda:" + std::to_string(device); }

@@ -211,7 +211,8 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"single_bytes", cfg.single_bytes},
                  {"warmup", cfg.warmup},
                  {"iters", cfg.iters},
-                 {"pairs", cfg.pairs}};
+                 {"pairs", cfg.pairs},
+                 {"spin_us", cfg.spin_us}};
   d["method"] = MethodDoc();
   d["baseline"] = kBaseline;
   d["candidate"] = kCandidate;

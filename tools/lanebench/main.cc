@@ -36,6 +36,10 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--iters", cfg.iters, "measured iterations per run")->capture_default_str();
   app.add_option("--pairs", cfg.pairs, "process pairs per arm and case")->capture_default_str();
   app.add_option("--timeout", cfg.timeout_s, "seconds per process group")->capture_default_str();
+  app.add_option("--spin-us", cfg.spin_us,
+                 "engine workers and the cuda proxy stay awake this long after their last work "
+                 "(-1: engine defaults, where every iteration starts from sleeping workers)")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }
 

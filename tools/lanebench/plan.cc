@@ -18,6 +18,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.warmup = cfg.warmup;
   s.iters = cfg.iters;
   s.timeout_s = cfg.timeout_s;
+  s.spin_us = cfg.spin_us;
   return s;
 }
 
@@ -64,6 +65,7 @@ kvlane::Status BenchConfig::Validate() const {
   if (mixed_peers != 1 && mixed_peers != 2) return bad("--mixed-peers: 1 or 2");
   if (warmup < 0 || iters < 1 || pairs < 1) return bad("--warmup >= 0, --iters >= 1, --pairs >= 1");
   if (timeout_s <= 0) return bad("--timeout must be positive");
+  if (spin_us < -1 || spin_us > 1000000) return bad("--spin-us: -1 (engine default) or 0..1000000");
   return kvlane::Status::Ok();
 }
 

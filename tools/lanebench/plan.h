@@ -25,6 +25,11 @@ struct BenchConfig {
   int iters = 100;
   int pairs = 3;
   double timeout_s = 120;  // per process group
+  // Engine workers (and the cuda proxy) stay awake this long after their last
+  // work (AgentOptions::spin, cuda_proxy_idle_exit); -1: the engine's defaults.
+  // Iterations are apart by their staging and verification, so with the
+  // defaults every iteration starts from sleeping workers.
+  int64_t spin_us = -1;
   std::string json = "lanebench.json";
 
   kvlane::Status Validate() const;

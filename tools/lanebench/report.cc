@@ -101,9 +101,14 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
   fmt::print(out, "command: {}\n", doc["command"].get<std::string>());
   fmt::print(out,
              "config: transport {}, memory {}, {} process pairs per arm and case, "
-             "{} warm-up + {} measured iterations per run, arm order rotates between pairs\n",
+             "{} warm-up + {} measured iterations per run, arm order rotates between pairs, "
+             "{}\n",
              cfg["transport"].get<std::string>(), cfg["memory"].get<std::string>(),
-             cfg["pairs"].get<int>(), cfg["warmup"].get<int>(), cfg["iters"].get<int>());
+             cfg["pairs"].get<int>(), cfg["warmup"].get<int>(), cfg["iters"].get<int>(),
+             cfg.value("spin_us", int64_t{-1}) < 0
+                 ? std::string("engine workers at their default spin (each iteration starts cold)")
+                 : fmt::format("engine workers kept awake {} us after their last work (--spin-us)",
+                               cfg["spin_us"].get<int64_t>()));
   for (const auto& [key, text] : doc["method"].items())
     fmt::print(out, "method.{}: {}\n", key, text.get<std::string>());
   fmt::print(out, "\n");

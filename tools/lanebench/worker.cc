@@ -1,5 +1,7 @@
 #include "worker.h"
 
+#include <algorithm>
+
 namespace lanebench {
 
 std::string TargetName(int index) { return "target" + std::to_string(index); }
@@ -22,6 +24,10 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   KVLANE_ASSIGN_OR_RETURN(o.policy, kvlane::ParsePolicy(spec.policy));
   o.transports = {spec.transport};
   o.lanes_per_peer = spec.lanes_per_peer;
+  if (spec.spin_us >= 0) {
+    o.spin = std::chrono::microseconds(spec.spin_us);
+    o.cuda_proxy_idle_exit = std::max(o.cuda_proxy_idle_exit, o.spin);
+  }
   return kvlane::Agent::Create(o);
 }
 

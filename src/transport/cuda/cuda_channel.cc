@@ -7,26 +7,9 @@
 #include "core/random.h"
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
+#include "transport/notif_queue.h"
 
 namespace kvlane::core {
-
-const DriverApi& Driver() {
-  static const DriverApi api = [] {
-    DriverApi a;
-    cudaDriverEntryPointQueryResult q{};
-    void* fn = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue64", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess)
-      a.write_value64 = reinterpret_cast<decltype(a.write_value64)>(fn);
-    fn = nullptr;
-    if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000, cudaEnableDefault, &q) ==
-            cudaSuccess && q == cudaDriverEntryPointSuccess)
-      a.address_range = reinterpret_cast<decltype(a.address_range)>(fn);
-    (void)cudaGetLastError();
-    return a;
-  }();
-  return api;
-}
 
 CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control)
     : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
@@ -36,8 +19,10 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
       device_(device),
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),
+      connect_timeout_(ctx.options.connect_timeout),
       proxy_blocks_(ctx.options.cuda_proxy_blocks),
       proxy_max_bytes_(ctx.options.cuda_proxy_max_bytes),
+      proxy_idle_exit_(ctx.options.cuda_proxy_idle_exit),
       control_(std::move(control)) {}
 
 Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, const AgentMeta& peer,
@@ -94,6 +79,9 @@ void CudaChannel::DestroyGpu() {
   if (wedged_) {
     for (auto& l : lanes_) (void)l.release();  // leaked on purpose, see above
     lanes_.clear();
+    std::lock_guard lock(build_mu_);  // peer memory stays mapped too
+    for (auto& [span, v] : vmm_) (void)v.mapping.release();
+    for (auto& m : retired_vmm_) (void)m.release();
     (void)cudaGetLastError();
     return;
   }
@@ -107,6 +95,8 @@ void CudaChannel::DestroyGpu() {
   std::lock_guard lock(build_mu_);
   for (auto& [base, ptr] : opened_) (void)cudaIpcCloseMemHandle(ptr);
   opened_.clear();
+  vmm_.clear();  // unmaps and frees the address ranges
+  retired_vmm_.clear();
   (void)cudaGetLastError();
 }
 
@@ -154,6 +144,7 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
       auto it = remote_.find(key);
       if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
     }
+    RetireRevokedVmm();
   }
   auto deadline = std::chrono::steady_clock::now() + io_timeout_;
   for (auto& l : lanes_) {
@@ -198,7 +189,9 @@ Status CudaChannel::Notify(std::string_view bytes) {
   }
   std::unique_lock lock(ack_mu_);
   bool acked = ack_cv_.wait_for(lock, io_timeout_, [&] { return acks_ > before || latch().latched(); });
-  if (acks_ > before) return ack_status_ == 0 ? Status::Ok() : Status::Backend("peer refused the notification");
+  if (acks_ > before) {
+    return ack_status_ == 0 ? Status::Ok() : RefusedNotification(ack_status_);
+  }
   if (!acked) return Status::Timeout("peer did not acknowledge the notification");
   return latch().Get();
 }

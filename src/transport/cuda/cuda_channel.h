@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,7 @@
 #include "core/metadata.h"
 #include "transport/cuda/cuda_blob.h"
 #include "transport/cuda/cuda_proxy.h"
+#include "transport/cuda/vmm.h"
 #include "transport/cuda/xfer_table.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
@@ -97,7 +99,7 @@ class CudaChannel final : public Channel {
   void IdleWait(int lane, std::chrono::steady_clock::time_point* active);
   void MirrorErrors(Lane& l);
   void IssueBatch(int lane, bool closing);
-  enum class Route { kNotYet, kProxy, kLaunch };
+  enum class Route { kNotYet, kProxy, kStartProxy, kLaunch };
   Route RouteOf(const Lane& l, const WorkItem& w) const;
   uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
@@ -110,9 +112,16 @@ class CudaChannel final : public Channel {
   Status TableFor(Request* r, XferTable** out);
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
-  Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
   Status CheckLocal(uint64_t addr);
   Status EnablePeer(int device);
+
+  // remote_piece.cc
+  Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
+  Status PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport* e, AgentMeta* dial);
+  Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
+  Result<uint64_t> MapLegacy(const CudaExport& e);
+  Result<uint64_t> MapVmm(const CudaExport& e, const AgentMeta& dial);
+  void RetireRevokedVmm();
 
   // cuda_channel.cc
   void ControlLoop();
@@ -126,8 +135,10 @@ class CudaChannel final : public Channel {
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
+  const std::chrono::milliseconds connect_timeout_;
   const int proxy_blocks_;
   const uint64_t proxy_max_bytes_;
+  const std::chrono::microseconds proxy_idle_exit_;
   int max_blocks_ = 264;
   bool wedged_ = false;  // a proxy did not stop: leak GPU resources rather than block
   std::vector<std::unique_ptr<Lane>> lanes_;
@@ -135,6 +146,17 @@ class CudaChannel final : public Channel {
   std::mutex build_mu_;  // builds tables; guards the maps below
   std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, void*> opened_;      // peer alloc base -> IPC mapping; GUARDED_BY(build_mu_)
+  // A peer's VMM memory mapped here, by its (alloc_base, alloc_len), with the
+  // piece keys that use it. Once all of them are revoked it leaves the map (a
+  // later registration at the same addresses may be other memory) for
+  // `retired_vmm_`, unmapped when the channel closes (cuMemUnmap synchronizes
+  // with the device, which a running proxy kernel would hold up).
+  struct VmmEntry {
+    std::unique_ptr<VmmMapping> mapping;
+    std::vector<uint64_t> keys;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
+  std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> revoked_keys_;  // revoked before first use; GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> local_ok_;     // local allocation checked; GUARDED_BY(build_mu_)
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)

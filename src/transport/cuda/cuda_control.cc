@@ -22,18 +22,19 @@ Status RecvCtl(int fd, CtlFrame* f, std::string* payload) {
   return Status::Ok();
 }
 
-Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std::string& socket) {
-  KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, ctx.options.connect_timeout));
+Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds connect_timeout,
+                       const AgentMeta& peer, const std::string& socket) {
+  KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, connect_timeout));
   HelloFrame h{};
   h.magic = kHelloMagic;
   h.version = kWireVersion;
   h.role = static_cast<uint8_t>(ConnRole::kControl);
-  h.name_len = static_cast<uint8_t>(ctx.name.size());
+  h.name_len = static_cast<uint8_t>(self_name.size());
   h.target_id = peer.agent_id;
   std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
-  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(self_name.data()), self_name.size()}};
   KVLANE_RETURN_IF_ERROR(SendIov(fd.get(), v, 2));
-  KVLANE_RETURN_IF_ERROR(WaitReadable(fd.get(), ctx.options.connect_timeout));
+  KVLANE_RETURN_IF_ERROR(WaitReadable(fd.get(), connect_timeout));
   HelloReply r{};
   KVLANE_RETURN_IF_ERROR(RecvAll(fd.get(), &r, sizeof(r)));
   if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
@@ -99,13 +100,18 @@ void ControlServer::Serve(Conn* c) {
   std::string payload;
   while (name.ok() && RecvCtl(fd, &f, &payload).ok()) {
     if (f.type == static_cast<uint32_t>(CtlType::kNotify)) {
-      ctx_->notifs->Push({name.value(), payload});  // the initiator's data landed before it sent this
+      // The initiator's data landed before it sent this. The ack carries the
+      // queue's verdict (its code, two's complement, in seq).
+      const Status queued = ctx_->notifs->Push({name.value(), payload});
+      const auto verdict = static_cast<uint32_t>(static_cast<int32_t>(queued.code()));
       std::lock_guard w(c->write_mu);
-      if (!SendCtl(fd, CtlType::kNotifyAck, 0, nullptr, 0).ok()) break;
+      if (!SendCtl(fd, CtlType::kNotifyAck, verdict, nullptr, 0).ok()) break;
     } else if (f.type == static_cast<uint32_t>(CtlType::kRevokeAck)) {
       std::lock_guard lock(mu_);
       c->acked = std::max(c->acked, f.seq);
       cv_.notify_all();
+    } else if (f.type == static_cast<uint32_t>(CtlType::kFdRequest)) {
+      if (!ServeFd(c, payload).ok()) break;
     } else {
       break;  // protocol violation: drop the connection
     }

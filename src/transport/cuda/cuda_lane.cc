@@ -68,9 +68,10 @@ void CudaChannel::IssueLoop(int i) {
   l.bell.notify_all();
 }
 
-// How a posting thread may issue `w` itself: not yet when something must be
-// built or started first (the table; the proxy of a small request) or every
-// completion word is in use. REQUIRES: l.issue_mu held.
+// How a posting thread may issue `w` itself: not yet when the table must be
+// built first or every completion word is in use; a small request whose proxy
+// is not running starts it when the previous launch has returned (one launch,
+// no wake-up of the issue thread). REQUIRES: l.issue_mu held.
 CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const {
   if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
     return Route::kNotYet;
@@ -81,7 +82,8 @@ CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const 
   const bool small = r.total_bytes <= proxy_max_bytes_ &&
                      r.chunks[end].seg_end - r.chunks[w.chunk].seg_begin <= gpu::kProxyMaxSegs;
   if (!l.proxy.enabled() || !small) return Route::kLaunch;
-  return l.proxy.running() ? Route::kProxy : Route::kNotYet;
+  if (l.proxy.running()) return Route::kProxy;
+  return l.proxy.Exited() ? Route::kStartProxy : Route::kNotYet;
 }
 
 void CudaChannel::Kick(int i) {
@@ -94,7 +96,7 @@ void CudaChannel::Kick(int i) {
   for (WorkItem* w = q.PeekIssue(); w != nullptr; w = q.PeekIssue()) {
     const Route route = RouteOf(l, *w);
     if (route == Route::kNotYet) return;
-    if (route == Route::kLaunch && !guard) guard.emplace(device_);
+    if (route != Route::kProxy && !guard) guard.emplace(device_);
     KVLANE_HOP_BY_POSTER(1);
     IssueBatch(i, false);
   }
@@ -103,8 +105,9 @@ void CudaChannel::Kick(int i) {
 // Nothing queued. The thread keeps spinning (pause, then yield) while the lane
 // has batches in flight and for `spin` after: the next post usually follows a
 // completion at once, and a futex wake-up costs more than the whole small
-// transfer. A running proxy keeps it awake for kIdleExit; then the proxy is
-// told to exit and the thread sleeps until a post.
+// transfer. A running proxy keeps it awake for the idle exit; then the proxy is
+// told to exit and the thread sleeps until a post. A proxy that has run for
+// CudaProxy::kMaxRun is told to exit as well (the next small post restarts it).
 void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   Lane& l = *lanes_[i];
   const auto now = Clock::now();
@@ -114,7 +117,12 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   if (busy) busy_seen = now;
   if (const uint64_t u = l.proxy.uses(); u != uses_seen) uses_seen = u, use_seen = now;
   const auto quiet = now - std::max(*active, busy_seen);
-  const bool proxy_hot = l.proxy.running() && now - use_seen < CudaProxy::kIdleExit;
+  const bool proxy_hot = l.proxy.running() && now - use_seen < proxy_idle_exit_;
+  if (proxy_hot) {
+    std::unique_lock lock(l.issue_mu, std::try_to_lock);
+    if (lock.owns_lock() && l.proxy.running() && now - l.proxy.launched_at() >= CudaProxy::kMaxRun)
+      l.proxy.Quiesce();
+  }
   if (busy || quiet < spin_ || proxy_hot) {
     if (now - *active > kYieldAfter && !proxy_hot) {
       std::this_thread::yield();

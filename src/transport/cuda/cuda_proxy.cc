@@ -25,6 +25,7 @@ Status CudaProxy::Init(int blocks, uint64_t* done, int priority) {
   done_ = done;
   KVLANE_CUDA(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
   KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&scratch_), sizeof(gpu::ProxyScratch)));
+  KVLANE_CUDA(cudaMemset(scratch_, 0, sizeof(gpu::ProxyScratch)));  // once: see gpu::ProxyScratch
   KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&ctl_), sizeof(gpu::ProxyCtl),
                             cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(ctl_, 0, sizeof(gpu::ProxyCtl));
@@ -55,7 +56,11 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
   if (!running()) {
     // The previous launch must have returned before the next one reuses the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(timeout));
-    KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, scratch_, next_}, blocks_, stream_));
+    // Every copy entry of the earlier launches added `blocks_` arrivals (the
+    // kernel counts arrivals only when it runs more than one block).
+    const unsigned long long base = blocks_ > 1 ? uses() * static_cast<uint64_t>(blocks_) : 0;
+    KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, scratch_, next_, base}, blocks_, stream_));
+    launched_at_ = std::chrono::steady_clock::now();
     running_.store(true, std::memory_order_relaxed);
   }
   gpu::ProxyEntry e{};
@@ -83,6 +88,12 @@ void CudaProxy::Quiesce() {
   e.op = gpu::kProxyExit;
   Write(e);
   running_.store(false, std::memory_order_relaxed);
+}
+
+bool CudaProxy::Exited() const {
+  if (running()) return false;
+  const cudaError_t e = cudaStreamQuery(stream_);
+  return e == cudaSuccess;  // an error is left for Submit (WaitExited) to report
 }
 
 Status CudaProxy::WaitExited(std::chrono::milliseconds timeout) {

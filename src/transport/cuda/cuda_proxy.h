@@ -1,8 +1,11 @@
 // CudaProxy: the host side of one lane's resident proxy kernel (gpu/proxy_kernel.cu):
 // its ring and flags in pinned host memory, its stream, and its lifetime. The
-// kernel is started on the lane's first small transfer and stopped (an exit
-// entry) after the lane has been idle for a while, so that a caller's
-// cudaDeviceSynchronize or cudaFree waits at most that long.
+// kernel is started on the lane's first small transfer (by the posting thread
+// when the previous launch has returned) and stopped (an exit entry) after the
+// lane had no small transfer for AgentOptions::cuda_proxy_idle_exit, or once it
+// has run for kMaxRun under steady traffic (the next small transfer starts it
+// again). A caller's cudaDeviceSynchronize or cudaFree, which wait for every
+// kernel of the context, therefore wait at most about max(idle exit, kMaxRun).
 //
 // Thread-safety: Submit, Quiesce and Shutdown are called under the lane's issue
 // mutex (Shutdown also by Close once the lane threads joined); the flag accessors
@@ -22,8 +25,9 @@ namespace kvlane::core {
 
 class CudaProxy {
  public:
-  // The kernel exits after the lane has had no small transfer for this long.
-  static constexpr auto kIdleExit = std::chrono::milliseconds(1);
+  // A kernel that has run this long is told to exit at the next idle moment of
+  // its lane's issue thread (bounds how long a caller's device-wide sync waits).
+  static constexpr auto kMaxRun = std::chrono::milliseconds(2);
 
   CudaProxy() = default;
   ~CudaProxy() { Free(); }
@@ -37,6 +41,11 @@ class CudaProxy {
   // Readable from any thread (the lane's spin policy); written under the lane's issue mutex.
   bool running() const { return running_.load(std::memory_order_relaxed); }
   uint64_t uses() const { return uses_.load(std::memory_order_relaxed); }  // entries submitted
+  // When the running kernel was launched. REQUIRES: the lane's issue mutex held.
+  std::chrono::steady_clock::time_point launched_at() const { return launched_at_; }
+  // Not running and the previous launch has returned (one non-blocking stream
+  // query): Submit will start the kernel without waiting. REQUIRES: the issue mutex.
+  bool Exited() const;
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
@@ -71,6 +80,7 @@ class CudaProxy {
   cudaStream_t stream_ = nullptr;
   int blocks_ = 1;
   uint64_t next_ = 0;                 // the next entry number
+  std::chrono::steady_clock::time_point launched_at_{};
   std::atomic<bool> running_{false};  // a launch has not been sent its exit entry
   bool wedged_ = false;               // the kernel did not exit: leak, never free
   std::atomic<uint64_t> uses_{0};      // copy entries submitted (the lane's idle clock watches it)

@@ -8,34 +8,62 @@
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
+#include "transport/cuda/vmm.h"
 
 namespace kvlane::core {
 namespace {
 
-// Finds the allocation holding a device piece and its IPC handle.
-Result<CudaExport> ExportPiece(const Piece& p) {
-  cudaPointerAttributes a{};
-  KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(p.base)));
-  if (a.type != cudaMemoryTypeDevice) return Status::NotSupported("not device memory");
-  DeviceGuard guard(a.device);
+// Whether the driver says `base` can take cudaIpcGetMemHandle (true when it cannot tell).
+bool LegacyIpcCapable(uint64_t base) {
+  const auto attr = CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE;
+  int capable = 0;
+  if (Driver().pointer_attribute == nullptr ||
+      Driver().pointer_attribute(&capable, attr, base) != CUDA_SUCCESS)
+    return true;
+  return capable != 0;
+}
+
+// How another process reaches a device piece: the legacy IPC handle of its
+// allocation (cudaMalloc), else its VMM allocations (vmm.h), else kind kNone
+// with the reason (reported by the peer that tries to use it).
+CudaExport ExportPiece(const Piece& p, int device) {
+  DeviceGuard guard(device);
   CudaExport e;
   e.key = p.key;
-  e.device = a.device;
-  e.piece_base = p.base;
-  e.piece_len = p.len;
+  e.device = device;
+  e.piece_base = e.alloc_base = p.base;
+  e.piece_len = e.alloc_len = p.len;
   unsigned long long base = 0;
   size_t size = 0;
-  if (Driver().address_range == nullptr || Driver().address_range(&base, &size, p.base) != 0)
-    return Status::Backend("cuMemGetAddressRange failed");
-  e.alloc_base = base;
-  e.alloc_len = size;
-  KVLANE_CUDA(cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base)));
+  Status s;
+  if (Driver().address_range != nullptr && Driver().address_range(&base, &size, p.base) == 0 &&
+      LegacyIpcCapable(base)) {
+    if (p.len > size || p.base - base > size - p.len) {
+      s = Status::NotSupported("the registered range spans more than one cudaMalloc allocation");
+    } else {
+      e.alloc_base = base;
+      e.alloc_len = size;
+      if (cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base)) == cudaSuccess) return e;
+      e.alloc_base = p.base;
+      e.alloc_len = p.len;
+    }
+  }
+  (void)cudaGetLastError();
+  if (s.ok()) {
+    CudaExport vmm = e;
+    s = ExportVmm(&vmm);
+    if (s.ok()) return vmm;
+  }
+  e.kind = ExportKind::kNone;  // the entry stays well-formed: alloc = piece
+  e.reason = s.message();
   return e;
 }
 
 class CudaTransport final : public Transport {
  public:
-  explicit CudaTransport(AgentContext* ctx) : ctx_(ctx), server_(ctx) {}
+  explicit CudaTransport(AgentContext* ctx)
+      : ctx_(ctx),
+        server_(ctx, [this](uint64_t key, uint32_t index) { return ExportFd(key, index); }) {}
   ~CudaTransport() override { Stop(); }
 
   const char* name() const override { return "cuda"; }
@@ -63,9 +91,13 @@ class CudaTransport final : public Transport {
       if (p.kind != MemoryKind::kCuda) continue;
       auto it = exports_.find(p.key);
       if (it == exports_.end()) {
-        auto e = ExportPiece(p);
-        if (!e.ok()) continue;  // e.g. VMM memory: the peer reports NotSupported for it
-        it = exports_.emplace(p.key, e.value()).first;
+        cudaPointerAttributes a{};
+        if (cudaPointerGetAttributes(&a, reinterpret_cast<void*>(p.base)) != cudaSuccess ||
+            a.type != cudaMemoryTypeDevice) {
+          (void)cudaGetLastError();
+          continue;  // pinned host memory: not reachable from another process
+        }
+        it = exports_.emplace(p.key, ExportPiece(p, a.device)).first;
       }
       b.exports.push_back(it->second);
     }
@@ -107,6 +139,26 @@ class CudaTransport final : public Transport {
     (void)cudaGetLastError();
     int d = 0;
     return cudaGetDevice(&d) == cudaSuccess ? d : 0;
+  }
+
+  // The control server's FdSource: only for a piece exported as VMM with a
+  // POSIX fd and still registered; the registry's shared lock keeps it
+  // registered (and its memory mapped) until the fd is made.
+  Result<Fd> ExportFd(uint64_t key, uint32_t index) {
+    CudaExport e;
+    {
+      std::lock_guard lock(mu_);
+      auto it = exports_.find(key);
+      if (it == exports_.end()) return Status::RemoteStale("no exported piece has this key");
+      e = it->second;
+    }
+    if (e.kind != ExportKind::kVmm || index >= e.allocs.size() ||
+        !(e.allocs[index].handles & kVmmPosixFd))
+      return Status::InvalidArgument("no VMM allocation with a POSIX fd at this index");
+    auto live = ctx_->registry->LockShared();
+    uint8_t* ptr = nullptr;
+    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(key, e.piece_base, e.piece_len, &ptr));
+    return ExportVmmFd(e.device, e.allocs[index].base);
   }
 
   void Revoke(const std::vector<Piece>& gone) {

@@ -1,9 +1,7 @@
 // Building a transfer's segment table: every lookup happens here, once per
 // transfer, on the first post; later posts reuse the uploaded table.
 #include <algorithm>
-#include <thread>
 
-#include "core/peer.h"
 #include "core/request.h"
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
@@ -79,59 +77,6 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
   auto it = remote_.find(key);
   if (it != remote_.end()) return it->second.get();
   return OpenRemote(r, key);
-}
-
-// Resolves a peer piece against the peer's latest metadata: same process, its
-// own address (peer access on); otherwise the allocation's IPC handle, opened
-// once per allocation. REQUIRES: build_mu_ held.
-Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
-  if (revoked_keys_.contains(key)) return Status::RemoteStale("peer deregistered this piece");
-  PeerState& peer = *r->peer;
-  while (!peer.mu.try_lock()) {  // Close() may hold it while joining this thread
-    if (closing().load(std::memory_order_acquire)) return Status::Canceled("channel closed");
-    std::this_thread::yield();
-  }
-  std::lock_guard plock(peer.mu, std::adopt_lock);
-  auto piece = std::find_if(peer.meta.pieces.begin(), peer.meta.pieces.end(),
-                            [&](const Piece& p) { return p.key == key; });
-  if (piece == peer.meta.pieces.end()) return Status::RemoteStale("peer piece is no longer registered");
-  auto rp = std::make_unique<RemotePiece>();
-  rp->key = key;
-  rp->base = piece->base;
-  rp->len = piece->len;
-  if (same_process_) {
-    cudaPointerAttributes a{};
-    KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(piece->base)));
-    if (a.type == cudaMemoryTypeDevice) KVLANE_RETURN_IF_ERROR(EnablePeer(a.device));
-    else if (a.type != cudaMemoryTypeHost && a.type != cudaMemoryTypeManaged)
-      return Status::NotSupported("peer memory is neither device nor pinned host memory");
-    rp->mapped = piece->base;
-  } else {
-    if (peer.meta.cuda_blob != blob_bytes_) {
-      KVLANE_ASSIGN_OR_RETURN(blob_, DecodeCudaBlob(peer.meta.cuda_blob));
-      blob_bytes_ = peer.meta.cuda_blob;
-    }
-    auto e = std::find_if(blob_.exports.begin(), blob_.exports.end(), [&](const CudaExport& x) { return x.key == key; });
-    if (e == blob_.exports.end())
-      return piece->kind == MemoryKind::kCuda
-                 ? Status::NotSupported("peer exported no IPC handle for this device piece")
-                 : Status::NotSupported("host memory of another process is not reachable by the cuda transport");
-    if (e->piece_base != piece->base || e->piece_len != piece->len)
-      return Status::InvalidArgument("cuda metadata disagrees with the peer's piece table");
-    void*& mapping = opened_[e->alloc_base];
-    if (mapping == nullptr) {
-      cudaError_t err = cudaIpcOpenMemHandle(&mapping, e->handle, cudaIpcMemLazyEnablePeerAccess);
-      if (err != cudaSuccess) {
-        opened_.erase(e->alloc_base);
-        (void)cudaGetLastError();
-        return CudaStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__);
-      }
-    }
-    rp->mapped = reinterpret_cast<uint64_t>(mapping) + (e->piece_base - e->alloc_base);
-  }
-  RemotePiece* raw = rp.get();
-  remote_[key] = std::move(rp);
-  return raw;
 }
 
 // Local memory must be device memory or pinned host memory. REQUIRES: build_mu_ held.

@@ -45,8 +45,7 @@ class LocalChannel final : public Channel {
 
   Status Notify(std::string_view bytes) override {
     KVLANE_RETURN_IF_ERROR(latch().Get());
-    peer_->notifs->Push({self_name_, std::string(bytes)});
-    return Status::Ok();
+    return peer_->notifs->Push({self_name_, std::string(bytes)});
   }
 
   void Close() override {

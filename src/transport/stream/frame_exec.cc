@@ -103,8 +103,7 @@ Status FrameExecutor::Read(const FrameHeader& h) {
 Status FrameExecutor::Notify(const FrameHeader& h) {
   std::string bytes(h.bytes, '\0');
   KVLANE_RETURN_IF_ERROR(RecvAll(fd_, bytes.data(), bytes.size()));
-  ctx_->notifs->Push({peer_name_, std::move(bytes)});
-  return Reply(h.ticket, Status::Ok());
+  return Reply(h.ticket, ctx_->notifs->Push({peer_name_, std::move(bytes)}));
 }
 
 Status FrameExecutor::Reply(uint64_t ticket, const Status& s) {

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include "core/request.h"
+#include "transport/notif_queue.h"
 
 namespace kvlane::core {
 
@@ -182,7 +183,7 @@ Status StreamChannel::Notify(std::string_view bytes) {
     Fail(0, s);
     return s;
   }
-  if (r.status != 0) return Status::Backend("peer refused the notification");
+  if (r.status != 0) return RefusedNotification(r.status);
   return Status::Ok();
 }
 

@@ -1,0 +1,85 @@
+// Handing a VMM allocation's file descriptor to an authenticated peer: the
+// request (initiator side, on a connection of its own) and the answer (target
+// side, on the control server's connection thread).
+#include <algorithm>
+#include <cstring>
+
+#include "transport/cuda/cuda_control.h"
+#include "transport/cuda/fd_passing.h"
+
+namespace kvlane::core {
+namespace {
+
+constexpr size_t kMaxReplyText = 512;
+
+// Reads one frame; an fd that rides on its header lands in `*fd`.
+Status RecvCtlWithFd(int sock, CtlFrame* f, std::string* payload, Fd* fd) {
+  KVLANE_RETURN_IF_ERROR(RecvWithFd(sock, f, sizeof(*f), fd));
+  if (f->len > kMaxCtlPayload) return Status::Backend("control: frame too large");
+  payload->resize(f->len);
+  if (f->len != 0) KVLANE_RETURN_IF_ERROR(RecvAll(sock, payload->data(), f->len));
+  return Status::Ok();
+}
+
+Result<Fd> FromReply(const FdPeer& p, const CtlFrame& f, const std::string& text, Fd fd) {
+  const int32_t raw = static_cast<int32_t>(f.seq);
+  if (raw == 0 && fd.valid()) return fd;
+  if (raw == 0)
+    return Status::Backend("peer '" + p.peer.name + "' answered without a file descriptor");
+  Code code = IsKnownCode(raw) && raw < 0 ? static_cast<Code>(raw) : Code::kBackend;
+  return Status(code, "peer '" + p.peer.name + "' refused a VMM allocation's file descriptor: " +
+                          text.substr(0, kMaxReplyText));
+}
+
+}  // namespace
+
+Result<Fd> FetchPeerFd(const FdPeer& p, uint64_t key, uint32_t index) {
+  KVLANE_ASSIGN_OR_RETURN(Fd sock, DialControl(p.self_name, p.connect_timeout, p.peer, p.socket));
+  KVLANE_RETURN_IF_ERROR(SetIoTimeout(sock.get(), p.io_timeout));  // a stalled frame cannot hang us
+  FdRequest req{key, index, 0};
+  KVLANE_RETURN_IF_ERROR(SendCtl(sock.get(), CtlType::kFdRequest, 0, &req, sizeof(req)));
+  const auto deadline = std::chrono::steady_clock::now() + p.io_timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return Status::Timeout("peer '" + p.peer.name + "' did not answer an fd request");
+    KVLANE_RETURN_IF_ERROR(WaitReadable(sock.get(), left));
+    CtlFrame f{};
+    std::string payload;
+    Fd fd;
+    KVLANE_RETURN_IF_ERROR(RecvCtlWithFd(sock.get(), &f, &payload, &fd));
+    if (f.type == static_cast<uint32_t>(CtlType::kRevoke)) {
+      // A revocation raced with the request: nothing was launched through this
+      // connection, so confirm at once (the channel's own connection gets it too).
+      KVLANE_RETURN_IF_ERROR(SendCtl(sock.get(), CtlType::kRevokeAck, f.seq, nullptr, 0));
+      continue;
+    }
+    if (f.type != static_cast<uint32_t>(CtlType::kFdReply))
+      return Status::Backend("cuda control: protocol violation by peer '" + p.peer.name + "'");
+    return FromReply(p, f, payload, std::move(fd));
+  }
+}
+
+// Any request gets a reply; only a failed send ends the connection.
+Status ControlServer::ServeFd(Conn* c, const std::string& request) {
+  Result<Fd> fd = Status::InvalidArgument("malformed fd request");
+  FdRequest req{};
+  if (request.size() == sizeof(req)) {
+    std::memcpy(&req, request.data(), sizeof(req));
+    if (req.reserved == 0)
+      fd = fds_ ? fds_(req.key, req.index)
+                : Result<Fd>(Status::NotSupported("this agent hands out no fds"));
+  }
+  std::lock_guard w(c->write_mu);
+  if (fd.ok()) {
+    CtlFrame f{static_cast<uint32_t>(CtlType::kFdReply), 0, 0};
+    return SendWithFd(c->fd.get(), &f, sizeof(f), fd->get());
+  }
+  const std::string& m = fd.status().message();
+  uint64_t status = static_cast<uint32_t>(static_cast<int32_t>(fd.status().code()));
+  return SendCtl(c->fd.get(), CtlType::kFdReply, status, m.data(),
+                 static_cast<uint32_t>(std::min(m.size(), kMaxReplyText)));
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,136 @@
+// Reaching a peer's pieces from this channel's GPU: in the same process, the
+// peer's own address (peer access on); in another process, the memory its
+// metadata exports: a legacy IPC handle (opened once per allocation) or VMM
+// allocations (imported and mapped once per exported range, vmm.h).
+#include <algorithm>
+#include <thread>
+
+#include "core/peer.h"
+#include "core/request.h"
+#include "transport/cuda/cuda_channel.h"
+#include "transport/cuda/cuda_check.h"
+#include "transport/cuda/cuda_control.h"
+
+namespace kvlane::core {
+
+// Resolves a peer piece against the peer's latest metadata. REQUIRES: build_mu_ held.
+Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
+  if (revoked_keys_.contains(key)) return Status::RemoteStale("peer deregistered this piece");
+  Piece piece;
+  CudaExport e;
+  AgentMeta dial;
+  KVLANE_RETURN_IF_ERROR(PeerPiece(r, key, &piece, &e, &dial));
+  auto rp = std::make_unique<RemotePiece>();
+  rp->key = key;
+  rp->base = piece.base;
+  rp->len = piece.len;
+  if (same_process_) {
+    cudaPointerAttributes a{};
+    KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(piece.base)));
+    if (a.type == cudaMemoryTypeDevice)
+      KVLANE_RETURN_IF_ERROR(EnablePeer(a.device));
+    else if (a.type != cudaMemoryTypeHost && a.type != cudaMemoryTypeManaged)
+      return Status::NotSupported("peer memory is neither device nor pinned host memory");
+    rp->mapped = piece.base;
+  } else {
+    KVLANE_ASSIGN_OR_RETURN(rp->mapped, MapExport(e, dial));
+  }
+  RemotePiece* raw = rp.get();
+  remote_[key] = std::move(rp);
+  return raw;
+}
+
+// Copies the peer's piece `key` and, for a peer in another process, its export
+// entry and what FetchPeerFd needs to dial it (into `dial`), under the peer's
+// lock; nothing slow happens while it is held. REQUIRES: build_mu_ held.
+Status CudaChannel::PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport* e,
+                              AgentMeta* dial) {
+  PeerState& peer = *r->peer;
+  while (!peer.mu.try_lock()) {  // Close() may hold it while joining this thread
+    if (closing().load(std::memory_order_acquire)) return Status::Canceled("channel closed");
+    std::this_thread::yield();
+  }
+  std::lock_guard plock(peer.mu, std::adopt_lock);
+  auto p = std::find_if(peer.meta.pieces.begin(), peer.meta.pieces.end(),
+                        [&](const Piece& x) { return x.key == key; });
+  if (p == peer.meta.pieces.end()) return Status::RemoteStale("peer piece is no longer registered");
+  *piece = *p;
+  if (same_process_) return Status::Ok();
+  if (peer.meta.cuda_blob != blob_bytes_) {
+    KVLANE_ASSIGN_OR_RETURN(blob_, DecodeCudaBlob(peer.meta.cuda_blob));
+    blob_bytes_ = peer.meta.cuda_blob;
+  }
+  auto x = std::find_if(blob_.exports.begin(), blob_.exports.end(),
+                        [&](const CudaExport& y) { return y.key == key; });
+  if (x == blob_.exports.end())
+    return piece->kind == MemoryKind::kCuda
+               ? Status::NotSupported(
+                     "peer exported no handle for this device piece (not device memory?)")
+               : Status::NotSupported(
+                     "host memory of another process is not reachable by the cuda transport");
+  if (x->piece_base != piece->base || x->piece_len != piece->len)
+    return Status::InvalidArgument("cuda metadata disagrees with the peer's piece table");
+  *e = *x;
+  dial->name = peer.meta.name;
+  dial->agent_id = peer.meta.agent_id;
+  dial->secret = peer.meta.secret;
+  return Status::Ok();
+}
+
+// The address of `e`'s piece in this process. REQUIRES: build_mu_ held.
+Result<uint64_t> CudaChannel::MapExport(const CudaExport& e, const AgentMeta& dial) {
+  switch (e.kind) {
+    case ExportKind::kLegacyIpc:
+      return MapLegacy(e);
+    case ExportKind::kVmm:
+      return MapVmm(e, dial);
+    default:
+      return Status::NotSupported("peer '" + peer_name_ +
+                                  "' cannot share this device piece: " + e.reason);
+  }
+}
+
+// REQUIRES: build_mu_ held.
+Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
+  void*& mapping = opened_[e.alloc_base];
+  if (mapping == nullptr) {
+    cudaError_t err = cudaIpcOpenMemHandle(&mapping, e.handle, cudaIpcMemLazyEnablePeerAccess);
+    if (err != cudaSuccess) {
+      opened_.erase(e.alloc_base);
+      (void)cudaGetLastError();
+      return CudaStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__);
+    }
+  }
+  return reinterpret_cast<uint64_t>(mapping) + (e.piece_base - e.alloc_base);
+}
+
+// REQUIRES: build_mu_ held; on a lane thread (current device = device_).
+Result<uint64_t> CudaChannel::MapVmm(const CudaExport& e, const AgentMeta& dial) {
+  const std::pair<uint64_t, uint64_t> span{e.alloc_base, e.alloc_len};
+  auto it = vmm_.find(span);
+  if (it == vmm_.end()) {
+    FdPeer p{self_name_, dial, blob_.socket, connect_timeout_, io_timeout_};
+    auto m = VmmMapping::Map(e, device_, [&](uint32_t i) { return FetchPeerFd(p, e.key, i); });
+    if (!m.ok()) return m.status();
+    it = vmm_.emplace(span, VmmEntry{std::move(m).value(), {}}).first;
+  }
+  it->second.keys.push_back(e.key);
+  return it->second.mapping->base() + (e.piece_base - e.alloc_base);
+}
+
+// Moves the VMM mappings whose pieces are all revoked out of the lookup map.
+// REQUIRES: build_mu_ held.
+void CudaChannel::RetireRevokedVmm() {
+  for (auto it = vmm_.begin(); it != vmm_.end();) {
+    const auto& keys = it->second.keys;
+    if (std::any_of(keys.begin(), keys.end(),
+                    [&](uint64_t k) { return !revoked_keys_.contains(k); })) {
+      ++it;
+      continue;
+    }
+    retired_vmm_.push_back(std::move(it->second.mapping));
+    it = vmm_.erase(it);
+  }
+}
+
+}  // namespace kvlane::core
