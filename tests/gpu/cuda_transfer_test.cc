@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -715,6 +716,42 @@ TEST_P(CudaProxyTest, DeviceSyncReturnsUnderSteadySmallTraffic) {
   EXPECT_GT(posted.load(), during) << "traffic went on after the sync";
   EXPECT_EQ(failed.load(), 0);
   EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 12), -1);
+}
+
+// A post that finds the proxy stopped starts it itself, possibly while the
+// lane's issue thread is falling asleep; that thread must still stop the proxy
+// after the idle exit, or a device-wide sync would wait forever. Cycles of
+// idle, one small post, idle, then a device sync bounded from another thread
+// (found once in lanebench: a sync that never returned).
+TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
+  AgentOptions o = OneLane();
+  o.spin = 0us;  // the issue thread goes to sleep as soon as it can
+  o.cuda_proxy_idle_exit = 100us;
+  MakeAgent(o);
+  constexpr uint64_t kBytes = 4096;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 14);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  r.Add(dst.addr, kBytes);
+  XferHandle h = Make(Op::kWrite, l, r);
+  int stuck = 0;
+  for (int cycle = 0; cycle < 300 && stuck == 0; ++cycle) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100 + (cycle * 37) % 400));
+    ASSERT_TRUE(PostWait(&h).ok()) << "cycle " << cycle;
+    std::this_thread::sleep_for(1ms);  // past the idle exit
+    auto sync = std::async(std::launch::async, [] { return cudaDeviceSynchronize(); });
+    if (sync.wait_for(500ms) != std::future_status::ready) {
+      stuck = cycle + 1;
+      agent_.reset();  // stops the proxy: the sync returns, the thread joins
+    }
+    EXPECT_EQ(sync.get(), cudaSuccess);
+  }
+  EXPECT_EQ(stuck, 0) << "a device sync waited for an orphaned proxy after cycle " << stuck - 1;
+  if (agent_) EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 14), -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaProxyTest, ::testing::Values("two_gpus", "one_gpu"),

@@ -22,6 +22,7 @@ class DeviceSpace final : public BufferSpace {
   ~DeviceSpace() override {
     cudaSetDevice(device_);
     for (void* p : blocks_) cudaFree(p);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   kvlane::MemoryKind kind() const override { return kvlane::MemoryKind::kCuda; }
   int32_t device() const override { return device_; }
@@ -31,24 +32,35 @@ class DeviceSpace final : public BufferSpace {
     void* p = nullptr;
     KVLANE_RETURN_IF_ERROR(CudaStatus("cudaMalloc", cudaMalloc(&p, bytes)));
     blocks_.push_back(p);
-    KVLANE_RETURN_IF_ERROR(CudaStatus("cudaMemset", cudaMemset(p, 0, bytes)));
-    KVLANE_RETURN_IF_ERROR(CudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize()));
+    KVLANE_RETURN_IF_ERROR(Stream());
+    KVLANE_RETURN_IF_ERROR(CudaStatus("cudaMemsetAsync", cudaMemsetAsync(p, 0, bytes, stream_)));
+    KVLANE_RETURN_IF_ERROR(CudaStatus("cudaStreamSynchronize", cudaStreamSynchronize(stream_)));
     return static_cast<uint8_t*>(p);
   }
-  // cudaMemcpy from pageable memory may return before the DMA into the device
-  // finished; the engine copies on its own streams, so wait for it here.
+  // The bytes must be in device memory before the source posts (the engine
+  // copies on its own streams): the copy is synchronized on a stream of our
+  // own. Not a device-wide sync, which would also wait for the engine's
+  // resident proxy kernel to be renewed (up to 2 ms).
   kvlane::Status Upload(uint8_t* dst, const uint8_t* host, uint64_t n) override {
-    KVLANE_RETURN_IF_ERROR(
-        CudaStatus("cudaMemcpy(H2D)", cudaMemcpy(dst, host, n, cudaMemcpyHostToDevice)));
-    return CudaStatus("cudaDeviceSynchronize", cudaDeviceSynchronize());
+    KVLANE_RETURN_IF_ERROR(Stream());
+    KVLANE_RETURN_IF_ERROR(CudaStatus(
+        "cudaMemcpyAsync(H2D)", cudaMemcpyAsync(dst, host, n, cudaMemcpyHostToDevice, stream_)));
+    return CudaStatus("cudaStreamSynchronize", cudaStreamSynchronize(stream_));
   }
   kvlane::Status Download(uint8_t* host, const uint8_t* src, uint64_t n) override {
     return CudaStatus("cudaMemcpy(D2H)", cudaMemcpy(host, src, n, cudaMemcpyDeviceToHost));
   }
 
  private:
+  kvlane::Status Stream() {
+    if (stream_ != nullptr) return kvlane::Status::Ok();
+    return CudaStatus("cudaStreamCreateWithFlags",
+                      cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+
   const int device_;
   std::vector<void*> blocks_;
+  cudaStream_t stream_ = nullptr;  // non-blocking: never waits for the engine's streams
 };
 
 }  // namespace

@@ -99,6 +99,9 @@ void CudaChannel::Kick(int i) {
     if (route != Route::kProxy && !guard) guard.emplace(device_);
     KVLANE_HOP_BY_POSTER(1);
     IssueBatch(i, false);
+    // The issue thread may be asleep; it must watch the proxy this started
+    // (idle exit, renewal), or a caller's device-wide sync would wait forever.
+    if (route == Route::kStartProxy) q.Wake();
   }
 }
 
@@ -107,7 +110,8 @@ void CudaChannel::Kick(int i) {
 // completion at once, and a futex wake-up costs more than the whole small
 // transfer. A running proxy keeps it awake for the idle exit; then the proxy is
 // told to exit and the thread sleeps until a post. A proxy that has run for
-// CudaProxy::kMaxRun is told to exit as well (the next small post restarts it).
+// CudaProxy::kMaxRun is renewed. This thread is the only one that stops the
+// proxy: whoever starts it (Kick) wakes this thread.
 void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   Lane& l = *lanes_[i];
   const auto now = Clock::now();
@@ -120,8 +124,10 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   const bool proxy_hot = l.proxy.running() && now - use_seen < proxy_idle_exit_;
   if (proxy_hot) {
     std::unique_lock lock(l.issue_mu, std::try_to_lock);
-    if (lock.owns_lock() && l.proxy.running() && now - l.proxy.launched_at() >= CudaProxy::kMaxRun)
-      l.proxy.Quiesce();
+    if (lock.owns_lock() && l.proxy.running() && now - l.proxy.launched_at() >= CudaProxy::kMaxRun) {
+      Status s = l.proxy.Renew(io_timeout_);
+      if (!s.ok()) Fail(s);  // the old kernel did not exit (wedged) or the launch failed
+    }
   }
   if (busy || quiet < spin_ || proxy_hot) {
     if (now - *active > kYieldAfter && !proxy_hot) {

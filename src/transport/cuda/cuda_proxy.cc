@@ -53,16 +53,7 @@ void CudaProxy::Write(const gpu::ProxyEntry& e) {
 
 Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
                          std::chrono::milliseconds timeout) {
-  if (!running()) {
-    // The previous launch must have returned before the next one reuses the ring.
-    KVLANE_RETURN_IF_ERROR(WaitExited(timeout));
-    // Every copy entry of the earlier launches added `blocks_` arrivals (the
-    // kernel counts arrivals only when it runs more than one block).
-    const unsigned long long base = blocks_ > 1 ? uses() * static_cast<uint64_t>(blocks_) : 0;
-    KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, scratch_, next_, base}, blocks_, stream_));
-    launched_at_ = std::chrono::steady_clock::now();
-    running_.store(true, std::memory_order_relaxed);
-  }
+  if (!running()) KVLANE_RETURN_IF_ERROR(Start(timeout));
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyCopy;
   e.seg_begin = 0;
@@ -80,6 +71,23 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
   Write(e);
   uses_.store(uses_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);  // one writer
   return Status::Ok();
+}
+
+Status CudaProxy::Start(std::chrono::milliseconds timeout) {
+  // The previous launch must have returned before the next one reuses the ring.
+  KVLANE_RETURN_IF_ERROR(WaitExited(timeout));
+  // Every copy entry of the earlier launches added `blocks_` arrivals (the
+  // kernel counts arrivals only when it runs more than one block).
+  const unsigned long long base = blocks_ > 1 ? uses() * static_cast<uint64_t>(blocks_) : 0;
+  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, scratch_, next_, base}, blocks_, stream_));
+  launched_at_ = std::chrono::steady_clock::now();
+  running_.store(true, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status CudaProxy::Renew(std::chrono::milliseconds timeout) {
+  Quiesce();
+  return Start(timeout);
 }
 
 void CudaProxy::Quiesce() {

@@ -2,10 +2,11 @@
 // its ring and flags in pinned host memory, its stream, and its lifetime. The
 // kernel is started on the lane's first small transfer (by the posting thread
 // when the previous launch has returned) and stopped (an exit entry) after the
-// lane had no small transfer for AgentOptions::cuda_proxy_idle_exit, or once it
-// has run for kMaxRun under steady traffic (the next small transfer starts it
-// again). A caller's cudaDeviceSynchronize or cudaFree, which wait for every
-// kernel of the context, therefore wait at most about max(idle exit, kMaxRun).
+// lane had no small transfer for AgentOptions::cuda_proxy_idle_exit; while small
+// transfers flow it is renewed (exit, then a fresh launch) every kMaxRun. A
+// caller's cudaDeviceSynchronize or cudaFree, which wait for every kernel
+// launched before they were called, therefore wait at most about
+// max(idle exit, kMaxRun).
 //
 // Thread-safety: Submit, Quiesce and Shutdown are called under the lane's issue
 // mutex (Shutdown also by Close once the lane threads joined); the flag accessors
@@ -25,8 +26,8 @@ namespace kvlane::core {
 
 class CudaProxy {
  public:
-  // A kernel that has run this long is told to exit at the next idle moment of
-  // its lane's issue thread (bounds how long a caller's device-wide sync waits).
+  // A kernel that has run this long is renewed at the next idle moment of its
+  // lane's issue thread (bounds how long a caller's device-wide sync waits).
   static constexpr auto kMaxRun = std::chrono::milliseconds(2);
 
   CudaProxy() = default;
@@ -55,6 +56,10 @@ class CudaProxy {
                 std::chrono::milliseconds timeout);
   // Asks a running kernel to exit after the entries before (it needs no wait).
   void Quiesce();
+  // Replaces a running kernel by a fresh launch: the old one exits after its
+  // entries (waited for, up to `timeout`), the new one serves the next entry.
+  // A caller's device-wide sync waits for the old kernel only.
+  Status Renew(std::chrono::milliseconds timeout);
   // Quiesces, then waits up to `timeout` for the kernel to return. A kernel
   // that does not (a wedged GPU) is left running and its memory is leaked.
   Status Shutdown(std::chrono::milliseconds timeout);
@@ -69,6 +74,7 @@ class CudaProxy {
   void InjectFault();           // tests: the proxy raises a GPU-side error
 
  private:
+  Status Start(std::chrono::milliseconds timeout);  // launches; REQUIRES: !running()
   void Write(const gpu::ProxyEntry& e);
   Status WaitExited(std::chrono::milliseconds timeout);
 
