@@ -51,11 +51,13 @@ struct AgentOptions {
   // cuda: requests of at most this many bytes go through the proxy; bigger ones use
   // copy engines or a copy kernel launch. 0..16 MiB, default 64 KiB.
   uint64_t cuda_proxy_max_bytes = 64ull << 10;
-  // cuda: a lane's proxy kernel exits after this long without a small transfer (and
-  // after 2 ms of steady traffic; the next small transfer restarts it, one kernel
-  // launch). A caller's cudaDeviceSynchronize or cudaFree waits for a running proxy,
-  // so this bounds how long they wait after small traffic stops. 0..1 s, default 1 ms.
-  std::chrono::microseconds cuda_proxy_idle_exit{1000};
+  // cuda: a lane's proxy kernel exits after this long without a small transfer; the
+  // next small transfer starts it again (one kernel launch, ~10 us, and behind bulk
+  // copy-engine work possibly much more). While it runs, the lane's issue and retire
+  // threads spin (two CPU cores per lane) and it holds one SM per proxy block. It is
+  // renewed every 1 ms without a gap, so a caller's cudaDeviceSynchronize or cudaFree
+  // waits at most ~2 ms for it whatever this is. 0..1 s, default 10 ms.
+  std::chrono::microseconds cuda_proxy_idle_exit{10000};
 
   // Returns an InvalidArgument status naming the first bad field.
   Status Validate() const;

@@ -61,11 +61,15 @@ KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
 }
 
 // Flags shared by the host and one lane's proxy; pinned host memory (mapped).
+// A lane runs its proxy in one of two slots (streams); a successor launched into
+// the spare slot reports `alive` and waits for `start` (the hand-over).
 struct ProxyCtl {
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
   uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
+  uint32_t alive[2];      // GPU -> host: the successor in slot s is running
+  uint64_t start[2];      // host -> GPU: first entry number + 1 for the successor in slot s
 };
 
 // Device-memory scratch of one lane's proxy; zeroed once when it is allocated and
@@ -82,8 +86,10 @@ struct ProxyArgs {
   ProxyCtl* ctl;           // pinned host (mapped)
   uint64_t* done;          // pinned host (mapped): the lane's kProxyRing completion words
   ProxyScratch* scratch;   // device memory
-  uint64_t start;          // the first entry number this launch serves
+  uint64_t start;          // the first entry number this launch serves (handover == 0)
   unsigned long long arrivals_base;  // scratch->arrivals when this launch starts
+  int slot;                // 0 or 1: which ctl->alive / ctl->start words are this launch's
+  int handover;            // 1: report alive, then wait for ctl->start[slot] (a successor)
 };
 
 }  // namespace kvlane::gpu

@@ -114,18 +114,32 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t k, bool
   StoreSystem(word, any_skip ? e.value | kDoneSkipped : e.value);
 }
 
+// A successor reports that it runs, then waits until the host hands it the
+// ring: the entry number where its predecessor stopped.
+__device__ uint64_t FirstEntry(const ProxyArgs& a) {
+  if (a.handover == 0) return a.start;
+  StoreSys32(&a.ctl->alive[a.slot], 1);
+  for (;;) {
+    const uint64_t s = LoadSys64(&a.ctl->start[a.slot]);
+    if (s != 0) return s - 1;
+  }
+}
+
 __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   __shared__ ProxyEntry entry;
   __shared__ CopySeg staged[kProxyMaxSegs];
   __shared__ int cmd;
+  __shared__ uint64_t first;
+  if (threadIdx.x == 0) first = FirstEntry(a);
+  __syncthreads();
   uint32_t failed = 0, saw = 0;  // warp 0's view of the error flags
-  for (uint64_t n = a.start;; ++n) {
+  for (uint64_t n = first;; ++n) {
     if (threadIdx.x < 32) Poll(a, n, &entry, staged, &cmd, &failed, &saw);
     __syncthreads();
     const int c = cmd;
     if (c == kCmdExit) return;
     if (c == kCmdCopy) CopyEntry(entry, staged);
-    Finish(a, entry, n - a.start, c == kCmdSkip);
+    Finish(a, entry, n - first, c == kCmdSkip);
     __syncthreads();  // everyone is done with `entry` before warp 0 overwrites it
   }
 }

@@ -679,10 +679,10 @@ TEST_P(CudaProxyTest, ShutdownStopsTheProxy) {
   }
 }
 
-// Under steady small traffic the proxy still exits every CudaProxy::kMaxRun and
-// restarts on the next post, so that a caller's device-wide sync (which waits for
-// every kernel of the context) returns while the traffic goes on. Without the
-// bound it would wait until the traffic stopped (here 400 ms).
+// Under steady small traffic the proxy is renewed every CudaProxy::kMaxRun (a
+// successor takes over the ring), so that a caller's device-wide sync (which
+// waits for the kernels launched before it) returns while the traffic goes on.
+// Without renewal it would wait until the traffic stopped (here 400 ms).
 TEST_P(CudaProxyTest, DeviceSyncReturnsUnderSteadySmallTraffic) {
   AgentOptions o = OneLane();
   o.cuda_proxy_idle_exit = 1s;  // only the run bound can stop it

@@ -122,11 +122,11 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   if (const uint64_t u = l.proxy.uses(); u != uses_seen) uses_seen = u, use_seen = now;
   const auto quiet = now - std::max(*active, busy_seen);
   const bool proxy_hot = l.proxy.running() && now - use_seen < proxy_idle_exit_;
-  if (proxy_hot) {
+  if (proxy_hot && l.proxy.renewal_due(now)) {  // checked without the lock: posters own it
     std::unique_lock lock(l.issue_mu, std::try_to_lock);
-    if (lock.owns_lock() && l.proxy.running() && now - l.proxy.launched_at() >= CudaProxy::kMaxRun) {
-      Status s = l.proxy.Renew(io_timeout_);
-      if (!s.ok()) Fail(s);  // the old kernel did not exit (wedged) or the launch failed
+    if (lock.owns_lock()) {
+      Status s = l.proxy.Renew();
+      if (!s.ok()) Fail(s);  // the successor's launch failed
     }
   }
   if (busy || quiet < spin_ || proxy_hot) {
@@ -321,7 +321,7 @@ Status CudaChannel::WaitDone(Lane& l, uint64_t seq) {
 // raised by the proxy latches too (the proxy then acknowledges without copying).
 Status CudaChannel::PollErrors(Lane& l) {
   MirrorErrors(l);
-  for (cudaStream_t st : {l.sm, l.ce, l.proxy.stream()}) {
+  for (cudaStream_t st : {l.sm, l.ce, l.proxy.stream(0), l.proxy.stream(1)}) {
     if (st == nullptr) continue;
     cudaError_t e = cudaStreamQuery(st);
     if (e != cudaSuccess && e != cudaErrorNotReady) {
