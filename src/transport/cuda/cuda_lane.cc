@@ -123,10 +123,11 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   const auto quiet = now - std::max(*active, busy_seen);
   const bool proxy_hot = l.proxy.running() && now - use_seen < proxy_idle_exit_;
   if (proxy_hot && l.proxy.renewal_due(now)) {  // checked without the lock: posters own it
-    std::unique_lock lock(l.issue_mu, std::try_to_lock);
-    if (lock.owns_lock()) {
-      Status s = l.proxy.Renew();
-      if (!s.ok()) Fail(s);  // the successor's launch failed
+    if (l.proxy.successor_alive()) {
+      std::unique_lock lock(l.issue_mu, std::try_to_lock);
+      if (lock.owns_lock()) l.proxy.HandOver();
+    } else if (Status s = l.proxy.LaunchSuccessor(); !s.ok()) {
+      Fail(s);  // the launch failed (the old kernel keeps serving until the latch stops it)
     }
   }
   if (busy || quiet < spin_ || proxy_hot) {

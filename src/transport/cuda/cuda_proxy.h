@@ -12,7 +12,7 @@
 // was called, so at most about 2 x kMaxRun, and small transfers never wait for
 // a launch during renewal.
 //
-// Thread-safety: Submit, Quiesce, Renew and Shutdown are called under the lane's
+// Thread-safety: Submit, Quiesce, HandOver and Shutdown are called under the lane's
 // issue mutex (Shutdown also by Close once the lane threads joined); the flag
 // accessors (MirrorLatch, gpu_error, saw_latch, InjectFault) are safe from any thread.
 #pragma once
@@ -46,7 +46,7 @@ class CudaProxy {
   // Readable from any thread (the lane's spin policy); written under the lane's issue mutex.
   bool running() const { return running_.load(std::memory_order_relaxed); }
   uint64_t uses() const { return uses_.load(std::memory_order_relaxed); }  // entries submitted
-  // Renew() has something to do: readable from any thread without the issue mutex.
+  // Renewal has a step to take: readable from any thread without the issue mutex.
   bool renewal_due(std::chrono::steady_clock::time_point now) const {
     return running() && now.time_since_epoch().count() >= renew_at_.load(std::memory_order_relaxed);
   }
@@ -60,9 +60,15 @@ class CudaProxy {
   // Asks the running kernel (and a successor waiting for its hand-over) to exit
   // after the entries before; needs no wait.
   void Quiesce();
-  // One step of renewal; never waits: launches a successor once the running
-  // kernel is kMaxRun old, hands the ring over once the successor runs.
-  Status Renew();
+  // Renewal, driven by the lane's issue thread once renewal_due(), never
+  // waiting: LaunchSuccessor() needs no lock (posters never touch the spare
+  // slot), then, once successor_alive(), HandOver() under the issue mutex.
+  // REQUIRES: called by the lane's issue thread.
+  Status LaunchSuccessor();
+  bool successor_alive() const;
+  // The successor takes the ring from the next entry on. REQUIRES: the issue
+  // mutex; a successor was launched.
+  void HandOver();
   // Not running and no launch left on either stream (non-blocking queries):
   // Submit will start the kernel without waiting.
   bool Exited() const;
@@ -89,7 +95,6 @@ class CudaProxy {
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
   Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value);
   Status Launch(int slot, bool handover);
-  void HandOver();  // the successor takes the ring from the next entry on
   void RenewIn(std::chrono::steady_clock::duration d);
   void Retire(int slot);  // the kernel of `slot` stops serving: account its entries
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
@@ -102,10 +107,12 @@ class CudaProxy {
   Slot slots_[kSlots];
   int blocks_ = 1;
   int cur_ = 0;                       // the slot whose kernel serves the ring
-  bool pending_ = false;              // a successor was launched into the other slot
+  // A successor was launched into the other slot. Written by the issue thread
+  // (and Shutdown after it joined), read by it: no lock.
+  bool pending_ = false;
   uint64_t next_ = 0;                 // the next entry number
   uint64_t uses_at_start_ = 0;        // uses() when the current kernel began serving
-  // When Renew() has work: kMaxRun after the current kernel began serving, or at
+  // When renewal has a step to take: kMaxRun after the current kernel began serving, or at
   // once while a successor waits for its hand-over (steady_clock ticks).
   std::atomic<int64_t> renew_at_{INT64_MAX};
   std::atomic<bool> running_{false};  // a kernel serves the ring (no exit entry sent)

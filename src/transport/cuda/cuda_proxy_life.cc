@@ -15,7 +15,9 @@ Status CudaProxy::Launch(int s, bool handover) {
   const unsigned long long base = blocks_ > 1 ? slot.served * static_cast<uint64_t>(blocks_) : 0;
   std::atomic_ref<uint32_t>(ctl_->alive[s]).store(0, std::memory_order_relaxed);
   std::atomic_ref<uint64_t>(ctl_->start[s]).store(0, std::memory_order_release);
-  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, next_, base, s, handover ? 1 : 0},
+  // A successor learns its first entry from ctl->start: next_ is the posters' (no lock here).
+  const uint64_t first = handover ? 0 : next_;
+  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, first, base, s, handover ? 1 : 0},
                                blocks_, slot.stream));
   return Status::Ok();
 }
@@ -55,19 +57,18 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
   return Queue(host, sb, se, value);
 }
 
-Status CudaProxy::Renew() {
-  if (!running()) return Status::Ok();
+Status CudaProxy::LaunchSuccessor() {
+  if (!running() || pending_) return Status::Ok();
   const int spare = 1 - cur_;
-  if (pending_) {
-    if (std::atomic_ref<uint32_t>(ctl_->alive[spare]).load(std::memory_order_acquire) != 0) HandOver();
-    return Status::Ok();
-  }
-  if (!renewal_due(std::chrono::steady_clock::now())) return Status::Ok();
   if (cudaStreamQuery(slots_[spare].stream) == cudaErrorNotReady) return Status::Ok();  // still exiting
   KVLANE_RETURN_IF_ERROR(Launch(spare, /*handover=*/true));
   pending_ = true;
   RenewIn(std::chrono::steady_clock::duration::zero());  // look for `alive` at every idle moment
   return Status::Ok();
+}
+
+bool CudaProxy::successor_alive() const {
+  return pending_ && std::atomic_ref<uint32_t>(ctl_->alive[1 - cur_]).load(std::memory_order_acquire) != 0;
 }
 
 void CudaProxy::Quiesce() {
