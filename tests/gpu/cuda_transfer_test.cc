@@ -104,6 +104,7 @@ TEST_P(CudaTransferTest, Moves513DescriptorsBothWays) {
   uint8_t* back = DevAlloc(total);
   FillDevice(src, total, 7);
   cudaMemset(back, 0xCC, total);
+  cudaStreamSynchronize(cudaStreamLegacy);  // async to the host; the engine's streams do not wait for it
   ASSERT_TRUE(agent_->RegisterMemory(src, total, MemoryKind::kCuda).ok());
   ASSERT_TRUE(agent_->RegisterMemory(back, total, MemoryKind::kCuda).ok());
   Remote dst = Alloc(total);
@@ -375,6 +376,7 @@ class CudaVmmTest : public CudaTransferTest {
   void WriteReadExact(uint8_t* src, uint8_t* back, uint64_t remote, uint64_t bytes, uint64_t seed) {
     FillDevice(src, bytes, seed);
     cudaMemset(back, 0xCC, bytes);
+    cudaStreamSynchronize(cudaStreamLegacy);
     const uint64_t cut1 = part_ - 4096 - 3, cut2 = std::min(bytes, part_ + 5000);
     DescList ls{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
     for (auto [lo, hi] : {std::pair{uint64_t{0}, cut1}, {cut1, cut2}, {cut2, bytes}}) {

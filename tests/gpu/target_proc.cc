@@ -34,6 +34,10 @@ void FillDevice(void* dev, uint64_t len, uint64_t seed) {
   std::vector<uint8_t> h(len);
   Fill(h, seed);
   cudaMemcpy(dev, h.data(), len, cudaMemcpyDefault);
+  // From pageable memory cudaMemcpy may return before the DMA landed; the
+  // engine copies on its own (non-blocking) streams, so wait here (the legacy
+  // stream only: a device-wide sync would also wait for the proxy's renewal).
+  cudaStreamSynchronize(cudaStreamLegacy);
 }
 
 int64_t CheckDevice(const void* dev, uint64_t len, uint64_t seed) {

@@ -34,8 +34,17 @@ kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes) {
 
 void DeviceFree(void* ptr) { (void)cudaFree(ptr); }
 
+// cudaMemcpy from pageable memory, and cudaMemset, may return before the device
+// memory is written; kvlane copies on its own non-blocking streams, which do not
+// wait for the legacy stream. So every writer here waits for the legacy stream
+// (not the device: that would also wait for kvlane's resident proxy kernel).
+static kvlane::Status LegacyStreamDone(kvlane::Status issued) {
+  KVLANE_RETURN_IF_ERROR(issued);
+  return CudaStatus(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+}
+
 kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len) {
-  return CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  return LegacyStreamDone(CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyHostToDevice), "cudaMemcpy H2D"));
 }
 
 kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len) {
@@ -43,11 +52,11 @@ kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len) {
 }
 
 kvlane::Status CopyDeviceToDevice(void* dst, const void* src, uint64_t len) {
-  return CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D");
+  return LegacyStreamDone(CudaStatus(cudaMemcpy(dst, src, len, cudaMemcpyDeviceToDevice), "cudaMemcpy D2D"));
 }
 
 kvlane::Status DeviceMemset(void* dst, int byte, uint64_t len) {
-  return CudaStatus(cudaMemset(dst, byte, len), "cudaMemset");
+  return LegacyStreamDone(CudaStatus(cudaMemset(dst, byte, len), "cudaMemset"));
 }
 
 #else  // !KVBENCH_HAVE_CUDA
