@@ -106,7 +106,8 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
              cfg["transport"].get<std::string>(), cfg["memory"].get<std::string>(),
              cfg["pairs"].get<int>(), cfg["warmup"].get<int>(), cfg["iters"].get<int>(),
              cfg.value("spin_us", int64_t{-1}) < 0
-                 ? std::string("engine workers at their default spin (each iteration starts cold)")
+                 ? std::string("engine defaults for idle workers (AgentOptions::spin, "
+                               "cuda_proxy_idle_exit)")
                  : fmt::format("engine workers kept awake {} us after their last work (--spin-us)",
                                cfg["spin_us"].get<int64_t>()));
   for (const auto& [key, text] : doc["method"].items())
