@@ -533,6 +533,26 @@ class CudaProxyTest : public CudaTransferTest {
     o.lanes_per_peer = 1;
     return o;
   }
+  // A registered device source of `bytes` filled from `seed`, a target buffer,
+  // the peer loaded, and the WRITE between them.
+  struct OneWrite {
+    uint8_t* src = nullptr;
+    Remote dst;
+    XferHandle h;
+  };
+  OneWrite SmallWrite(uint64_t bytes, uint64_t seed) {
+    OneWrite w;
+    w.src = DevAlloc(bytes);
+    FillDevice(w.src, bytes, seed);
+    EXPECT_TRUE(agent_->RegisterMemory(w.src, bytes, MemoryKind::kCuda).ok());
+    w.dst = Alloc(bytes);
+    Load();
+    DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+    l.Add(w.src, bytes);
+    r.Add(w.dst.addr, bytes);
+    w.h = Make(Op::kWrite, l, r);
+    return w;
+  }
 };
 
 // Sizes 1 B..64 KiB at odd offsets, single and multi-descriptor, both ways.
@@ -607,15 +627,7 @@ TEST_P(CudaProxyTest, SmallBehindBulkOnOneLaneRetiresInOrder) {
 TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 8);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  Remote dst = Alloc(kBytes);
-  Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r);
+  auto [src, dst, h] = SmallWrite(kBytes, 8);
   ASSERT_TRUE(PostWait(&h).ok());  // the proxy is running now (it idles out after 1 ms)
   core::CudaChannel* ch = Channel();
   ASSERT_NE(ch, nullptr);
@@ -633,16 +645,8 @@ TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
 TEST_P(CudaProxyTest, GpuErrorLatchesTheChannel) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 8);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  Remote dst = Alloc(kBytes);
+  auto [src, dst, h] = SmallWrite(kBytes, 8);
   target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
-  Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r);
   core::CudaChannel* ch = Channel();
   ASSERT_NE(ch, nullptr);
   ch->InjectProxyFault(0);  // seen by the proxy's first poll, before the entry
@@ -690,15 +694,7 @@ TEST_P(CudaProxyTest, DeviceSyncReturnsUnderSteadySmallTraffic) {
   o.cuda_proxy_idle_exit = 1s;  // only the run bound can stop it
   MakeAgent(o);
   constexpr uint64_t kBytes = 4096;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 12);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  Remote dst = Alloc(kBytes);
-  Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r);
+  auto [src, dst, h] = SmallWrite(kBytes, 12);
   std::atomic<bool> stop{false};
   std::atomic<int> posted{0}, failed{0};
   std::thread poster([&] {
@@ -731,15 +727,7 @@ TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
   o.cuda_proxy_idle_exit = 100us;
   MakeAgent(o);
   constexpr uint64_t kBytes = 4096;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 14);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  Remote dst = Alloc(kBytes);
-  Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r);
+  auto [src, dst, h] = SmallWrite(kBytes, 14);
   int stuck = 0;
   for (int cycle = 0; cycle < 300 && stuck == 0; ++cycle) {
     std::this_thread::sleep_for(std::chrono::microseconds(100 + (cycle * 37) % 400));

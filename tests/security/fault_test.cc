@@ -32,10 +32,10 @@ TEST_P(DeregisterInFlightTest, EndsOkOrStaleAndNeverWritesAfterDeregister) {
   AgentOptions o;
   o.chunk_bytes = 256 << 10;  // 16 chunks striped over the lanes: some land, some go stale
   o.lanes_per_peer = 4;
+  GuardedBuffer target(kLen, kGuard, 21), local(kLen, kGuard, 22);  // outlive the agents
   Pair p = MakePair(GetParam(), o);
   Agent& a = *p.a;
   Agent& b = *p.b;
-  GuardedBuffer target(kLen, kGuard, 21), local(kLen, kGuard, 22);
   ASSERT_TRUE(a.RegisterMemory(local.body(), kLen).ok());
   std::mt19937 rng(5);
   int ok = 0, stale = 0;

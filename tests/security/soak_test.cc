@@ -35,10 +35,13 @@ TEST_P(SoakTest, HandleChurnKeepsMemoryAndSlotsFlat) {
   o.lanes_per_peer = 4;
   o.max_requests = kSlots;
   o.lane_ring_slots = 256;
+  // The buffers outlive the agents (declared first, destroyed last): a target's
+  // server thread may still be returning from the sendmsg of the last READ's
+  // reply when the initiator has seen it finish.
+  std::vector<uint8_t> src(kBatch * kSlice), dst(kBatch * kSlice), back(kBatch * kSlice);
   Pair p = MakePair(GetParam(), o);
   Agent& a = *p.a;
   Agent& b = *p.b;
-  std::vector<uint8_t> src(kBatch * kSlice), dst(kBatch * kSlice), back(kBatch * kSlice);
   Fill(src, 3);
   ASSERT_TRUE(a.RegisterMemory(src.data(), src.size()).ok());
   ASSERT_TRUE(a.RegisterMemory(back.data(), back.size()).ok());
