@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bench_json.h"
+#include "copy_probe.h"
 #include "gpu/copy_launch.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
@@ -191,6 +192,24 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
       Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
     }
   }
+  // Probe: variants of the copy loop (copy_probe.cu), one block per descriptor.
+  for (const ProbeVariant& v : kProbeVariants) {
+    std::vector<double> t;
+    cudaError_t err = cudaSuccess;
+    for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
+      auto t0 = Clock::now();
+      err = LaunchProbe(v, segs, static_cast<uint32_t>(n), b.stream);
+      if (err == cudaSuccess) err = cudaStreamSynchronize(b.stream);
+      if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+    }
+    char name[96];
+    std::snprintf(name, sizeof(name), "probe loop %s GB/s", v.name);
+    if (err == cudaSuccess)
+      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+    else
+      std::printf("%s: %s\n", name, cudaGetErrorString(err));
+    (void)cudaGetLastError();
+  }
   // Probe: the bulk-copy (TMA) kernel, with every destination byte checked once.
   {
     const uint32_t parts = static_cast<uint32_t>((d + gpu::kTmaUnitBytes - 1) / gpu::kTmaUnitBytes);
@@ -260,6 +279,31 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   else
     std::printf("probe cudaMemcpyBatchAsync: %s\n", cudaGetErrorString(err));
   (void)cudaGetLastError();
+  // Probe: the kernel on the head of the list and one copy-engine batch on its
+  // tail, at once on two streams (does the copy engine add to the SM stores?).
+  cudaStream_t side = nullptr;
+  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  for (uint32_t pct : {4u, 8u, 12u, 16u}) {
+    const uint64_t tail = n * pct / 100, head = n - tail;
+    std::vector<double> th;
+    err = cudaSuccess;
+    for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
+      auto t0 = Clock::now();
+      err = cudaMemcpyBatchAsync(dsts.data() + head, const_cast<const void* const*>(srcs.data() + head),
+                                 sizes.data() + head, tail, &attr, &idx, 1, side);
+      gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(head), 1, static_cast<int>(head),
+                              {fin, done, uint64_t(it)}, b.stream);
+      cudaStreamSynchronize(b.stream);
+      cudaStreamSynchronize(side);
+      if (it >= 3) th.push_back(b.Us(t0, Clock::now()));
+    }
+    char name[96];
+    std::snprintf(name, sizeof(name), "probe kernel + CE batch (%u%% of descs) GB/s", pct);
+    if (err == cudaSuccess)
+      Row(name, n * d / Pct(th, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+    (void)cudaGetLastError();
+  }
+  cudaStreamDestroy(side);
   cudaFree(segs);
   cudaFree(fin);
   cudaFreeHost(done);
