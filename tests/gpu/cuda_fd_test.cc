@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <thread>
 
 #include "transport/cuda/cuda_control.h"
 #include "transport/cuda/fd_passing.h"
@@ -130,6 +131,31 @@ TEST_F(FdServerTest, MalformedRequestsGetAnErrorReply) {
   }
   FdRequest good{kKey, 0, 0};
   ASSERT_TRUE(SendCtl(sock->get(), CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
+  CtlFrame f{};
+  Fd fd;
+  ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd).ok());
+  EXPECT_EQ(f.seq, 0u);
+  ASSERT_TRUE(fd.valid());
+  EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
+}
+
+// A connection that never says Hello is cut after connect_timeout; an
+// authenticated one idles longer than that and is still served.
+TEST_F(FdServerTest, SilentConnectionIsCutButIdleAuthenticatedOneIsNot) {
+  ctx_.options.connect_timeout = std::chrono::milliseconds(200);
+  auto silent = ConnectUnix(socket_, std::chrono::milliseconds(2000));
+  ASSERT_TRUE(silent.ok()) << silent.status().ToString();
+  auto sock = DialControl(peer_.self_name, peer_.connect_timeout, peer_.peer, socket_);
+  ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(WaitReadable(silent->get(), std::chrono::milliseconds(3000)).ok()) << "never cut";
+  char b = 0;
+  EXPECT_EQ(recv(silent->get(), &b, 1, 0), 0);  // end of stream: the server hung up
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle past connect_timeout
+  FdRequest good{kKey, 0, 0};
+  ASSERT_TRUE(SendCtl(sock->get(), CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
+  ASSERT_TRUE(WaitReadable(sock->get(), std::chrono::milliseconds(2000)).ok());
   CtlFrame f{};
   Fd fd;
   ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd).ok());

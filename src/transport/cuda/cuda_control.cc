@@ -63,39 +63,18 @@ Result<std::string> Handshake(const AgentContext& ctx, int fd) {
 }  // namespace
 
 Status ControlServer::Start(const std::string& socket) {
-  KVLANE_ASSIGN_OR_RETURN(listener_, ListenUnix(socket));
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
+  KVLANE_ASSIGN_OR_RETURN(Fd listener, ListenUnix(socket));
+  conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
   return Status::Ok();
-}
-
-void ControlServer::AcceptLoop() {
-  for (;;) {
-    auto fd = Accept(listener_.get());
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    if (!fd.ok()) {
-      if (fd.status().code() == Code::kCanceled) return;
-      continue;
-    }
-    for (auto it = conns_.begin(); it != conns_.end();) {  // reap finished connections
-      if ((*it)->done) {
-        (*it)->thread.join();
-        it = conns_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    auto c = std::make_unique<Conn>();
-    c->fd = std::move(fd).value();
-    Conn* raw = c.get();
-    c->thread = std::thread([this, raw] { Serve(raw); });
-    conns_.push_back(std::move(c));
-  }
 }
 
 void ControlServer::Serve(Conn* c) {
   int fd = c->fd.get();
-  auto name = Handshake(*ctx_, fd);
+  // An unauthenticated peer gets connect_timeout to say Hello; an authenticated
+  // control connection is idle most of its life, so no timeout after it.
+  Status timed = SetIoTimeout(fd, ctx_->options.connect_timeout);
+  auto name = timed.ok() ? Handshake(*ctx_, fd) : Result<std::string>(timed);
+  if (name.ok() && !SetIoTimeout(fd, std::chrono::milliseconds(0)).ok()) name = Status::Backend("control: socket options");
   CtlFrame f{};
   std::string payload;
   while (name.ok() && RecvCtl(fd, &f, &payload).ok()) {
@@ -107,9 +86,9 @@ void ControlServer::Serve(Conn* c) {
       std::lock_guard w(c->write_mu);
       if (!SendCtl(fd, CtlType::kNotifyAck, verdict, nullptr, 0).ok()) break;
     } else if (f.type == static_cast<uint32_t>(CtlType::kRevokeAck)) {
-      std::lock_guard lock(mu_);
+      std::lock_guard lock(conns_.mu());
       c->acked = std::max(c->acked, f.seq);
-      cv_.notify_all();
+      conns_.cv().notify_all();
     } else if (f.type == static_cast<uint32_t>(CtlType::kFdRequest)) {
       if (!ServeFd(c, payload).ok()) break;
     } else {
@@ -117,19 +96,18 @@ void ControlServer::Serve(Conn* c) {
     }
   }
   shutdown(fd, SHUT_RDWR);
-  std::lock_guard lock(mu_);
-  c->done = true;
-  cv_.notify_all();
+  conns_.Finish(c);
 }
 
 void ControlServer::Revoke(std::span<const uint64_t> keys) {
-  std::unique_lock lock(mu_);
-  if (stopped_ || conns_.empty()) return;
+  std::unique_lock lock(conns_.mu());
+  auto& conns = conns_.conns();
+  if (conns_.stopped() || conns.empty()) return;
   uint64_t seq = 0;
   for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys) {
     uint32_t n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
     seq = ++revoke_seq_;
-    for (auto& c : conns_) {
+    for (auto& c : conns) {
       if (c->done) continue;
       std::lock_guard w(c->write_mu);
       if (!SendCtl(c->fd.get(), CtlType::kRevoke, seq, keys.data() + at, n * 8).ok())
@@ -138,25 +116,12 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
   }
   auto deadline = std::chrono::steady_clock::now() + ctx_->options.io_timeout;
   auto all_acked = [&] {
-    return std::all_of(conns_.begin(), conns_.end(), [&](auto& c) { return c->done || c->acked >= seq; });
+    return std::all_of(conns.begin(), conns.end(), [&](auto& c) { return c->done || c->acked >= seq; });
   };
-  if (!cv_.wait_until(lock, deadline, all_acked)) {
-    for (auto& c : conns_)  // an initiator that cannot confirm loses its connection
+  if (!conns_.cv().wait_until(lock, deadline, all_acked)) {
+    for (auto& c : conns)  // an initiator that cannot confirm loses its connection
       if (!c->done && c->acked < seq) shutdown(c->fd.get(), SHUT_RDWR);
   }
-}
-
-void ControlServer::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    if (listener_.valid()) shutdown(listener_.get(), SHUT_RDWR);
-    for (auto& c : conns_) shutdown(c->fd.get(), SHUT_RDWR);
-  }
-  if (accept_thread_.joinable()) accept_thread_.join();
-  for (auto& c : conns_) c->thread.join();
-  conns_.clear();
 }
 
 }  // namespace kvlane::core

@@ -21,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "transport/conn_set.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 
@@ -91,7 +92,7 @@ class ControlServer {
   ~ControlServer() { Stop(); }
 
   Status Start(const std::string& socket);
-  void Stop();
+  void Stop() { conns_.Stop(); }
   // Tells every connected initiator that `keys` are gone and waits (up to
   // io_timeout) for each to acknowledge; an initiator that does not is cut off.
   void Revoke(std::span<const uint64_t> keys);
@@ -101,22 +102,16 @@ class ControlServer {
     Fd fd;
     std::thread thread;
     std::mutex write_mu;
-    uint64_t acked = 0;  // GUARDED_BY(ControlServer::mu_)
-    bool done = false;   // GUARDED_BY(ControlServer::mu_)
+    uint64_t acked = 0;  // GUARDED_BY(conns_.mu())
+    bool done = false;   // GUARDED_BY(conns_.mu())
   };
-  void AcceptLoop();
   void Serve(Conn* c);
   Status ServeFd(Conn* c, const std::string& request);  // fd_request.cc
 
   AgentContext* ctx_;
   const FdSource fds_;
-  Fd listener_;
-  std::thread accept_thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::list<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_)
-  uint64_t revoke_seq_ = 0;                 // GUARDED_BY(mu_)
-  bool stopped_ = false;                    // GUARDED_BY(mu_)
+  uint64_t revoke_seq_ = 0;  // GUARDED_BY(conns_.mu())
+  ConnSet<Conn> conns_;      // last: stopped (threads joined) before the members above go
 };
 
 }  // namespace kvlane::core

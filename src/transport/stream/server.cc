@@ -33,38 +33,6 @@ ucred PeerCred(int fd) {
 
 }  // namespace
 
-void StreamServer::Start(Fd listener) {
-  listener_ = std::move(listener);
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
-}
-
-void StreamServer::AcceptLoop() {
-  for (;;) {
-    auto fd = Accept(listener_.get());
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    if (!fd.ok()) {
-      if (fd.status().code() == Code::kCanceled) return;
-      continue;  // transient accept failure (EMFILE, ...): keep serving
-    }
-    // Reap finished connections so long-running servers do not accumulate them.
-    for (auto it = conns_.begin(); it != conns_.end();) {
-      if ((*it)->done.load()) {
-        (*it)->thread.join();
-        it = conns_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    if (conns_.size() >= kMaxConns) continue;  // fd closes here: refuse, keep serving the rest
-    auto c = std::make_unique<Conn>();
-    c->fd = std::move(fd).value();
-    Conn* raw = c.get();
-    c->thread = std::thread([this, raw] { Serve(raw); });
-    conns_.push_back(std::move(c));
-  }
-}
-
 void StreamServer::Serve(Conn* c) {
   int fd = c->fd.get();
   // An unauthenticated peer gets connect_timeout to say Hello; after it, a
@@ -81,20 +49,7 @@ void StreamServer::Serve(Conn* c) {
     (void)exec.Run();  // ends on disconnect, protocol violation or stall
   }
   shutdown(fd, SHUT_RDWR);
-  c->done.store(true);
-}
-
-void StreamServer::Stop() {
-  {
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    if (listener_.valid()) shutdown(listener_.get(), SHUT_RDWR);
-    for (auto& c : conns_) shutdown(c->fd.get(), SHUT_RDWR);
-  }
-  if (accept_thread_.joinable()) accept_thread_.join();
-  for (auto& c : conns_) c->thread.join();
-  conns_.clear();
+  conns_.Finish(c);
 }
 
 }  // namespace kvlane::core

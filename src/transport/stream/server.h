@@ -5,12 +5,9 @@
 // Thread-safety: Start/Stop from the owner; one thread per connection.
 #pragma once
 
-#include <atomic>
-#include <list>
-#include <memory>
-#include <mutex>
 #include <thread>
 
+#include "transport/conn_set.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 
@@ -23,32 +20,26 @@ enum class PayloadMode : uint8_t {
 
 class StreamServer {
  public:
-  // Connections served at once (each holds a thread); more are closed at accept.
-  static constexpr size_t kMaxConns = 4096;
-
   StreamServer(AgentContext* ctx, PayloadMode mode) : ctx_(ctx), mode_(mode) {}
   ~StreamServer() { Stop(); }
 
   // Takes ownership of a listening socket and starts accepting.
-  void Start(Fd listener);
-  void Stop();
+  void Start(Fd listener) {
+    conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
+  }
+  void Stop() { conns_.Stop(); }
 
  private:
   struct Conn {
     Fd fd;
     std::thread thread;
-    std::atomic<bool> done{false};
+    bool done = false;  // GUARDED_BY(conns_.mu())
   };
-  void AcceptLoop();
   void Serve(Conn* c);
 
   AgentContext* ctx_;
   const PayloadMode mode_;
-  Fd listener_;
-  std::thread accept_thread_;
-  std::mutex mu_;
-  std::list<std::unique_ptr<Conn>> conns_;  // GUARDED_BY(mu_)
-  bool stopped_ = false;                    // GUARDED_BY(mu_)
+  ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };
 
 }  // namespace kvlane::core

@@ -1,0 +1,109 @@
+// ConnSet<C>: the connection half of a server that gives every accepted
+// connection a thread of its own (the stream transports' StreamServer and the
+// cuda transport's ControlServer): the accept loop, reaping of finished
+// connections, a cap on how many are served at once, and Stop.
+//
+// C must provide `Fd fd`, `std::thread thread` and `bool done` (GUARDED_BY(mu())).
+// A connection's thread calls Finish(c) as its last step.
+//
+// Thread-safety: Start/Stop from the owner; Finish from connection threads; mu()
+// guards conns() and every C::done, and cv() is notified when they change.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "transport/stream/socket.h"
+
+namespace kvlane::core {
+
+template <class C>
+class ConnSet {
+ public:
+  // Connections served at once (each holds a thread); more are closed at accept.
+  static constexpr size_t kMaxConns = 4096;
+
+  ConnSet() = default;
+  ~ConnSet() { Stop(); }
+  ConnSet(const ConnSet&) = delete;
+  ConnSet& operator=(const ConnSet&) = delete;
+
+  // Takes ownership of a listening socket; every accepted connection runs
+  // serve(c) on a thread of its own.
+  void Start(Fd listener, std::function<void(C*)> serve) {
+    listener_ = std::move(listener);
+    serve_ = std::move(serve);
+    accept_thread_ = std::thread([this] { AcceptLoop(); });
+  }
+
+  // Stops accepting, cuts every connection, joins every thread. Idempotent.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+      if (listener_.valid()) shutdown(listener_.get(), SHUT_RDWR);
+      for (auto& c : conns_) shutdown(c->fd.get(), SHUT_RDWR);
+    }
+    if (accept_thread_.joinable()) accept_thread_.join();
+    for (auto& c : conns_) c->thread.join();
+    conns_.clear();
+  }
+
+  // The connection's thread is about to return.
+  void Finish(C* c) {
+    std::lock_guard lock(mu_);
+    c->done = true;
+    cv_.notify_all();
+  }
+
+  std::mutex& mu() { return mu_; }
+  std::condition_variable& cv() { return cv_; }
+  std::list<std::unique_ptr<C>>& conns() { return conns_; }  // REQUIRES: mu() held
+  bool stopped() const { return stopped_; }                   // REQUIRES: mu() held
+
+ private:
+  void AcceptLoop() {
+    for (;;) {
+      auto fd = Accept(listener_.get());
+      std::lock_guard lock(mu_);
+      if (stopped_) return;
+      if (!fd.ok()) {
+        if (fd.status().code() == Code::kCanceled) return;
+        continue;  // transient accept failure (EMFILE, ...): keep serving
+      }
+      // Reap finished connections so long-running servers do not accumulate them.
+      for (auto it = conns_.begin(); it != conns_.end();) {
+        if ((*it)->done) {
+          (*it)->thread.join();
+          it = conns_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      if (conns_.size() >= kMaxConns) continue;  // the fd closes here: refuse, keep serving the rest
+      auto c = std::make_unique<C>();
+      c->fd = std::move(fd).value();
+      C* raw = c.get();
+      c->thread = std::thread([this, raw] { serve_(raw); });
+      conns_.push_back(std::move(c));
+    }
+  }
+
+  Fd listener_;
+  std::function<void(C*)> serve_;
+  std::thread accept_thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::list<std::unique_ptr<C>> conns_;  // GUARDED_BY(mu_)
+  bool stopped_ = false;                 // GUARDED_BY(mu_)
+};
+
+}  // namespace kvlane::core
