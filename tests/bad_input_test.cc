@@ -26,7 +26,10 @@ class BadInputTest : public TwoAgents {
     ASSERT_TRUE(b().RegisterMemory(dst_.data(), kSize).ok());
     Connect(a(), b());
   }
-  void TearDown() override { EXPECT_TRUE(dst_.GuardsIntact()) << "bytes written outside the region"; }
+  void TearDown() override {
+    TwoAgents::TearDown();  // no engine thread left that could write
+    EXPECT_TRUE(dst_.GuardsIntact()) << "bytes written outside the region";
+  }
   Code PrepareLocalCode(const void* p, uint64_t n) {
     DescList l;
     l.Add(p, n);

@@ -14,6 +14,10 @@ namespace kvlane::test {
 class TwoAgents : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override { MakeAgents(); }
+  // The agents go first: buffers a derived fixture owns outlive every engine
+  // thread that could still touch them (a target's server may be returning
+  // from the send of a READ reply the initiator already saw).
+  void TearDown() override { pair_ = Pair{}; }
 
   // Replaces the pair with one made from `o`. With `connect`, a loads b's
   // metadata at once; without, the test calls Connect(a(), b()) itself once b's
