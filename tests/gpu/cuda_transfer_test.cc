@@ -628,7 +628,7 @@ TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
   auto [src, dst, h] = SmallWrite(kBytes, 8);
-  ASSERT_TRUE(PostWait(&h).ok());  // the proxy is running now (it idles out after 1 ms)
+  ASSERT_TRUE(PostWait(&h).ok());  // the proxy is running now (it idles out after cuda_proxy_idle_exit)
   core::CudaChannel* ch = Channel();
   ASSERT_NE(ch, nullptr);
   ch->latch().Latch(Status::Backend("injected host fault"));
