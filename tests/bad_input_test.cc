@@ -218,6 +218,7 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = 2s; }},
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = -1us; }},
       {"max_notification_bytes", [](AgentOptions& o) { o.max_notification_bytes = 100; }},
+      {"cuda_proxy_renew_every", [](AgentOptions& o) { o.cuda_proxy_renew_every = 50us; }},
   };
   for (const Case& c : cases) {
     AgentOptions o;

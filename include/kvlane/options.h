@@ -55,9 +55,15 @@ struct AgentOptions {
   // next small transfer starts it again (one kernel launch, ~10 us, and behind bulk
   // copy-engine work possibly much more). While it runs, the lane's issue and retire
   // threads spin (two CPU cores per lane) and it holds one SM per proxy block. It is
-  // renewed every 1 ms without a gap, so a caller's cudaDeviceSynchronize or cudaFree
-  // waits at most ~2 ms for it whatever this is. 0..1 s, default 10 ms.
+  // renewed every cuda_proxy_renew_every without a gap, so a caller's
+  // cudaDeviceSynchronize or cudaFree waits at most ~2x that for it, whatever this is.
+  // 0..1 s, default 10 ms.
   std::chrono::microseconds cuda_proxy_idle_exit{10000};
+  // cuda: a running proxy is replaced by a fresh launch this often (a successor takes
+  // over the ring, no request waits). 0 turns renewal off: then a device-wide sync
+  // waits until small traffic has stopped for cuda_proxy_idle_exit. 0 or 100 us..1 s,
+  // default 1 ms.
+  std::chrono::microseconds cuda_proxy_renew_every{1000};
 
   // Returns an InvalidArgument status naming the first bad field.
   Status Validate() const;

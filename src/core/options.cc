@@ -48,6 +48,9 @@ Status AgentOptions::Validate() const {
   if (cuda_proxy_max_bytes > (16ull << 20)) return Bad("cuda_proxy_max_bytes", "must be at most 16 MiB");
   if (cuda_proxy_idle_exit.count() < 0 || cuda_proxy_idle_exit > std::chrono::seconds(1))
     return Bad("cuda_proxy_idle_exit", "must be 0..1 s");
+  if (cuda_proxy_renew_every.count() != 0 &&
+      (cuda_proxy_renew_every < std::chrono::microseconds(100) || cuda_proxy_renew_every > std::chrono::seconds(1)))
+    return Bad("cuda_proxy_renew_every", "must be 0 (off) or 100 us..1 s");
   return Status::Ok();
 }
 

@@ -483,12 +483,15 @@ int Main(bool hops, nlohmann::json* run) {
   std::istringstream in(b.target.Call("alloc " + std::to_string(kPool)));
   in >> b.remote;
 
-  AgentOptions o;
-  o.name = "init";
-  o.transports = {"cuda"};
-  b.agent = std::move(Agent::Create(o)).value();
-  (void)b.agent->RegisterMemory(b.local, kPool, MemoryKind::kCuda, 0);
-  (void)b.agent->LoadPeer(Unhex(b.target.Call("meta")));
+  auto make_agent = [&](AgentOptions o) {
+    b.agent.reset();
+    o.name = "init";
+    o.transports = {"cuda"};
+    b.agent = std::move(Agent::Create(o)).value();
+    (void)b.agent->RegisterMemory(b.local, kPool, MemoryKind::kCuda, 0);
+    (void)b.agent->LoadPeer(Unhex(b.target.Call("meta")));
+  };
+  make_agent({});
   std::printf("| %-44s | %10s | %10s | %-5s | %6s |\n", "metric", "kvlane", "reference", "unit", "ratio");
   std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(12, '-').c_str(),
               std::string(12, '-').c_str(), std::string(7, '-').c_str(), std::string(8, '-').c_str());
@@ -498,6 +501,13 @@ int Main(bool hops, nlohmann::json* run) {
     return 0;
   }
   Latency(b, 4096, "4KiB", 3000);
+  {  // the same with proxy renewal off: what renewal (every 1 ms) costs the tail
+    AgentOptions no_renew;
+    no_renew.cuda_proxy_renew_every = std::chrono::microseconds(0);
+    make_agent(no_renew);
+    Latency(b, 4096, "4KiB renewal off", 3000);
+    make_agent({});
+  }
   Latency(b, 16 << 10, "16KiB", 1000);
   Latency(b, 64 << 10, "64KiB", 1000);
   Latency(b, 256 << 10, "256KiB", 1000);

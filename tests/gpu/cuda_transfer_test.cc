@@ -685,7 +685,7 @@ TEST_P(CudaProxyTest, ShutdownStopsTheProxy) {
   }
 }
 
-// Under steady small traffic the proxy is renewed every CudaProxy::kMaxRun (a
+// Under steady small traffic the proxy is renewed every cuda_proxy_renew_every (a
 // successor takes over the ring), so that a caller's device-wide sync (which
 // waits for the kernels launched before it) returns while the traffic goes on.
 // Without renewal it would wait until the traffic stopped (here 400 ms).

@@ -23,6 +23,7 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
       proxy_blocks_(ctx.options.cuda_proxy_blocks),
       proxy_max_bytes_(ctx.options.cuda_proxy_max_bytes),
       proxy_idle_exit_(ctx.options.cuda_proxy_idle_exit),
+      proxy_renew_every_(ctx.options.cuda_proxy_renew_every),
       control_(std::move(control)) {}
 
 Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, const AgentMeta& peer,
@@ -59,7 +60,7 @@ Status CudaChannel::CreateLanes() {
     KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&lane.done), kBatchRing * sizeof(uint64_t),
                               cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(lane.done, 0, kBatchRing * sizeof(uint64_t));
-    if (proxy_blocks_ > 0) KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi));
+    if (proxy_blocks_ > 0) KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_));
   }
   KVLANE_CUDA(cudaDeviceSynchronize());
   return Status::Ok();

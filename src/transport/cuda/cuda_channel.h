@@ -139,6 +139,7 @@ class CudaChannel final : public Channel {
   const int proxy_blocks_;
   const uint64_t proxy_max_bytes_;
   const std::chrono::microseconds proxy_idle_exit_;
+  const std::chrono::microseconds proxy_renew_every_;
   int max_blocks_ = 264;
   bool wedged_ = false;  // a proxy did not stop: leak GPU resources rather than block
   std::vector<std::unique_ptr<Lane>> lanes_;

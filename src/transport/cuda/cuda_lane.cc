@@ -110,7 +110,7 @@ void CudaChannel::Kick(int i) {
 // completion at once, and a futex wake-up costs more than the whole small
 // transfer. A running proxy keeps it awake for the idle exit; then the proxy is
 // told to exit and the thread sleeps until a post. A proxy that has run for
-// CudaProxy::kMaxRun is renewed. This thread is the only one that stops the
+// cuda_proxy_renew_every is renewed. This thread is the only one that stops the
 // proxy: whoever starts it (Kick) wakes this thread.
 void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   Lane& l = *lanes_[i];

@@ -23,8 +23,9 @@ void CudaProxy::Free() {
   running_.store(false, std::memory_order_relaxed);
 }
 
-Status CudaProxy::Init(int blocks, uint64_t* done, int priority) {
+Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every) {
   blocks_ = blocks;
+  renew_every_ = renew_every;
   done_ = done;
   for (Slot& s : slots_) {
     KVLANE_CUDA(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, priority));

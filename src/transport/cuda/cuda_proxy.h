@@ -4,12 +4,12 @@
 // Lifetime. The kernel is started on the lane's first small transfer (by the
 // posting thread when the previous launch has returned) and stopped (an exit
 // entry) after the lane had no small transfer for
-// AgentOptions::cuda_proxy_idle_exit. While it runs it is renewed every kMaxRun
+// AgentOptions::cuda_proxy_idle_exit. While it runs it is renewed every AgentOptions::cuda_proxy_renew_every (`renew_every`)
 // without a gap: a successor is launched into the spare slot (its own stream),
 // reports that it runs, and only then is the ring handed over (an exit entry
 // for the predecessor, the next entry number for the successor). A caller's
 // cudaDeviceSynchronize or cudaFree waits for the kernels launched before it
-// was called, so at most about 2 x kMaxRun, and small transfers never wait for
+// was called, so at most about 2 x renew_every, and small transfers never wait for
 // a launch during renewal.
 //
 // Thread-safety: Submit, Quiesce, HandOver and Shutdown are called under the lane's
@@ -30,8 +30,6 @@ namespace kvlane::core {
 
 class CudaProxy {
  public:
-  // A kernel that has run this long gets a successor (see Lifetime above).
-  static constexpr auto kMaxRun = std::chrono::milliseconds(1);
   static constexpr int kSlots = 2;
 
   CudaProxy() = default;
@@ -40,8 +38,9 @@ class CudaProxy {
   CudaProxy& operator=(const CudaProxy&) = delete;
 
   // Allocates the ring, flags and streams. `done` is the lane's kProxyRing
-  // pinned completion words. REQUIRES: the channel's device is current; blocks >= 1.
-  Status Init(int blocks, uint64_t* done, int priority);
+  // pinned completion words; a kernel that has run `renew_every` gets a
+  // successor (zero: never). REQUIRES: the channel's device is current; blocks >= 1.
+  Status Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every);
   bool enabled() const { return ring_ != nullptr; }
   // Readable from any thread (the lane's spin policy); written under the lane's issue mutex.
   bool running() const { return running_.load(std::memory_order_relaxed); }
@@ -95,6 +94,7 @@ class CudaProxy {
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
   Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value);
   Status Launch(int slot, bool handover);
+  void ScheduleRenewal();  // renew_every_ from now, or never
   void RenewIn(std::chrono::steady_clock::duration d);
   void Retire(int slot);  // the kernel of `slot` stops serving: account its entries
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
@@ -106,13 +106,14 @@ class CudaProxy {
   uint64_t* done_ = nullptr;          // pinned host, owned by the lane
   Slot slots_[kSlots];
   int blocks_ = 1;
+  std::chrono::microseconds renew_every_{1000};  // zero: never
   int cur_ = 0;                       // the slot whose kernel serves the ring
   // A successor was launched into the other slot. Written by the issue thread
   // (and Shutdown after it joined), read by it: no lock.
   bool pending_ = false;
   uint64_t next_ = 0;                 // the next entry number
   uint64_t uses_at_start_ = 0;        // uses() when the current kernel began serving
-  // When renewal has a step to take: kMaxRun after the current kernel began serving, or at
+  // When renewal has a step to take: renew_every after the current kernel began serving, or at
   // once while a successor waits for its hand-over (steady_clock ticks).
   std::atomic<int64_t> renew_at_{INT64_MAX};
   std::atomic<bool> running_{false};  // a kernel serves the ring (no exit entry sent)

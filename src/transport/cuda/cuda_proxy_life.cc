@@ -36,7 +36,15 @@ void CudaProxy::HandOver() {
   cur_ = 1 - cur_;
   pending_ = false;
   std::atomic_ref<uint64_t>(ctl_->start[cur_]).store(next_ + 1, std::memory_order_release);
-  RenewIn(kMaxRun);
+  ScheduleRenewal();
+}
+
+void CudaProxy::ScheduleRenewal() {
+  if (renew_every_.count() == 0) {  // renewal off
+    renew_at_.store(INT64_MAX, std::memory_order_relaxed);
+    return;
+  }
+  RenewIn(renew_every_);
 }
 
 void CudaProxy::RenewIn(std::chrono::steady_clock::duration d) {
@@ -51,7 +59,7 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     KVLANE_RETURN_IF_ERROR(WaitExited(1, timeout));
     KVLANE_RETURN_IF_ERROR(Launch(cur_, /*handover=*/false));
     uses_at_start_ = uses();
-    RenewIn(kMaxRun);
+    ScheduleRenewal();
     running_.store(true, std::memory_order_relaxed);
   }
   return Queue(host, sb, se, value);
