@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/peer_code.h"
 #include "kvlane/status.h"
 #include "kvlane/transfer.h"
 
@@ -57,7 +58,7 @@ class NotifQueue {
 // The sender's status for a notification its peer refused with code `raw` (as
 // the peer's reply carried it; an unknown code reads as kBackend).
 inline Status RefusedNotification(int32_t raw) {
-  const Code c = IsKnownCode(raw) && raw < 0 ? static_cast<Code>(raw) : Code::kBackend;
+  const Code c = PeerErrorCode(raw).value_or(Code::kBackend);
   return Status(c, std::string("peer refused the notification (") + CodeName(c) +
                        (c == Code::kNotAllowed ? ": its application holds too many untaken notifications)" : ")"));
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/peer_code.h"
 #include "transport/cuda/cuda_control.h"
 #include "transport/cuda/fd_passing.h"
 
@@ -26,7 +27,7 @@ Result<Fd> FromReply(const FdPeer& p, const CtlFrame& f, const std::string& text
   if (raw == 0 && fd.valid()) return fd;
   if (raw == 0)
     return Status::Backend("peer '" + p.peer.name + "' answered without a file descriptor");
-  Code code = IsKnownCode(raw) && raw < 0 ? static_cast<Code>(raw) : Code::kBackend;
+  const Code code = PeerErrorCode(raw).value_or(Code::kBackend);
   return Status(code, "peer '" + p.peer.name + "' refused a VMM allocation's file descriptor: " +
                           text.substr(0, kMaxReplyText));
 }

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include "core/peer_code.h"
 #include "core/request.h"
 #include "transport/notif_queue.h"
 
@@ -123,8 +124,8 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w->canceled) {
     s = Status::Canceled("canceled before start");
   } else if (r.status != 0) {
-    s = IsKnownCode(r.status) && r.status < 0 ? Status(static_cast<Code>(r.status), "reported by the peer")
-                                              : Status::Backend("protocol: bad status");
+    const std::optional<Code> c = PeerErrorCode(r.status);
+    s = c ? Status(*c, "reported by the peer") : Status::Backend("protocol: bad status");
   }
   if (r.bytes != 0) {  // tcp READ payload: scatter straight into local memory
     if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
