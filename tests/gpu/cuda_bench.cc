@@ -8,6 +8,7 @@
 #include <cstring>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -164,6 +165,26 @@ void Beside(Bench& b) {
   (void)b.agent->Release(&hs);
 }
 
+// Host-observed microseconds of `run(it)` (which issues GPU work and waits for
+// it): 3 warm-ups, then 10 samples; stops at the first error `run` returns,
+// which lands in *err.
+std::vector<double> ProbeTimes(Bench& b, const std::function<cudaError_t(int)>& run, cudaError_t* err = nullptr) {
+  std::vector<double> t;
+  cudaError_t e = cudaSuccess;
+  for (int it = 0; it < 13 && e == cudaSuccess; ++it) {
+    auto t0 = Clock::now();
+    e = run(it);
+    if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
+  }
+  if (err != nullptr) *err = e;
+  return t;
+}
+
+// A probe's rate over `bytes` beside the reference (cudaMemcpyPeerAsync of the same bytes).
+void ProbeRow(Bench& b, const char* name, uint64_t bytes, const std::vector<double>& t, bool write = true) {
+  Row(name, bytes / Pct(t, 50) / 1e3, bytes / Pct(b.RefTimes(write, bytes, 1, 5), 50) / 1e3, "GB/s");
+}
+
 // Probe (not kvlane): the bare copy kernel over the scattered list, GPU 0 ->
 // GPU 1 in this process, for several work cuts; microseconds per launch.
 void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs, uint64_t n, uint64_t d) {
@@ -180,32 +201,27 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
   for (uint32_t parts : {1u, 2u, 3u}) {
     for (int grid : {static_cast<int>(n * parts), 528, 1056}) {
-      std::vector<double> t;
-      for (int it = 0; it < 13; ++it) {
-        auto t0 = Clock::now();
+      auto t = ProbeTimes(b, [&](int it) {
         gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
-        cudaStreamSynchronize(b.stream);
-        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
-      }
+        (void)cudaStreamSynchronize(b.stream);
+        return cudaSuccess;
+      });
       char name[96];
       std::snprintf(name, sizeof(name), "probe kernel parts=%u grid=%d GB/s", parts, grid);
-      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+      ProbeRow(b, name, n * d, t);
     }
   }
   // Probe: variants of the copy loop (copy_probe.cu), one block per descriptor.
   for (const ProbeVariant& v : kProbeVariants) {
-    std::vector<double> t;
     cudaError_t err = cudaSuccess;
-    for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
-      auto t0 = Clock::now();
-      err = LaunchProbe(v, segs, static_cast<uint32_t>(n), b.stream);
-      if (err == cudaSuccess) err = cudaStreamSynchronize(b.stream);
-      if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
-    }
+    auto t = ProbeTimes(b, [&](int) {
+      cudaError_t e = LaunchProbe(v, segs, static_cast<uint32_t>(n), b.stream);
+      return e == cudaSuccess ? cudaStreamSynchronize(b.stream) : e;
+    }, &err);
     char name[96];
     std::snprintf(name, sizeof(name), "probe loop %s GB/s", v.name);
     if (err == cudaSuccess)
-      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+      ProbeRow(b, name, n * d, t);
     else
       std::printf("%s: %s\n", name, cudaGetErrorString(err));
     (void)cudaGetLastError();
@@ -229,32 +245,28 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
     (void)cudaGetLastError();
     for (int grid : {static_cast<int>(n * parts), 264, 528, 1056}) {
       if (bad != -1) break;
-      std::vector<double> t;
-      for (int it = 0; it < 13; ++it) {
-        auto t0 = Clock::now();
+      auto t = ProbeTimes(b, [&](int it) {
         gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
-        cudaStreamSynchronize(b.stream);
-        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
-      }
+        (void)cudaStreamSynchronize(b.stream);
+        return cudaSuccess;
+      });
       char name[96];
       std::snprintf(name, sizeof(name), "probe tma kernel grid=%d GB/s", grid);
-      Row(name, n * d / Pct(t, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+      ProbeRow(b, name, n * d, t);
     }
     // READ direction (remote -> local) with the TMA kernel and the current kernel.
     std::vector<gpu::CopySeg> rv(h);
     for (auto& g : rv) std::swap(g.src, g.dst);
     cudaMemcpy(segs, rv.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
     for (int tma = 0; tma < 2 && bad == -1; ++tma) {
-      std::vector<double> t;
-      for (int it = 0; it < 13; ++it) {
-        auto t0 = Clock::now();
+      auto t = ProbeTimes(b, [&](int it) {
         if (tma) gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, static_cast<int>(n * parts), {fin, done, uint64_t(it)}, b.stream);
         else gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1, static_cast<int>(n), {fin, done, uint64_t(it)}, b.stream);
-        cudaStreamSynchronize(b.stream);
-        if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
-      }
-      Row(tma ? "probe tma kernel READ grid=6146 GB/s" : "probe kernel READ parts=1 grid=6146 GB/s", n * d / Pct(t, 50) / 1e3,
-          n * d / Pct(b.RefTimes(false, n * d, 1, 5), 50) / 1e3, "GB/s");
+        (void)cudaStreamSynchronize(b.stream);
+        return cudaSuccess;
+      });
+      ProbeRow(b, tma ? "probe tma kernel READ grid=6146 GB/s" : "probe kernel READ parts=1 grid=6146 GB/s", n * d, t,
+               /*write=*/false);
     }
     cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
   }
@@ -265,17 +277,15 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   cudaMemcpyAttributes attr{};
   attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
   size_t idx = 0;
-  std::vector<double> t;
   cudaError_t err = cudaSuccess;
-  for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
-    auto t0 = Clock::now();
-    err = cudaMemcpyBatchAsync(dsts.data(), const_cast<const void* const*>(srcs.data()), sizes.data(), n, &attr, &idx, 1, b.stream);
-    cudaStreamSynchronize(b.stream);
-    if (it >= 3) t.push_back(b.Us(t0, Clock::now()));
-  }
+  auto t = ProbeTimes(b, [&](int) {
+    cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), const_cast<const void* const*>(srcs.data()), sizes.data(), n,
+                                         &attr, &idx, 1, b.stream);
+    (void)cudaStreamSynchronize(b.stream);
+    return e;
+  }, &err);
   if (err == cudaSuccess)
-    Row("probe cudaMemcpyBatchAsync 6146x37440B GB/s", n * d / Pct(t, 50) / 1e3,
-        n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+    ProbeRow(b, "probe cudaMemcpyBatchAsync 6146x37440B GB/s", n * d, t);
   else
     std::printf("probe cudaMemcpyBatchAsync: %s\n", cudaGetErrorString(err));
   (void)cudaGetLastError();
@@ -285,22 +295,19 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
   for (uint32_t pct : {4u, 8u, 12u, 16u}) {
     const uint64_t tail = n * pct / 100, head = n - tail;
-    std::vector<double> th;
-    err = cudaSuccess;
-    for (int it = 0; it < 13 && err == cudaSuccess; ++it) {
-      auto t0 = Clock::now();
-      err = cudaMemcpyBatchAsync(dsts.data() + head, const_cast<const void* const*>(srcs.data() + head),
-                                 sizes.data() + head, tail, &attr, &idx, 1, side);
+    auto th = ProbeTimes(b, [&](int it) {
+      cudaError_t e = cudaMemcpyBatchAsync(dsts.data() + head, const_cast<const void* const*>(srcs.data() + head),
+                                           sizes.data() + head, tail, &attr, &idx, 1, side);
       gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(head), 1, static_cast<int>(head),
                               {fin, done, uint64_t(it)}, b.stream);
-      cudaStreamSynchronize(b.stream);
-      cudaStreamSynchronize(side);
-      if (it >= 3) th.push_back(b.Us(t0, Clock::now()));
-    }
+      (void)cudaStreamSynchronize(b.stream);
+      (void)cudaStreamSynchronize(side);
+      return e;
+    }, &err);
     char name[96];
     std::snprintf(name, sizeof(name), "probe kernel + CE batch (%u%% of descs) GB/s", pct);
     if (err == cudaSuccess)
-      Row(name, n * d / Pct(th, 50) / 1e3, n * d / Pct(b.RefTimes(true, n * d, 1, 5), 50) / 1e3, "GB/s");
+      ProbeRow(b, name, n * d, th);
     (void)cudaGetLastError();
   }
   cudaStreamDestroy(side);
