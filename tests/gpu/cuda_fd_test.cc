@@ -78,6 +78,20 @@ class FdServerTest : public ::testing::Test {
   }
   void TearDown() override { server_->Stop(); }
 
+  // Asks for allocation 0 of kKey on an authenticated connection and checks the
+  // fd that comes back names it.
+  static void ExpectAllocationFd(int sock) {
+    FdRequest good{kKey, 0, 0};
+    ASSERT_TRUE(SendCtl(sock, CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
+    ASSERT_TRUE(WaitReadable(sock, std::chrono::milliseconds(2000)).ok());
+    CtlFrame f{};
+    Fd fd;
+    ASSERT_TRUE(RecvWithFd(sock, &f, sizeof(f), &fd).ok());
+    EXPECT_EQ(f.seq, 0u);
+    ASSERT_TRUE(fd.valid());
+    EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
+  }
+
   AgentContext ctx_;
   std::unique_ptr<ControlServer> server_;
   std::string socket_;
@@ -129,14 +143,7 @@ TEST_F(FdServerTest, MalformedRequestsGetAnErrorReply) {
     EXPECT_EQ(static_cast<int32_t>(f.seq), static_cast<int32_t>(Code::kInvalidArgument)) << text;
     EXPECT_FALSE(fd.valid());
   }
-  FdRequest good{kKey, 0, 0};
-  ASSERT_TRUE(SendCtl(sock->get(), CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
-  CtlFrame f{};
-  Fd fd;
-  ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd).ok());
-  EXPECT_EQ(f.seq, 0u);
-  ASSERT_TRUE(fd.valid());
-  EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
+  ASSERT_NO_FATAL_FAILURE(ExpectAllocationFd(sock->get()));
 }
 
 // A connection that never says Hello is cut after connect_timeout; an
@@ -153,15 +160,7 @@ TEST_F(FdServerTest, SilentConnectionIsCutButIdleAuthenticatedOneIsNot) {
   EXPECT_EQ(recv(silent->get(), &b, 1, 0), 0);  // end of stream: the server hung up
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2000));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle past connect_timeout
-  FdRequest good{kKey, 0, 0};
-  ASSERT_TRUE(SendCtl(sock->get(), CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
-  ASSERT_TRUE(WaitReadable(sock->get(), std::chrono::milliseconds(2000)).ok());
-  CtlFrame f{};
-  Fd fd;
-  ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd).ok());
-  EXPECT_EQ(f.seq, 0u);
-  ASSERT_TRUE(fd.valid());
-  EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
+  ASSERT_NO_FATAL_FAILURE(ExpectAllocationFd(sock->get()));
 }
 
 // A revocation sent while a fetch waits is confirmed by the fetching connection.
