@@ -1,7 +1,6 @@
 #include "bench_json.h"
 
 #include <cuda_runtime_api.h>
-#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/host_info.h"
 #include "kvlane/kvlane.h"
 #include "kvlane/version.h"
 
@@ -22,11 +22,6 @@ std::string UtcNow() {
   char buf[32];
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
-}
-
-std::string Hostname() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
 }
 
 // 13000 -> "13.0" (cudaDriverGetVersion / cudaRuntimeGetVersion encoding);
@@ -77,7 +72,7 @@ nlohmann::json BenchProvenance(const std::string& command) {
   (void)cudaDriverGetVersion(&driver);
   (void)cudaRuntimeGetVersion(&runtime);
   return {{"date_utc", UtcNow()},
-          {"hostname", Hostname()},
+          {"hostname", core::HostName()},
           {"gpus", Gpus()},
           {"driver_version", NvidiaModuleVersion()},
           {"cuda_driver_api", CudaVersion(driver)},
