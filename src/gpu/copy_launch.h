@@ -39,7 +39,7 @@ cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream);
 // args.start on; it returns after an exit entry. One kernel launch and nothing
 // else (no memset: see ProxyScratch).
 // REQUIRES: blocks >= 1; nothing else runs on `stream` until it returns;
-// args.arrivals_base = blocks x the copy entries of every earlier launch.
+// args.arrivals_base = blocks x the copy entries of every earlier launch on args.scratch.
 cudaError_t LaunchProxy(const ProxyArgs& args, int blocks, cudaStream_t stream);
 
 }  // namespace kvlane::gpu

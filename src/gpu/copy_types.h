@@ -72,7 +72,8 @@ struct ProxyCtl {
   uint64_t start[2];      // host -> GPU: first entry number + 1 for the successor in slot s
 };
 
-// Device-memory scratch of one lane's proxy; zeroed once when it is allocated and
+// Device-memory scratch of one proxy slot (a predecessor and its successor run at
+// once, each on its own); zeroed once when it is allocated and
 // never reset: a launch reads its arrivals relative to ProxyArgs::arrivals_base (a
 // reset would be one more operation on the start path, and a memset may queue
 // behind bulk copy-engine work).

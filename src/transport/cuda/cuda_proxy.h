@@ -97,6 +97,7 @@ class CudaProxy {
   void ScheduleRenewal();  // renew_every_ from now, or never
   void RenewIn(std::chrono::steady_clock::duration d);
   void Retire(int slot);  // the kernel of `slot` stops serving: account its entries
+  void ExitCurrent();     // an exit entry for the kernel serving the ring
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
   void Write(const gpu::ProxyEntry& e);
 

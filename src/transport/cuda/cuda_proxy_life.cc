@@ -27,12 +27,17 @@ void CudaProxy::Retire(int s) {
   uses_at_start_ = uses();
 }
 
-// The exit entry for the running kernel, then the successor's first entry.
-void CudaProxy::HandOver() {
+// The current kernel returns after the entries written so far.
+void CudaProxy::ExitCurrent() {
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyExit;
   Write(e);
   Retire(cur_);
+}
+
+// The exit entry for the running kernel, then the successor's first entry.
+void CudaProxy::HandOver() {
+  ExitCurrent();
   cur_ = 1 - cur_;
   pending_ = false;
   std::atomic_ref<uint64_t>(ctl_->start[cur_]).store(next_ + 1, std::memory_order_release);
@@ -82,10 +87,7 @@ bool CudaProxy::successor_alive() const {
 void CudaProxy::Quiesce() {
   if (!running()) return;
   if (pending_) HandOver();  // the successor takes over only to exit at once
-  gpu::ProxyEntry e{};
-  e.op = gpu::kProxyExit;
-  Write(e);
-  Retire(cur_);
+  ExitCurrent();
   renew_at_.store(INT64_MAX, std::memory_order_relaxed);
   running_.store(false, std::memory_order_relaxed);
 }
