@@ -38,7 +38,7 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--timeout", cfg.timeout_s, "seconds per process group")->capture_default_str();
   app.add_option("--spin-us", cfg.spin_us,
                  "engine workers and the cuda proxy stay awake this long after their last work "
-                 "(-1: engine defaults, where every iteration starts from sleeping workers)")
+                 "(-1: engine defaults, where idle lane threads sleep between iterations)")
       ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }

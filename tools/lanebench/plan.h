@@ -28,7 +28,8 @@ struct BenchConfig {
   // Engine workers (and the cuda proxy) stay awake this long after their last
   // work (AgentOptions::spin, cuda_proxy_idle_exit); -1: the engine's defaults.
   // Iterations are apart by their staging and verification, so with the
-  // defaults every iteration starts from sleeping workers.
+  // defaults lane threads not kept awake otherwise (on cuda: by a running
+  // proxy) sleep between iterations.
   int64_t spin_us = -1;
   std::string json = "lanebench.json";
 
