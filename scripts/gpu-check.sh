@@ -3,6 +3,7 @@
 # prints one summary table. Binaries come from BIN (default: gpu-bin, a copy of
 # build-cuda/tests/gpu made on the build machine with -arch=sm_90a; optionally
 # cuda_bench_trace, the benchmark of a build with CMAKE_CXX_FLAGS=-DKVLANE_HOP_TRACE;
+# optionally cuda_sync_probe (which CUDA calls wait for a running kernel);
 # optionally lanebench, from build-cuda/tools/lanebench, run on cuda, tcp and shm).
 # Logs and JSON (cuda_bench.json, lanebench-<transport>.json) go to OUT.
 #   usage: [OUT=/tmp/gpu-check] scripts/gpu-check.sh [BIN]
@@ -13,6 +14,7 @@ mkdir -p "$OUT"
 rm -f "$OUT"/cuda_bench*.log "$OUT"/cuda_bench.json "$OUT"/lanebench-*.log "$OUT"/lanebench-*.json
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader || true
 nvidia-smi topo -m 2>/dev/null | head -4 || true
+echo "host: $(nproc) CPUs, clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)"
 declare -a rows
 run() {  # name, command...
   local name=$1; shift
@@ -30,6 +32,8 @@ run() {  # name, command...
   [ $rc = 0 ] || [ $rc = 77 ] || grep -E 'Failure|FAILED|error' "$OUT/$name.log" | head -20
 }
 run cuda_blob_test "$BIN/cuda_blob_test"
+# Which CUDA calls wait for a running kernel (the proxy renewal's premise).
+[ -x "$BIN/cuda_sync_probe" ] && run cuda_sync_probe timeout 60 "$BIN/cuda_sync_probe"
 run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
 run kvbench_gpu_test timeout 120 "$BIN/kvbench_gpu_test"
 run cuda_bench timeout 200 "$BIN/cuda_bench" --json "$OUT/cuda_bench.json"
@@ -48,6 +52,7 @@ if [ -x "$BIN/lanebench" ]; then
   done
 fi
 echo
+[ -f "$OUT/cuda_sync_probe.log" ] && { cat "$OUT/cuda_sync_probe.log"; echo; }
 cat "$OUT/cuda_bench.log"
 [ -f "$OUT/cuda_bench_hops.log" ] && { echo; grep -E '^\| hop|^hop' "$OUT/cuda_bench_hops.log"; }
 for t in $LANEBENCH_RUNS; do [ -f "$OUT/lanebench-$t.log" ] && { echo; cat "$OUT/lanebench-$t.log"; }; done

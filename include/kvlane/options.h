@@ -54,15 +54,18 @@ struct AgentOptions {
   // cuda: a lane's proxy kernel exits after this long without a small transfer; the
   // next small transfer starts it again (one kernel launch, ~10 us, and behind bulk
   // copy-engine work possibly much more). While it runs, the lane's issue and retire
-  // threads spin (two CPU cores per lane) and it holds one SM per proxy block. It is
-  // renewed every cuda_proxy_renew_every without a gap, so a caller's
-  // cudaDeviceSynchronize or cudaFree waits at most ~2x that for it, whatever this is.
+  // threads spin (two CPU cores per lane) and it holds one SM per proxy block.
   // 0..1 s, default 10 ms.
   std::chrono::microseconds cuda_proxy_idle_exit{10000};
-  // cuda: a running proxy is replaced by a fresh launch this often (a successor takes
-  // over the ring, no request waits). 0 turns renewal off: then a device-wide sync
-  // waits until small traffic has stopped for cuda_proxy_idle_exit. 0 or 100 us..1 s,
-  // default 1 ms.
+  // cuda: a running proxy is replaced by a fresh launch this often: the successor
+  // takes over the ring on the GPU, no request waits. A kernel also leaves on its own
+  // after twice this (at least 1 ms; without renewal twice cuda_proxy_idle_exit) and
+  // is relaunched at once. So a caller's cudaDeviceSynchronize waits about this long
+  // for the proxy, and a cudaFree or cudaFreeHost, which holds back every launch
+  // (the successor's too) until the running kernels return, at most twice this;
+  // small transfers wait meanwhile. 0 turns renewal off: then such calls wait until
+  // small traffic has stopped for cuda_proxy_idle_exit, or for the kernel to leave.
+  // 0 or 100 us..1 s, default 1 ms.
   std::chrono::microseconds cuda_proxy_renew_every{1000};
 
   // Returns an InvalidArgument status naming the first bad field.

@@ -73,6 +73,13 @@ AgentImpl::~AgentImpl() {
   for (auto& t : transports_) t->Stop();
   {
     std::unique_lock lock(peers_mu_);
+    // Every channel stops (a cuda channel's resident kernels exit) before any
+    // frees: a free that synchronizes the device would wait for another
+    // channel's kernel, whose lane thread may be the one to stop it.
+    for (auto& [name, peer] : peers_) {
+      std::lock_guard plock(peer->mu);
+      peer->StopAll();
+    }
     for (auto& [name, peer] : peers_) {
       std::lock_guard plock(peer->mu);
       peer->CloseAll();

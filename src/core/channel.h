@@ -31,6 +31,12 @@ class Channel {
   // Stops the lane threads. Every item still queued retires with an error.
   // REQUIRES: called once, before destruction, by the owner.
   virtual void Close() = 0;
+  // Stops the lane threads and any progress running on a device (a resident
+  // kernel) without freeing anything, so that no other channel's Close()
+  // (whose frees may wait for every kernel on the device) waits for this
+  // channel's. The owner calls it on every channel of an agent before the
+  // first Close(); Close() implies it. Idempotent.
+  virtual void StopLanes() {}
   // Whether the core should stripe bulk requests over this channel's lanes
   // (false when one lane already saturates the link, e.g. one GPU launch).
   virtual bool stripe_bulk() const { return true; }

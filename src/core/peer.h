@@ -18,7 +18,13 @@ struct PeerState {
   explicit PeerState(AgentMeta m) : meta(std::move(m)) {}
   ~PeerState() { CloseAll(); }
   // REQUIRES: mu held, or no other thread can reach this peer.
+  void StopAll() {
+    for (auto& [name, ch] : channels) ch->StopLanes();
+  }
+  // Stops every channel before the first one frees (see Channel::StopLanes).
+  // REQUIRES: as StopAll.
   void CloseAll() {
+    StopAll();
     for (auto& [name, ch] : channels) ch->Close();
   }
 

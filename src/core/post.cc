@@ -1,5 +1,6 @@
 // The hot path: posting prepared transfers, and reading their terminal records.
 #include "core/agent_impl.h"
+#include "core/hop_trace.h"
 
 namespace kvlane::core {
 
@@ -66,6 +67,7 @@ Status AgentImpl::Post(XferHandle* h) {
     }
     launched += per_item;
   }
+  KVLANE_HOP(kHopQueued);
   if (launched == nchunks) ch->Kick(lane);  // before the drop: the issue starts sooner
   completer_.DropPending(r, int64_t{nchunks - launched} + 1);
   if (launched == nchunks) return Status::InProgress();

@@ -35,11 +35,11 @@ cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t 
 // Stores `value` into `*done` (pinned host) after everything before it on `stream`.
 cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream);
 
-// Starts a lane's resident proxy (`blocks` blocks) serving ring entries from
-// args.start on; it returns after an exit entry. One kernel launch and nothing
-// else (no memset: see ProxyScratch).
-// REQUIRES: blocks >= 1; nothing else runs on `stream` until it returns;
-// args.arrivals_base = blocks x the copy entries of every earlier launch on args.scratch.
+// Launches generation args.gen of a lane's resident proxy (`blocks` blocks): it
+// serves the ring from the hand-off record of generation args.gen - 1 until it
+// stops (see ProxyCtl). One kernel launch and nothing else (no memset: see
+// ProxyScratch). REQUIRES: blocks >= 1; `stream` runs only this proxy's
+// launches of one parity, args.scratch is that stream's.
 cudaError_t LaunchProxy(const ProxyArgs& args, int blocks, cudaStream_t stream);
 
 }  // namespace kvlane::gpu

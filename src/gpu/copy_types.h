@@ -60,37 +60,47 @@ KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
   return static_cast<uint32_t>(x ^ (x >> 32));
 }
 
+// Or'ed into ProxyCtl::handoff_next when the launch stopped at an exit entry:
+// the whole chain ends (a successor waiting for this record exits too).
+inline constexpr uint64_t kHandoffExit = 1ull << 63;
+
 // Flags shared by the host and one lane's proxy; pinned host memory (mapped).
-// A lane runs its proxy in one of two slots (streams); a successor launched into
-// the spare slot reports `alive` and waits for `start` (the hand-over).
+// The proxy is a chain of launches, generation 1, 2, ... (two streams taking
+// turns): launch g waits for the hand-off record of launch g - 1, serves the
+// ring from the entry it names, and writes its own record when it stops. It
+// stops at an exit entry, when launch g + 1 reports alive (renewal), or on its
+// own after ProxyArgs::max_life_ns, so that it never waits for the host: a
+// caller's cudaFree holds back every launch, the successor's included, until
+// the running kernels return.
 struct ProxyCtl {
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
   uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
-  uint32_t alive[2];      // GPU -> host: the successor in slot s is running
-  uint64_t start[2];      // host -> GPU: first entry number + 1 for the successor in slot s
+  uint64_t alive_gen;     // GPU: the newest launch that started (its generation)
+  uint64_t handoff_next;  // the first entry the stopped launch did not consume (| kHandoffExit)
+  uint64_t handoff_gen;   // the launch that wrote handoff_next; written after it
 };
 
-// Device-memory scratch of one proxy slot (a predecessor and its successor run at
-// once, each on its own); zeroed once when it is allocated and
-// never reset: a launch reads its arrivals relative to ProxyArgs::arrivals_base (a
-// reset would be one more operation on the start path, and a memset may queue
-// behind bulk copy-engine work).
+// Device-memory scratch of one proxy stream (its launches run one after the
+// other); zeroed once when allocated, never reset by the host (a memset may
+// queue behind bulk copy-engine work): each launch leaves it ready for the next.
 struct ProxyScratch {
-  unsigned long long arrivals;  // blocks finished, summed over every entry of every launch
-  unsigned int skipped;         // sticky: some block stopped copying (the channel latched)
+  unsigned int arrivals[kProxyRing];  // blocks done with ring entry i; the last one resets it
+  unsigned int skipped;               // sticky: some block stopped copying (the channel latched)
+  // With several blocks (see proxy_kernel.cu): what they agreed on for the entry
+  // at hand, and where block 0 found the launch is to start.
+  unsigned long long decided;
+  unsigned long long start;
 };
 
 struct ProxyArgs {
   const ProxyEntry* ring;  // pinned host (mapped): kProxyRing entries
   ProxyCtl* ctl;           // pinned host (mapped)
   uint64_t* done;          // pinned host (mapped): the lane's kProxyRing completion words
-  ProxyScratch* scratch;   // device memory
-  uint64_t start;          // the first entry number this launch serves (handover == 0)
-  unsigned long long arrivals_base;  // scratch->arrivals when this launch starts
-  int slot;                // 0 or 1: which ctl->alive / ctl->start words are this launch's
-  int handover;            // 1: report alive, then wait for ctl->start[slot] (a successor)
+  ProxyScratch* scratch;   // device memory, this stream's
+  uint64_t gen;            // this launch's generation (>= 1)
+  uint64_t max_life_ns;    // stop on its own after this long (0: only when told)
 };
 
 }  // namespace kvlane::gpu

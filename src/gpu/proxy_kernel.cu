@@ -2,9 +2,11 @@
 // polls the lane's ring of entries in pinned host memory, copies each entry's
 // segments with 16-byte vectors and stores its completion word into pinned host
 // memory after a system fence. It stops copying (but still acknowledges entries,
-// marked skipped) once the host latched an error or it raised one itself, and
-// returns on an exit entry. No launch per request: small transfers cost one
-// PCIe poll, the copy and one PCIe store.
+// marked skipped) once the host latched an error or it raised one itself. It
+// returns on an exit entry, when its successor reports alive, or after
+// max_life_ns, and then writes the hand-off record its successor starts from
+// (see ProxyCtl). No launch per request: small transfers cost one PCIe poll,
+// the copy and one PCIe store.
 #include <cuda_runtime.h>
 
 #include "gpu/copy_device.cuh"
@@ -13,7 +15,7 @@
 namespace kvlane::gpu {
 namespace {
 
-enum Cmd : int { kCmdCopy = 0, kCmdSkip = 1, kCmdExit = 2 };
+enum Cmd : int { kCmdCopy = 0, kCmdSkip = 1, kCmdExit = 2, kCmdStop = 3 };
 constexpr uint32_t kErrInjected = 1, kErrBadEntry = 2;
 
 __device__ __forceinline__ uint64_t LoadSys64(const void* p) {
@@ -30,6 +32,11 @@ __device__ __forceinline__ void StoreSys32(uint32_t* p, uint32_t v) {
   __threadfence_system();
   *reinterpret_cast<volatile uint32_t*>(p) = v;
 }
+__device__ __forceinline__ uint64_t GlobalTimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 
 __device__ bool ValidEntry(const ProxyEntry& e) {
   if (e.op == kProxyExit) return true;
@@ -38,21 +45,71 @@ __device__ bool ValidEntry(const ProxyEntry& e) {
   return n == 1 ? e.seg.len > 0 : e.segs != 0 && n <= kProxyMaxSegs;
 }
 
-// Warp 0: waits for entry `n`, copying it into shared memory with one 64-byte
-// read per poll (lanes 0-7) while lanes 8-11 read the control flags. Raises
-// the GPU-side error and mirrors the host latch. Sets *cmd.
-__device__ void Poll(const ProxyArgs& a, uint64_t n, ProxyEntry* e, CopySeg* staged, int* cmd,
-                     uint32_t* failed, uint32_t* saw) {
+// Several blocks poll the ring each on its own, so they agree on every entry
+// through ProxyScratch::decided: the first block to decide entry n (serve it,
+// or stop the launch before it) records that, the others follow. The word is
+// (generation << 48) | (entries of this launch decided) << 1 | stop; a value
+// of another generation is what an earlier launch on this stream left.
+struct Agreed {
+  int cmd_stop;  // 1: stop before entry n
+  int decider;   // 1: this block recorded the decision (it writes the hand-off)
+};
+__device__ __forceinline__ unsigned long long Decided(uint64_t gen, uint64_t k, bool stop) {
+  return (gen & 0xffffull) << 48 | k << 1 | (stop ? 1ull : 0ull);
+}
+
+// Lane 0 of warp 0, at the k-th entry of this launch. Returns -1 when the
+// entry is not decided yet and this block cannot decide it (not ready, no
+// reason to stop): poll again. Blocks may be entries apart (a block does not
+// wait for the others after its part of an entry), so "served" is a count.
+__device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop, Agreed* out) {
+  if (gridDim.x == 1) {
+    if (!want_stop && !ready) return -1;
+    *out = {want_stop ? 1 : 0, 1};
+    return 0;
+  }
+  unsigned long long* word = &a.scratch->decided;
+  for (;;) {
+    const unsigned long long d = atomicAdd(word, 0ull);
+    const bool mine = (d >> 48) == (a.gen & 0xffff);  // else: an earlier launch's, nothing decided yet
+    const uint64_t served = mine ? (d >> 1) & ((1ull << 47) - 1) : 0;
+    if (served > k) {  // another block saw it ready: it is, or soon will be, here too
+      if (!ready) return -1;
+      *out = {0, 0};
+      return 0;
+    }
+    if (mine && (d & 1) != 0) {  // the launch stops here
+      *out = {1, 0};
+      return 0;
+    }
+    if (!want_stop && !ready) return -1;
+    const unsigned long long want = want_stop ? Decided(a.gen, k, true) : Decided(a.gen, k + 1, false);
+    if (atomicCAS(word, d, want) == d) {
+      *out = {want_stop ? 1 : 0, 1};
+      return 0;
+    }
+  }
+}
+
+// Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
+// memory with one 64-byte read per poll (lanes 0-7) while lanes 8-10 read the
+// control flags. Raises the GPU-side error and mirrors the host latch. Stops
+// before the entry once a successor is alive or the launch is past its life.
+// Sets *cmd and *decider.
+__device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, ProxyEntry* e, CopySeg* staged,
+                     int* cmd, int* decider, uint32_t* failed, uint32_t* saw) {
   const unsigned lane = threadIdx.x;
   const auto* src = reinterpret_cast<const uint64_t*>(&a.ring[n % kProxyRing]);
   auto* words = reinterpret_cast<uint64_t*>(e);
   for (;;) {
-    uint64_t w = 0;
+    uint64_t w = 0, alive = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
     else if (lane < 10) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
+    else if (lane == 10) alive = LoadSys64(&a.ctl->alive_gen);
     const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
     const uint32_t inject = __shfl_sync(0xffffffffu, f, 9);
+    alive = __shfl_sync(0xffffffffu, alive, 10);
     if (lane < 8) words[lane] = w;
     __syncwarp();
     if (inject != 0 && *failed == 0) {
@@ -64,8 +121,18 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, ProxyEntry* e, CopySeg* sta
       if (lane == 0) StoreSys32(&a.ctl->saw_latch, 1);
     }
     const bool here = e->ready == n + 1 && e->check == ProxyCheck(*e);
-    __syncwarp();
-    if (!here) continue;  // not written yet, or a torn read: poll again
+    const bool want_stop = alive > a.gen || (a.max_life_ns != 0 && GlobalTimer() - born > a.max_life_ns);
+    int rc = 0;
+    Agreed ag{};
+    if (lane == 0) rc = Agree(a, k, here, want_stop, &ag);
+    rc = __shfl_sync(0xffffffffu, rc, 0);
+    if (rc != 0) continue;  // not written yet (or a torn read): poll again
+    ag.cmd_stop = __shfl_sync(0xffffffffu, ag.cmd_stop, 0);
+    if (lane == 0) *decider = ag.decider;
+    if (ag.cmd_stop) {
+      if (lane == 0) *cmd = kCmdStop;
+      return;
+    }
     if (!ValidEntry(*e) && *failed == 0) {
       *failed = kErrBadEntry;
       if (lane == 0) StoreSys32(&a.ctl->gpu_error, kErrBadEntry);
@@ -95,9 +162,10 @@ __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
   for (uint32_t i = 0; i < e.seg_end - e.seg_begin; ++i) CopyRange(staged[i].dst, staged[i].src, staged[i].len, rank, n);
 }
 
-// Publishes entry number `n` (the `k`-th of this launch): with several blocks
-// the last to arrive stores the word; a skip by any block marks it skipped.
-__device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t k, bool skip) {
+// Publishes entry number `n`: with several blocks the last to arrive stores
+// the word (and resets the entry's arrival count for its next use); a skip by
+// any block marks it skipped.
+__device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool skip) {
   if (skip && threadIdx.x == 0) atomicOr(&a.scratch->skipped, 1u);
   // The barrier orders every thread's copies before thread 0's system fence
   // (in StoreSystem), which is cumulative: one fence instead of one per thread.
@@ -109,37 +177,72 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t k, bool
     return;
   }
   __threadfence();
-  if (atomicAdd(&a.scratch->arrivals, 1ull) + 1 != a.arrivals_base + (k + 1) * gridDim.x) return;
+  unsigned int* count = &a.scratch->arrivals[n % kProxyRing];
+  if (atomicAdd(count, 1u) + 1 != gridDim.x) return;
+  *count = 0;  // every block is done with it; its next use is kProxyRing entries later
   const bool any_skip = atomicOr(&a.scratch->skipped, 0u) != 0;
   StoreSystem(word, any_skip ? e.value | kDoneSkipped : e.value);
 }
 
-// A successor reports that it runs, then waits until the host hands it the
-// ring: the entry number where its predecessor stopped.
-__device__ uint64_t FirstEntry(const ProxyArgs& a) {
-  if (a.handover == 0) return a.start;
-  StoreSys32(&a.ctl->alive[a.slot], 1);
-  for (;;) {
-    const uint64_t s = LoadSys64(&a.ctl->start[a.slot]);
-    if (s != 0) return s - 1;
+// The record the successor starts from: written by the block that decided
+// the stop (or consumed the exit entry), `next` before the generation.
+__device__ void HandOff(const ProxyArgs& a, uint64_t next) {
+  __threadfence_system();
+  *reinterpret_cast<volatile uint64_t*>(&a.ctl->handoff_next) = next;
+  StoreSystem(&a.ctl->handoff_gen, a.gen);
+}
+
+// Thread 0 of each block. Block 0 reports the launch alive, waits for the
+// predecessor's hand-off record and passes it on to the other blocks through
+// the scratch (so that a block the GPU schedules late still serves every entry
+// the launch served). Returns false when the chain ended at an exit entry
+// (block 0 passes that on to the successor too).
+__device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
+  auto* start = reinterpret_cast<volatile unsigned long long*>(&a.scratch->start);
+  uint64_t next;
+  if (blockIdx.x == 0) {
+    StoreSystem(&a.ctl->alive_gen, a.gen);
+    while (LoadSys64(&a.ctl->handoff_gen) + 1 != a.gen) {
+    }
+    __threadfence_system();  // the record's `next` was written before its generation
+    next = LoadSys64(&a.ctl->handoff_next);
+    if ((next & kHandoffExit) != 0) HandOff(a, next);
+    if (gridDim.x > 1) {
+      *start = Decided(a.gen, next & ~kHandoffExit, (next & kHandoffExit) != 0);
+      __threadfence();
+    }
+  } else {
+    unsigned long long w;
+    while (((w = *start) >> 48) != (a.gen & 0xffff)) {
+    }
+    next = ((w >> 1) & ((1ull << 47) - 1)) | ((w & 1) != 0 ? kHandoffExit : 0);
   }
+  *first = next & ~kHandoffExit;
+  return (next & kHandoffExit) == 0;
 }
 
 __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   __shared__ ProxyEntry entry;
   __shared__ CopySeg staged[kProxyMaxSegs];
-  __shared__ int cmd;
-  __shared__ uint64_t first;
-  if (threadIdx.x == 0) first = FirstEntry(a);
+  __shared__ int cmd, decider, go;
+  __shared__ uint64_t first, born;
+  if (threadIdx.x == 0) {
+    go = FirstEntry(a, &first) ? 1 : 0;
+    born = GlobalTimer();
+  }
   __syncthreads();
+  if (!go) return;
   uint32_t failed = 0, saw = 0;  // warp 0's view of the error flags
   for (uint64_t n = first;; ++n) {
-    if (threadIdx.x < 32) Poll(a, n, &entry, staged, &cmd, &failed, &saw);
+    if (threadIdx.x < 32) Poll(a, n, n - first, born, &entry, staged, &cmd, &decider, &failed, &saw);
     __syncthreads();
     const int c = cmd;
-    if (c == kCmdExit) return;
+    if (c == kCmdExit || c == kCmdStop) {
+      if (threadIdx.x == 0 && decider) HandOff(a, c == kCmdStop ? n : (n + 1) | kHandoffExit);
+      return;
+    }
     if (c == kCmdCopy) CopyEntry(entry, staged);
-    Finish(a, entry, n - first, c == kCmdSkip);
+    Finish(a, entry, n, c == kCmdSkip);
     __syncthreads();  // everyone is done with `entry` before warp 0 overwrites it
   }
 }

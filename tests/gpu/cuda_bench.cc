@@ -21,7 +21,7 @@
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
 #include "transport/cuda/cuda_check.h"
-#include "transport/cuda/hop_trace.h"
+#include "core/hop_trace.h"
 
 namespace kvlane::test {
 namespace {
@@ -66,15 +66,20 @@ struct Bench {
     if (!s.ok()) std::fprintf(stderr, "transfer failed: %s\n", s.ToString().c_str());
     return Us(t0, t1);
   }
-  std::vector<double> Times(XferHandle* h, int warm, int n) {
+  // `gap`: idle time before each post (0: back to back).
+  std::vector<double> Times(XferHandle* h, int warm, int n, std::chrono::microseconds gap = {}) {
     for (int i = 0; i < warm; ++i) Once(h);
     std::vector<double> t;
-    for (int i = 0; i < n; ++i) t.push_back(Once(h));
+    for (int i = 0; i < n; ++i) {
+      if (gap.count() > 0) std::this_thread::sleep_for(gap);
+      t.push_back(Once(h));
+    }
     return t;
   }
-  std::vector<double> RefTimes(bool write, uint64_t len, int warm, int n) {
+  std::vector<double> RefTimes(bool write, uint64_t len, int warm, int n, std::chrono::microseconds gap = {}) {
     std::vector<double> t;
     for (int i = 0; i < warm + n; ++i) {
+      if (gap.count() > 0 && i >= warm) std::this_thread::sleep_for(gap);
       auto t0 = Clock::now();
       if (write) cudaMemcpyPeerAsync(ref_dst, peer_dev, local, 0, len, stream);
       else cudaMemcpyPeerAsync(local, 0, ref_dst, peer_dev, len, stream);
@@ -117,12 +122,12 @@ void Contiguous(Bench& b, uint64_t len, const char* label) {
   }
 }
 
-void Latency(Bench& b, uint64_t len, const char* label, int n) {
+void Latency(Bench& b, uint64_t len, const char* label, int n, std::chrono::microseconds gap = {}) {
   for (Op op : {Op::kWrite, Op::kRead}) {
     XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), len),
                           Contig(MemoryKind::kCuda, b.remote, len));
-    auto kv = b.Times(&h, 100, n);
-    auto ref = b.RefTimes(op == Op::kWrite, len, 100, n);
+    auto kv = b.Times(&h, 100, n, gap);
+    auto ref = b.RefTimes(op == Op::kWrite, len, 100, n, gap);
     char name[96];
     std::snprintf(name, sizeof(name), "%s %s p50 us", label, OpName(op));
     Row(name, Pct(kv, 50), Pct(ref, 50), "us");
@@ -422,9 +427,11 @@ void HopRows(Bench& b) {
   for (Op op : {Op::kWrite, Op::kRead}) {
     XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), 4096),
                           Contig(MemoryKind::kCuda, b.remote, 4096));
-    constexpr int kHops = 6;
-    const char* names[kHops] = {"post -> issue", "issue -> submitted", "submitted -> done seen",
-                                "done seen -> published", "published -> Check ok", "post returned"};
+    // One interval per hop (kHopQueued..kHopPublished), then to Check, then Post's own time.
+    constexpr int kHops = kvlane::core::kHopCount + 2;
+    const char* names[kHops] = {"post -> queued",         "queued -> issue",      "issue -> built",
+                                "built -> submitted",     "submitted -> done seen", "done seen -> published",
+                                "published -> Check ok",  "post returned"};
     std::vector<double> d[kHops], total;
     uint64_t by_poster = 0;
     for (int i = 0; i < 3100; ++i) {
@@ -438,12 +445,13 @@ void HopRows(Bench& b) {
       const int64_t t1 = kvlane::core::HopNow();
       if (i < 100) continue;
       auto& hp = kvlane::core::Hops();
-      int64_t t[kvlane::core::kHopCount];
-      for (int k = 0; k < kvlane::core::kHopCount; ++k) t[k] = hp.t[k].load();
+      constexpr int kN = kvlane::core::kHopCount;
+      int64_t t[kN];
+      for (int k = 0; k < kN; ++k) t[k] = hp.t[k].load();
       d[0].push_back((t[0] - t0) / 1e3);
-      for (int k = 1; k < 4; ++k) d[k].push_back((t[k] - t[k - 1]) / 1e3);
-      d[4].push_back((t1 - t[3]) / 1e3);
-      d[5].push_back((tp - t0) / 1e3);
+      for (int k = 1; k < kN; ++k) d[k].push_back((t[k] - t[k - 1]) / 1e3);
+      d[kN].push_back((t1 - t[kN - 1]) / 1e3);
+      d[kN + 1].push_back((tp - t0) / 1e3);
       total.push_back((t1 - t0) / 1e3);
       by_poster += hp.by_poster.load();
     }
@@ -519,6 +527,9 @@ int Main(bool hops, nlohmann::json* run) {
   Latency(b, 64 << 10, "64KiB", 1000);
   Latency(b, 256 << 10, "256KiB", 1000);
   Latency(b, 2 << 20, "2MiB", 500);
+  // Posted after 1 ms idle each (lanebench's pace, not back to back), both sides.
+  Latency(b, 2 << 20, "2MiB after 1ms idle", 200, std::chrono::milliseconds(1));
+  Latency(b, 4096, "4KiB after 1ms idle", 200, std::chrono::milliseconds(1));
   Beside(b);
   Contiguous(b, 256ull << 20, "256MiB");
   Contiguous(b, 1ull << 30, "1GiB");

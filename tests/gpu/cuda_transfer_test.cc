@@ -71,9 +71,10 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     bufs_.push_back(p);
     return static_cast<uint8_t*>(p);
   }
-  XferHandle Make(Op op, const DescList& l, const DescList& r, std::string_view notif = {}, XferOptions xo = {}) {
+  XferHandle Make(Op op, const DescList& l, const DescList& r, std::string_view notif = {}, XferOptions xo = {},
+                  const std::string& peer = "target") {
     auto pl = agent_->PrepareLocal(l);
-    auto pr = agent_->PrepareRemote("target", r);
+    auto pr = agent_->PrepareRemote(peer, r);
     EXPECT_TRUE(pl.ok() && pr.ok()) << pl.status().ToString() << pr.status().ToString();
     auto h = agent_->MakeTransfer(op, pl.value(), {}, pr.value(), {}, notif, xo);
     EXPECT_TRUE(h.ok()) << h.status().ToString();
@@ -540,6 +541,7 @@ class CudaProxyTest : public CudaTransferTest {
     Remote dst;
     XferHandle h;
   };
+  void ExactSmallTransfers(AgentOptions o);
   OneWrite SmallWrite(uint64_t bytes, uint64_t seed) {
     OneWrite w;
     w.src = DevAlloc(bytes);
@@ -556,8 +558,19 @@ class CudaProxyTest : public CudaTransferTest {
 };
 
 // Sizes 1 B..64 KiB at odd offsets, single and multi-descriptor, both ways.
-TEST_P(CudaProxyTest, SmallTransfersAreExact) {
-  MakeAgent();
+TEST_P(CudaProxyTest, SmallTransfersAreExact) { ExactSmallTransfers({}); }
+
+// The same with two proxy blocks (they agree on every entry) renewed every
+// 100 us (the ring changes hands between launches hundreds of times).
+TEST_P(CudaProxyTest, SmallTransfersAreExactWithTwoBlocksAndFastRenewal) {
+  AgentOptions o;
+  o.cuda_proxy_blocks = 2;
+  o.cuda_proxy_renew_every = std::chrono::microseconds(100);
+  ExactSmallTransfers(o);
+}
+
+void CudaProxyTest::ExactSmallTransfers(AgentOptions o) {
+  MakeAgent(o);
   constexpr uint64_t kBytes = 1 << 20;
   uint8_t* src = DevAlloc(kBytes);
   uint8_t* back = DevAlloc(kBytes);
@@ -742,6 +755,82 @@ TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
   }
   EXPECT_EQ(stuck, 0) << "a device sync waited for an orphaned proxy after cycle " << stuck - 1;
   if (agent_) EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 14), -1);
+}
+
+// A caller's cudaFree (which waits for every kernel on the device) returns
+// under steady small traffic, like a device sync: renewal hands the ring to a
+// successor launched while the free waits, then the running kernel exits.
+TEST_P(CudaProxyTest, CudaFreeReturnsUnderSteadySmallTraffic) {
+  AgentOptions o = OneLane();
+  o.cuda_proxy_idle_exit = 1s;  // only the run bound can stop it
+  MakeAgent(o);
+  constexpr uint64_t kBytes = 4096;
+  auto [src, dst, h] = SmallWrite(kBytes, 16);
+  std::atomic<int> posted{0}, failed{0};
+  std::thread poster([&] {
+    auto until = std::chrono::steady_clock::now() + 400ms;
+    while (std::chrono::steady_clock::now() < until) {
+      if (!PostWait(&h).ok()) ++failed;
+      ++posted;
+    }
+  });
+  std::this_thread::sleep_for(50ms);
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 1 << 20), cudaSuccess);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(cudaFree(p), cudaSuccess);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  const int during = posted.load();
+  poster.join();
+  EXPECT_LT(waited, 100ms) << "cudaFree waited for the proxy under steady traffic";
+  EXPECT_GT(posted.load(), during) << "traffic went on after the free";
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 16), -1);
+}
+
+// An agent with two peers, small transfers to one (its proxy runs) and bulk to
+// the other, is destroyed promptly: every channel stops its proxy before any
+// channel frees, because a free waits for every kernel on the device (found in
+// lanebench's mixed shape, whose source had to be killed after every run).
+// Each peer in turn carries the small traffic, so that either closes first.
+TEST_P(CudaProxyTest, TwoPeersShutDownPromptly) {
+  TargetProc second = TargetProc::Spawn(GetParam() == "two_gpus" ? 1 : 0, "second");
+  ASSERT_TRUE(second.alive());
+  constexpr uint64_t kBulk = 2 << 20, kSmall = 4096;
+  uint8_t* src = DevAlloc(kBulk);
+  FillDevice(src, kBulk, 18);
+  Remote at_target = Alloc(kBulk);
+  Remote at_second;
+  std::istringstream in(second.Call("alloc " + std::to_string(kBulk)));
+  in >> at_second.addr >> at_second.region;
+  for (int cycle = 0; cycle < 4; ++cycle) {
+    MakeAgent(OneLane());
+    ASSERT_TRUE(agent_->RegisterMemory(src, kBulk, MemoryKind::kCuda).ok());
+    Load();
+    ASSERT_TRUE(agent_->LoadPeer(Unhex(second.Call("meta"))).ok());
+    const bool small_to_target = cycle % 2 == 0;
+    DescList lb{MemoryKind::kCuda, {}}, ls{MemoryKind::kCuda, {}}, rb{MemoryKind::kCuda, {}}, rs{MemoryKind::kCuda, {}};
+    lb.Add(src, kBulk);
+    ls.Add(src, kSmall);
+    rb.Add(small_to_target ? at_second.addr : at_target.addr, kBulk);
+    rs.Add(small_to_target ? at_target.addr : at_second.addr, kSmall);
+    XferHandle hb = Make(Op::kWrite, lb, rb, {}, {}, small_to_target ? "second" : "target");
+    XferHandle hs = Make(Op::kWrite, ls, rs, {}, {}, small_to_target ? "target" : "second");
+    for (int k = 0; k < 50; ++k) {
+      ASSERT_FALSE(agent_->Post(&hb).is_error());
+      ASSERT_FALSE(agent_->Post(&hs).is_error());
+      ASSERT_TRUE(agent_->Wait(hs, 20s).ok());
+      ASSERT_TRUE(agent_->Wait(hb, 20s).ok());
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    agent_.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "cycle " << cycle;
+  }
+  EXPECT_EQ(RemoteCheck(at_target.addr, kBulk, 18), -1);
+  std::istringstream chk(second.Call("check " + std::to_string(at_second.addr) + " " + std::to_string(kBulk) + " 18"));
+  int64_t bad = 0;
+  chk >> bad;
+  EXPECT_EQ(bad, -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaProxyTest, ::testing::Values("two_gpus", "one_gpu"),

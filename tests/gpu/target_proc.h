@@ -12,8 +12,9 @@ namespace kvlane::test {
 
 class TargetProc {
  public:
-  // Spawns this executable with `--kvlane-cuda-target <device>`.
-  static TargetProc Spawn(int device);
+  // Spawns this executable with `--kvlane-cuda-target <device> <name>`; the
+  // child's agent is called `name`.
+  static TargetProc Spawn(int device, const std::string& name = "target");
   TargetProc() = default;
   TargetProc(TargetProc&& o) noexcept;
   TargetProc& operator=(TargetProc&& o) noexcept;
@@ -30,7 +31,7 @@ class TargetProc {
 };
 
 // The child's side: serves commands on stdin/stdout. Returns the exit code.
-int RunTarget(int device);
+int RunTarget(int device, const std::string& name);
 // Handles `--kvlane-cuda-target` in main(); returns -1 when not a target.
 int MaybeRunTarget(int argc, char** argv);
 

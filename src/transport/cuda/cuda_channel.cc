@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/random.h"
@@ -60,7 +61,13 @@ Status CudaChannel::CreateLanes() {
     KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&lane.done), kBatchRing * sizeof(uint64_t),
                               cudaHostAllocMapped | cudaHostAllocPortable));
     std::memset(lane.done, 0, kBatchRing * sizeof(uint64_t));
-    if (proxy_blocks_ > 0) KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_));
+    // A kernel leaves on its own after twice the renewal period (or the idle
+    // exit without renewal), so that nothing that holds back launches (a
+    // caller's cudaFree) waits for it longer.
+    const auto max_life = std::max<std::chrono::microseconds>(
+        std::chrono::milliseconds(1), 2 * (proxy_renew_every_.count() > 0 ? proxy_renew_every_ : proxy_idle_exit_));
+    if (proxy_blocks_ > 0)
+      KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_, max_life));
   }
   KVLANE_CUDA(cudaDeviceSynchronize());
   return Status::Ok();
@@ -197,13 +204,27 @@ Status CudaChannel::Notify(std::string_view bytes) {
   return latch().Get();
 }
 
-void CudaChannel::Close() {
-  std::call_once(close_once_, [this] {
+void CudaChannel::StopLanes() {
+  std::call_once(stop_once_, [this] {
     BeginClose();
     for (auto& l : lanes_) {
       if (l->issuer.joinable()) l->issuer.join();
       if (l->retirer.joinable()) l->retirer.join();
     }
+    // The kernels exit now, not in DestroyGpu: another channel's frees, which
+    // may wait for every kernel on the device, can come first.
+    DeviceGuard guard(device_);
+    for (auto& l : lanes_) {
+      Status s = l->proxy.Shutdown(io_timeout_);
+      if (s.code() == Code::kTimeout) wedged_ = true;
+      if (!s.ok()) latch().Latch(s);
+    }
+  });
+}
+
+void CudaChannel::Close() {
+  std::call_once(close_once_, [this] {
+    StopLanes();
     if (control_.valid()) shutdown(control_.get(), SHUT_RDWR);
     if (control_thread_.joinable()) control_thread_.join();
     DestroyGpu();

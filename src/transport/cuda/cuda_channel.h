@@ -55,6 +55,8 @@ class CudaChannel final : public Channel {
   void Kick(int lane) override;
   Status Notify(std::string_view bytes) override;
   void Close() override;
+  // Joins the lane threads and stops the proxies (bounded by io_timeout).
+  void StopLanes() override;
 
   // Test hooks: the proxy of `lane` has seen the host's latch / raises a GPU-side error.
   bool ProxySawLatch(int lane) const { return lanes_[lane]->proxy.saw_latch(); }
@@ -172,6 +174,7 @@ class CudaChannel final : public Channel {
   std::condition_variable ack_cv_;
   uint64_t acks_ = 0;        // GUARDED_BY(ack_mu_)
   int32_t ack_status_ = 0;   // GUARDED_BY(ack_mu_)
+  std::once_flag stop_once_;
   std::once_flag close_once_;
 };
 

@@ -8,7 +8,7 @@
 #include "gpu/copy_launch.h"
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
-#include "transport/cuda/hop_trace.h"
+#include "core/hop_trace.h"
 
 namespace kvlane::core {
 namespace {
@@ -36,6 +36,9 @@ void CudaChannel::IssueLoop(int i) {
   Clock::time_point active = Clock::now();
   while (!closing().load(std::memory_order_acquire)) {
     MirrorErrors(l);
+    if (l.proxy.running()) {  // renewal, or a relaunch after the kernel left on its own
+      if (Status s = l.proxy.Tend(Clock::now()); !s.ok()) Fail(s);
+    }
     if (q.PeekIssue() == nullptr) {
       IdleWait(i, &active);
       continue;
@@ -108,10 +111,10 @@ void CudaChannel::Kick(int i) {
 // Nothing queued. The thread keeps spinning (pause, then yield) while the lane
 // has batches in flight and for `spin` after: the next post usually follows a
 // completion at once, and a futex wake-up costs more than the whole small
-// transfer. A running proxy keeps it awake for the idle exit; then the proxy is
-// told to exit and the thread sleeps until a post. A proxy that has run for
-// cuda_proxy_renew_every is renewed. This thread is the only one that stops the
-// proxy: whoever starts it (Kick) wakes this thread.
+// transfer. A running proxy keeps it awake for the idle exit (IssueLoop tends
+// it meanwhile); then the proxy is told to exit and the thread sleeps until a
+// post. This thread is the only one that stops the proxy: whoever starts it
+// (Kick) wakes this thread.
 void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   Lane& l = *lanes_[i];
   const auto now = Clock::now();
@@ -122,14 +125,6 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   if (const uint64_t u = l.proxy.uses(); u != uses_seen) uses_seen = u, use_seen = now;
   const auto quiet = now - std::max(*active, busy_seen);
   const bool proxy_hot = l.proxy.running() && now - use_seen < proxy_idle_exit_;
-  if (proxy_hot && l.proxy.renewal_due(now)) {  // checked without the lock: posters own it
-    if (l.proxy.successor_alive()) {
-      std::unique_lock lock(l.issue_mu, std::try_to_lock);
-      if (lock.owns_lock()) l.proxy.HandOver();
-    } else if (Status s = l.proxy.LaunchSuccessor(); !s.ok()) {
-      Fail(s);  // the launch failed (the old kernel keeps serving until the latch stops it)
-    }
-  }
   if (busy || quiet < spin_ || proxy_hot) {
     if (now - *active > kYieldAfter && !proxy_hot) {
       std::this_thread::yield();
@@ -216,6 +211,7 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       uint64_t bytes = 0;
       for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
       const uint32_t sb = r->chunks[first.chunk].seg_begin, se = r->chunks[end].seg_end;
+      KVLANE_HOP(kHopBuilt);
       s = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs
               ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, io_timeout_)
               : Launch(l, *t, sb, se, bytes, seq);

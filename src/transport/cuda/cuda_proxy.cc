@@ -19,13 +19,15 @@ void CudaProxy::Free() {
   if (ring_) (void)cudaFreeHost(ring_);
   if (ctl_) (void)cudaFreeHost(ctl_);
   if (lists_) (void)cudaFreeHost(lists_);
-  ring_ = nullptr, ctl_ = nullptr, lists_ = nullptr;
+  ring_ = nullptr, ctl_ = nullptr, lists_ = nullptr, lists_dev_ = 0;
   running_.store(false, std::memory_order_relaxed);
 }
 
-Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every) {
+Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every,
+                       std::chrono::microseconds max_life) {
   blocks_ = blocks;
   renew_every_ = renew_every;
+  max_life_ns_ = static_cast<uint64_t>(std::chrono::nanoseconds(max_life).count());
   done_ = done;
   for (Slot& s : slots_) {
     KVLANE_CUDA(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, priority));
@@ -41,6 +43,9 @@ Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::mi
   KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&lists_),
                             gpu::kProxyRing * gpu::kProxyMaxSegs * sizeof(gpu::CopySeg),
                             cudaHostAllocMapped | cudaHostAllocPortable));
+  void* mapped = nullptr;  // the same address under UVA; asked once, not per entry
+  KVLANE_CUDA(cudaHostGetDevicePointer(&mapped, lists_, 0));
+  lists_dev_ = reinterpret_cast<uint64_t>(mapped);
   return Status::Ok();
 }
 
@@ -65,11 +70,9 @@ Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint
   if (se - sb == 1) {
     e.seg = host[sb];
   } else {
-    gpu::CopySeg* list = lists_ + (next_ % gpu::kProxyRing) * gpu::kProxyMaxSegs;
-    std::memcpy(list, host + sb, (se - sb) * sizeof(gpu::CopySeg));
-    void* mapped = nullptr;  // the same address under UVA; asked once per list to be exact
-    KVLANE_CUDA(cudaHostGetDevicePointer(&mapped, list, 0));
-    e.segs = reinterpret_cast<uint64_t>(mapped);
+    const uint64_t at = (next_ % gpu::kProxyRing) * gpu::kProxyMaxSegs;
+    std::memcpy(lists_ + at, host + sb, (se - sb) * sizeof(gpu::CopySeg));
+    e.segs = lists_dev_ + at * sizeof(gpu::CopySeg);
   }
   e.value = value;
   Write(e);

@@ -1,20 +1,25 @@
 // CudaProxy: the host side of one lane's resident proxy kernel (gpu/proxy_kernel.cu):
 // its ring and flags in pinned host memory, its streams, and its lifetime.
 //
-// Lifetime. The kernel is started on the lane's first small transfer (by the
-// posting thread when the previous launch has returned) and stopped (an exit
-// entry) after the lane had no small transfer for
-// AgentOptions::cuda_proxy_idle_exit. While it runs it is renewed every AgentOptions::cuda_proxy_renew_every (`renew_every`)
-// without a gap: a successor is launched into the spare slot (its own stream),
-// reports that it runs, and only then is the ring handed over (an exit entry
-// for the predecessor, the next entry number for the successor). A caller's
-// cudaDeviceSynchronize or cudaFree waits for the kernels launched before it
-// was called, so at most about 2 x renew_every, and small transfers never wait for
-// a launch during renewal.
+// Lifetime. The proxy is a chain of launches (generations 1, 2, ..., the two
+// streams taking turns) that hand the ring to each other on the GPU (see
+// gpu::ProxyCtl). The first launch of a chain is made by the posting thread of
+// the lane's first small transfer, once the previous chain has returned. The
+// issue thread then tends it (Tend): every AgentOptions::cuda_proxy_renew_every
+// it launches a successor, which reports alive; the running kernel then stops
+// before its next entry and the successor serves from there, with no request
+// waiting for a launch. A kernel also stops on its own after twice that (or
+// twice cuda_proxy_idle_exit without renewal) and Tend relaunches at once: a
+// caller's cudaFree holds back every launch until the running kernels return,
+// so no kernel may wait for the host to be told to stop. The chain ends with an
+// exit entry (Quiesce) after cuda_proxy_idle_exit without a small transfer.
+// So a caller's cudaDeviceSynchronize waits about renew_every at most, and a
+// cudaFree (or anything else that holds back launches) at most twice that.
 //
-// Thread-safety: Submit, Quiesce, HandOver and Shutdown are called under the lane's
-// issue mutex (Shutdown also by Close once the lane threads joined); the flag
-// accessors (MirrorLatch, gpu_error, saw_latch, InjectFault) are safe from any thread.
+// Thread-safety: Submit and Quiesce are called under the lane's issue mutex,
+// Tend by the issue thread only while running(), Shutdown by Close once the
+// lane threads joined; the flag accessors (MirrorLatch, gpu_error, saw_latch,
+// InjectFault) are safe from any thread.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -38,38 +43,32 @@ class CudaProxy {
   CudaProxy& operator=(const CudaProxy&) = delete;
 
   // Allocates the ring, flags and streams. `done` is the lane's kProxyRing
-  // pinned completion words; a kernel that has run `renew_every` gets a
-  // successor (zero: never). REQUIRES: the channel's device is current; blocks >= 1.
-  Status Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every);
+  // pinned completion words; a successor is launched every `renew_every` (zero:
+  // only when a kernel left on its own, after `max_life`).
+  // REQUIRES: the channel's device is current; blocks >= 1; max_life > 0.
+  Status Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every,
+              std::chrono::microseconds max_life);
   bool enabled() const { return ring_ != nullptr; }
-  // Readable from any thread (the lane's spin policy); written under the lane's issue mutex.
+  // A chain runs (no exit entry sent). Readable from any thread (the lane's
+  // spin policy); written under the lane's issue mutex.
   bool running() const { return running_.load(std::memory_order_relaxed); }
   uint64_t uses() const { return uses_.load(std::memory_order_relaxed); }  // entries submitted
-  // Renewal has a step to take: readable from any thread without the issue mutex.
-  bool renewal_due(std::chrono::steady_clock::time_point now) const {
-    return running() && now.time_since_epoch().count() >= renew_at_.load(std::memory_order_relaxed);
-  }
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
-  // `value` into done[(value - 1) % kProxyRing]. Starts the kernel first when it
-  // is not running. REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
+  // `value` into done[(value - 1) % kProxyRing]. Starts a chain first when none
+  // runs. REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
   Status Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
                 std::chrono::milliseconds timeout);
-  // Asks the running kernel (and a successor waiting for its hand-over) to exit
-  // after the entries before; needs no wait.
+  // Launches a successor when renewal is due or the serving kernel left on its
+  // own. Never waits for the GPU, but the launch itself may be held back inside
+  // CUDA (a caller's cudaFree): the running kernel then leaves on its own.
+  // REQUIRES: the lane's issue thread; the channel's device is current.
+  Status Tend(std::chrono::steady_clock::time_point now);
+  // Ends the chain after the entries before (an exit entry); needs no wait.
   void Quiesce();
-  // Renewal, driven by the lane's issue thread once renewal_due(), never
-  // waiting: LaunchSuccessor() needs no lock (posters never touch the spare
-  // slot), then, once successor_alive(), HandOver() under the issue mutex.
-  // REQUIRES: called by the lane's issue thread.
-  Status LaunchSuccessor();
-  bool successor_alive() const;
-  // The successor takes the ring from the next entry on. REQUIRES: the issue
-  // mutex; a successor was launched.
-  void HandOver();
   // Not running and no launch left on either stream (non-blocking queries):
-  // Submit will start the kernel without waiting.
+  // Submit will start a chain without waiting.
   bool Exited() const;
   // Quiesces, then waits up to `timeout` for the kernels to return. A kernel
   // that does not (a wedged GPU) is left running and its memory is leaked.
@@ -86,38 +85,34 @@ class CudaProxy {
 
  private:
   struct Slot {
-    cudaStream_t stream = nullptr;
-    gpu::ProxyScratch* scratch = nullptr;  // device memory, one per slot (kernels overlap)
-    uint64_t served = 0;                   // copy entries served by this slot's launches
+    cudaStream_t stream = nullptr;         // launches of generations of this parity
+    gpu::ProxyScratch* scratch = nullptr;  // device memory (the two streams' kernels overlap)
   };
 
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
   Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value);
-  Status Launch(int slot, bool handover);
-  void ScheduleRenewal();  // renew_every_ from now, or never
-  void RenewIn(std::chrono::steady_clock::duration d);
-  void Retire(int slot);  // the kernel of `slot` stops serving: account its entries
-  void ExitCurrent();     // an exit entry for the kernel serving the ring
+  Status Launch(uint64_t gen);
+  uint64_t handoff_gen() const;
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
   void Write(const gpu::ProxyEntry& e);
 
   gpu::ProxyEntry* ring_ = nullptr;   // pinned host (mapped)
   gpu::ProxyCtl* ctl_ = nullptr;      // pinned host (mapped)
   gpu::CopySeg* lists_ = nullptr;     // pinned host (mapped): kProxyMaxSegs per ring entry
+  uint64_t lists_dev_ = 0;            // lists_ as the GPU addresses it
   uint64_t* done_ = nullptr;          // pinned host, owned by the lane
   Slot slots_[kSlots];
   int blocks_ = 1;
   std::chrono::microseconds renew_every_{1000};  // zero: never
-  int cur_ = 0;                       // the slot whose kernel serves the ring
-  // A successor was launched into the other slot. Written by the issue thread
-  // (and Shutdown after it joined), read by it: no lock.
-  bool pending_ = false;
+  uint64_t max_life_ns_ = 0;
+  // The newest launched generation (0: none yet). Written by Submit (no chain
+  // running) and Tend (a chain running): never at once.
+  std::atomic<uint64_t> gen_{0};
+  uint64_t serving_noted_ = 0;        // Tend: the generation whose take-over set renew_at_
   uint64_t next_ = 0;                 // the next entry number
-  uint64_t uses_at_start_ = 0;        // uses() when the current kernel began serving
-  // When renewal has a step to take: renew_every after the current kernel began serving, or at
-  // once while a successor waits for its hand-over (steady_clock ticks).
+  // When the next successor is due (steady_clock ticks); max while one waits.
   std::atomic<int64_t> renew_at_{INT64_MAX};
-  std::atomic<bool> running_{false};  // a kernel serves the ring (no exit entry sent)
+  std::atomic<bool> running_{false};  // a chain serves the ring (no exit entry sent)
   bool wedged_ = false;               // a kernel did not exit: leak, never free
   std::atomic<uint64_t> uses_{0};     // copy entries submitted (the lane's idle clock watches it)
 };

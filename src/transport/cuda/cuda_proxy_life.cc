@@ -1,5 +1,5 @@
-// CudaProxy's lifetime: start, renewal with a hand-over between two slots,
-// exit. See cuda_proxy.h.
+// CudaProxy's lifetime: a chain of launches handing the ring to each other on
+// the GPU, tended by the lane's issue thread. See cuda_proxy.h.
 #include <thread>
 
 #include "gpu/copy_launch.h"
@@ -8,86 +8,61 @@
 
 namespace kvlane::core {
 
-// Each copy entry served in a slot added `blocks_` arrivals to its scratch (the
-// kernel counts arrivals only when it runs more than one block).
-Status CudaProxy::Launch(int s, bool handover) {
-  Slot& slot = slots_[s];
-  const unsigned long long base = blocks_ > 1 ? slot.served * static_cast<uint64_t>(blocks_) : 0;
-  std::atomic_ref<uint32_t>(ctl_->alive[s]).store(0, std::memory_order_relaxed);
-  std::atomic_ref<uint64_t>(ctl_->start[s]).store(0, std::memory_order_release);
-  // A successor learns its first entry from ctl->start: next_ is the posters' (no lock here).
-  const uint64_t first = handover ? 0 : next_;
-  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, first, base, s, handover ? 1 : 0},
-                               blocks_, slot.stream));
+uint64_t CudaProxy::handoff_gen() const {
+  return std::atomic_ref<uint64_t>(ctl_->handoff_gen).load(std::memory_order_acquire);
+}
+
+// Generation g runs on stream g % 2, after generation g - 2 returned there.
+Status CudaProxy::Launch(uint64_t gen) {
+  Slot& slot = slots_[gen % kSlots];
+  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_}, blocks_, slot.stream));
+  gen_.store(gen, std::memory_order_relaxed);
   return Status::Ok();
-}
-
-void CudaProxy::Retire(int s) {
-  slots_[s].served += uses() - uses_at_start_;
-  uses_at_start_ = uses();
-}
-
-// The current kernel returns after the entries written so far.
-void CudaProxy::ExitCurrent() {
-  gpu::ProxyEntry e{};
-  e.op = gpu::kProxyExit;
-  Write(e);
-  Retire(cur_);
-}
-
-// The exit entry for the running kernel, then the successor's first entry.
-void CudaProxy::HandOver() {
-  ExitCurrent();
-  cur_ = 1 - cur_;
-  pending_ = false;
-  std::atomic_ref<uint64_t>(ctl_->start[cur_]).store(next_ + 1, std::memory_order_release);
-  ScheduleRenewal();
-}
-
-void CudaProxy::ScheduleRenewal() {
-  if (renew_every_.count() == 0) {  // renewal off
-    renew_at_.store(INT64_MAX, std::memory_order_relaxed);
-    return;
-  }
-  RenewIn(renew_every_);
-}
-
-void CudaProxy::RenewIn(std::chrono::steady_clock::duration d) {
-  renew_at_.store((std::chrono::steady_clock::now() + d).time_since_epoch().count(), std::memory_order_relaxed);
 }
 
 Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
                          std::chrono::milliseconds timeout) {
   if (!running()) {
-    // The previous launches must have returned before the next one reuses the ring.
+    // The previous chain must have returned before a new one reads the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(0, timeout));
     KVLANE_RETURN_IF_ERROR(WaitExited(1, timeout));
-    KVLANE_RETURN_IF_ERROR(Launch(cur_, /*handover=*/false));
-    uses_at_start_ = uses();
-    ScheduleRenewal();
+    // The new chain's first launch starts from a record the host writes as if
+    // the last launch had stopped here (no kernel runs that could write it).
+    const uint64_t gen = gen_.load(std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(ctl_->handoff_next).store(next_, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(ctl_->handoff_gen).store(gen, std::memory_order_release);
+    KVLANE_RETURN_IF_ERROR(Launch(gen + 1));
+    serving_noted_ = 0;  // Tend notes generation gen + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
   }
   return Queue(host, sb, se, value);
 }
 
-Status CudaProxy::LaunchSuccessor() {
-  if (!running() || pending_) return Status::Ok();
-  const int spare = 1 - cur_;
-  if (cudaStreamQuery(slots_[spare].stream) == cudaErrorNotReady) return Status::Ok();  // still exiting
-  KVLANE_RETURN_IF_ERROR(Launch(spare, /*handover=*/true));
-  pending_ = true;
-  RenewIn(std::chrono::steady_clock::duration::zero());  // look for `alive` at every idle moment
-  return Status::Ok();
-}
-
-bool CudaProxy::successor_alive() const {
-  return pending_ && std::atomic_ref<uint32_t>(ctl_->alive[1 - cur_]).load(std::memory_order_acquire) != 0;
+Status CudaProxy::Tend(std::chrono::steady_clock::time_point now) {
+  if (!running()) return Status::Ok();
+  const uint64_t gen = gen_.load(std::memory_order_relaxed);
+  const uint64_t stopped = handoff_gen();
+  if (stopped + 1 < gen) return Status::Ok();  // a successor waits for its predecessor's record
+  const bool stalled = stopped == gen;          // the newest launch left on its own
+  if (!stalled && serving_noted_ != gen) {      // generation gen took the ring over
+    serving_noted_ = gen;
+    renew_at_.store(renew_every_.count() == 0 ? INT64_MAX : (now + renew_every_).time_since_epoch().count(),
+                    std::memory_order_relaxed);
+  }
+  if (!stalled && now.time_since_epoch().count() < renew_at_.load(std::memory_order_relaxed))
+    return Status::Ok();
+  // The successor's stream still runs generation gen - 1, which has handed over
+  // and is returning: try again at the next idle moment.
+  if (cudaStreamQuery(slots_[(gen + 1) % kSlots].stream) == cudaErrorNotReady) return Status::Ok();
+  renew_at_.store(INT64_MAX, std::memory_order_relaxed);
+  return Launch(gen + 1);
 }
 
 void CudaProxy::Quiesce() {
   if (!running()) return;
-  if (pending_) HandOver();  // the successor takes over only to exit at once
-  ExitCurrent();
+  gpu::ProxyEntry e{};
+  e.op = gpu::kProxyExit;
+  Write(e);
   renew_at_.store(INT64_MAX, std::memory_order_relaxed);
   running_.store(false, std::memory_order_relaxed);
 }

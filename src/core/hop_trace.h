@@ -1,4 +1,4 @@
-// Per-hop timestamps of a cuda lane, compiled in only when KVLANE_HOP_TRACE is
+// Per-hop timestamps of a post on a cuda lane, compiled in only when KVLANE_HOP_TRACE is
 // defined (the benchmark's trace build, scripts/gpu-check.sh): the benchmark
 // posts one request at a time and reads where its time went. Elsewhere the
 // macro is empty.
@@ -11,7 +11,9 @@
 namespace kvlane::core {
 
 enum Hop : int {
-  kHopIssue = 0,     // a thread took the item off the lane queue
+  kHopQueued = 0,    // Post queued the request on its lane
+  kHopIssue,         // a thread took the item off the lane queue
+  kHopBuilt,         // checks done, the proxy entry or launch is next
   kHopSubmitted,     // the proxy entry or the launch is out
   kHopDoneSeen,      // the retire thread read the completion word
   kHopPublished,     // the terminal record is written
