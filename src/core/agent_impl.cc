@@ -27,7 +27,7 @@ std::unique_ptr<Transport> MakeTransport(const std::string& name, AgentContext* 
 }  // namespace
 
 AgentImpl::AgentImpl(const AgentOptions& options)
-    : completer_(options.policy, options.max_requests) {
+    : completer_(options.policy, options.max_requests), records_(options.max_requests) {
   ctx_.options = options;
   ctx_.name = options.name;
   ctx_.agent_id = RandomU64();
@@ -35,10 +35,11 @@ AgentImpl::AgentImpl(const AgentOptions& options)
   ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
   ctx_.notifs = std::make_shared<NotifQueue>(options.max_notification_bytes);
   ctx_.completer = &completer_;
+  ctx_.records = &records_;
   slots_.resize(options.max_requests);
   free_slots_.reserve(options.max_requests);
   for (uint32_t i = options.max_requests; i-- > 0;) {
-    slots_[i] = std::make_unique<Request>();
+    slots_[i] = std::make_unique<Request>(records_.at(i));
     slots_[i]->slot = i;
     free_slots_.push_back(i);
   }

@@ -13,6 +13,7 @@
 
 #include "core/completer.h"
 #include "core/peer.h"
+#include "core/record_table.h"
 #include "core/request.h"
 #include "kvlane/agent.h"
 #include "transport/transport.h"
@@ -67,11 +68,13 @@ class AgentImpl {
                        const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
   uint64_t ChunkSizeFor(const Request& r) const;
   void FreeSlot(Request* r);
+  static Status AwaitSettled(const Request& r, uint32_t gen, std::chrono::steady_clock::time_point deadline);
   bool Striped(const Request& r) const;
   int PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const;
 
   AgentContext ctx_;
   Completer completer_;
+  RecordTable records_;  // Request::record of every slot; outlives the transports
   std::vector<std::unique_ptr<Transport>> transports_;
   std::unique_ptr<MetadataServer> metadata_server_;
 

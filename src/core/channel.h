@@ -59,6 +59,14 @@ class Channel {
   static bool BeginChunk(const WorkItem& w);
   // Retires the oldest issued item of `lane` with status `s`.
   void RetireHead(int lane, const Status& s);
+  // Retires the oldest issued item of `lane`, a whole post that a device
+  // published itself (its record reads done): the request is left untouched but
+  // for Request::settled, since its owner may post it again at once. `bytes`:
+  // what the item carried, counted when it was issued.
+  void RetireDirect(int lane, uint64_t bytes);
+  // Whether a device may publish a post itself: the records are published as
+  // each request finishes (independent policy), not in global order.
+  bool direct_publication() const;
   // Issues and retires everything published on `lane` with `s` (no data moves).
   void DrainLane(int lane, const Status& s);
   // Sets closing and wakes every lane.

@@ -31,7 +31,14 @@ void Completer::FinishChunk(const WorkItem& w, const Status& s) {
 void Completer::DropPending(Request* r, int64_t n) {
   if (n == 0) return;
   // acq_rel: the last dropper sees every other lane's writes to the request.
-  if (r->pending.fetch_sub(n, std::memory_order_acq_rel) == n) Done(r);
+  if (r->pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
+  r->settled.store(r->gen, std::memory_order_release);  // no lane holds it any more
+  Done(r);
+}
+
+void Completer::Settle(Request* r, uint32_t gen) {
+  r->settled.store(gen, std::memory_order_release);
+  WakeWaiters();  // Wait() sleepers: the device's record write woke nobody
 }
 
 void Completer::Done(Request* r) {
@@ -58,8 +65,15 @@ void Completer::Publish(Request* r) {
   int32_t err = r->error.load(std::memory_order_acquire);
   Code code = err == 0 ? Code::kOk : static_cast<Code>(err);
   // Release pairs with the acquire load in Check(): the transport is done with
-  // the request's memory and error_message is written.
-  r->record.store(PackRecord(r->gen, code), std::memory_order_release);
+  // the request's memory and error_message is written. Only a record still in
+  // progress: a device may have published this post already (same outcome).
+  uint64_t expect = PackRecord(r->gen, Code::kInProgress);
+  r->record.compare_exchange_strong(expect, PackRecord(r->gen, code), std::memory_order_release,
+                                    std::memory_order_relaxed);
+  WakeWaiters();
+}
+
+void Completer::WakeWaiters() {
   std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with WaitPublished's increment
   if (waiters_.load(std::memory_order_relaxed) != 0) {
     std::lock_guard lock(wait_mu_);

@@ -33,6 +33,9 @@ class Completer {
   void FinishChunk(const WorkItem& w, const Status& s);
   // Drops `n` references of a post (chunks never launched, and Post's own +1).
   void DropPending(Request* r, int64_t n);
+  // The lanes let go of post `gen` of `r`, which a device already published
+  // (a successful direct post: its pending count is left as it is).
+  void Settle(Request* r, uint32_t gen);
 
   // Blocks until the record of (slot, gen) is terminal or the deadline passes.
   void WaitPublished(const std::atomic<uint64_t>& record, uint32_t gen,
@@ -41,6 +44,7 @@ class Completer {
  private:
   void Done(Request* r);
   void Publish(Request* r);
+  void WakeWaiters();
 
   const ProgressPolicy policy_;
   std::mutex order_mu_;

@@ -1,4 +1,6 @@
 // The hot path: posting prepared transfers, and reading their terminal records.
+#include <thread>
+
 #include "core/agent_impl.h"
 #include "core/hop_trace.h"
 
@@ -37,6 +39,8 @@ Status AgentImpl::Post(XferHandle* h) {
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire)) return Status::Canceled("agent is shutting down");
+  auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;
+  KVLANE_RETURN_IF_ERROR(AwaitSettled(*r, h->gen, deadline));
 
   const uint32_t nchunks = static_cast<uint32_t>(r->chunks.size());
   r->gen = h->gen + 1;
@@ -47,7 +51,6 @@ Status AgentImpl::Post(XferHandle* h) {
   h->gen = r->gen;
   completer_.OnPost(r);
 
-  auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;
   uint32_t rotation = rotation_.fetch_add(1, std::memory_order_relaxed);
   int lane = PickLane(*r, 0, rotation);
   uint32_t launched = 0;
@@ -74,6 +77,18 @@ Status AgentImpl::Post(XferHandle* h) {
   // Failed half way: report only after the launched chunks have drained.
   completer_.WaitPublished(r->record, r->gen, std::chrono::steady_clock::time_point::max());
   return failure;
+}
+
+// A device may publish a post itself (Request::settled): the lane that moved
+// it lets go a moment later. Spins, then yields; kTimeout at the deadline.
+Status AgentImpl::AwaitSettled(const Request& r, uint32_t gen, std::chrono::steady_clock::time_point deadline) {
+  for (uint32_t n = 0; r.settled.load(std::memory_order_acquire) != gen; ++n) {
+    if (n < 1024) continue;
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::Timeout("the previous post of this transfer is still held by its lane");
+    std::this_thread::yield();
+  }
+  return Status::Ok();
 }
 
 Status AgentImpl::Check(const XferHandle& h) const {
@@ -128,6 +143,7 @@ Status AgentImpl::Release(XferHandle* h) {
     // Canceled chunks are skipped by the lanes without touching memory.
     completer_.WaitPublished(r->record, h->gen, std::chrono::steady_clock::time_point::max());
   }
+  KVLANE_RETURN_IF_ERROR(AwaitSettled(*r, h->gen, std::chrono::steady_clock::now() + ctx_.options.io_timeout));
   FreeSlot(r);
   *h = XferHandle{};
   return Status::Ok();

@@ -179,6 +179,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   r->in_use = true;
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->gen = gen;
+  r->settled.store(gen, std::memory_order_relaxed);
   r->record.store(PackRecord(gen, Code::kOk), std::memory_order_release);  // "not posted": idle
   return XferHandle{slot, gen};
 }

@@ -44,9 +44,13 @@ inline Code RecordCode(uint64_t w) { return static_cast<Code>(static_cast<int32_
 inline constexpr uint32_t kCanceledBit = 1u << 31;
 
 struct alignas(64) Request {
+  // `rec`: this slot's line of the agent's RecordTable.
+  explicit Request(std::atomic<uint64_t>& rec) : record(rec) {}
+
   // Published with release after the transport let go of the memory; Check()
-  // reads it with acquire.
-  std::atomic<uint64_t> record{PackRecord(0, Code::kNotFound)};
+  // reads it with acquire. Written by the completer, or by a device (the cuda
+  // transport) that publishes a post itself once its data is visible.
+  std::atomic<uint64_t>& record;
 
   // Fixed between MakeTransfer and Release.
   uint32_t slot = 0;
@@ -72,6 +76,11 @@ struct alignas(64) Request {
   std::atomic<uint32_t> ctl{0};      // chunks started by lanes | kCanceledBit
   std::string error_message;         // written by whoever set `error`
   std::atomic<bool> done_unpublished{false};  // global-fifo: finished, waiting for order
+  // The generation of the last post the lanes have let go of: equal to the
+  // record's generation except for a moment after a device published a post
+  // itself, while its lane's retire thread still holds the request. Post and
+  // Release wait for it (see AgentImpl::AwaitSettled).
+  std::atomic<uint32_t> settled{0};
 
   // Records the first error of this post.
   void SetError(const Status& s);

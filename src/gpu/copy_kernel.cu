@@ -24,6 +24,7 @@ __device__ void SignalWhenLast(const CopyDone& done) {
   unsigned prev = atomicAdd(done.blocks_finished, 1u);
   if (prev != gridDim.x - 1) return;
   *done.blocks_finished = 0;  // the next launch on this stream starts from zero
+  if (done.record != nullptr) StoreSystem(done.record, done.record_value);  // before `done`: see CopyDone
   StoreSystem(done.done, done.value);
 }
 
@@ -100,7 +101,10 @@ __global__ void __launch_bounds__(kTmaThreads)
   SignalWhenLast(done);
 }
 
-__global__ void SignalKernel(uint64_t* done, uint64_t value) { StoreSystem(done, value); }
+__global__ void SignalKernel(CopyDone done) {
+  if (done.record != nullptr) StoreSystem(done.record, done.record_value);
+  StoreSystem(done.done, done.value);
+}
 
 }  // namespace
 
@@ -120,8 +124,8 @@ cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t 
   return cudaGetLastError();
 }
 
-cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream) {
-  SignalKernel<<<1, 1, 0, stream>>>(done, value);
+cudaError_t LaunchSignal(const CopyDone& done, cudaStream_t stream) {
+  SignalKernel<<<1, 1, 0, stream>>>(done);
   return cudaGetLastError();
 }
 

@@ -32,8 +32,10 @@ inline constexpr uint64_t kTmaUnitBytes = uint64_t{kTmaStages} * kTmaStageBytes;
 cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts, int blocks,
                                   const CopyDone& done, cudaStream_t stream);
 
-// Stores `value` into `*done` (pinned host) after everything before it on `stream`.
-cudaError_t LaunchSignal(uint64_t* done, uint64_t value, cudaStream_t stream);
+// Stores done.record_value into *done.record (when set), then done.value into
+// *done.done (pinned host), after everything before it on `stream`
+// (done.blocks_finished unused).
+cudaError_t LaunchSignal(const CopyDone& done, cudaStream_t stream);
 
 // Launches generation args.gen of a lane's resident proxy (`blocks` blocks): it
 // serves the ring from the hand-off record of generation args.gen - 1 until it

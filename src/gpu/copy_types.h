@@ -27,6 +27,10 @@ struct CopyDone {
   uint32_t* blocks_finished;  // device memory, one word per stream; 0 between launches
   uint64_t* done;             // pinned host memory (mapped); written by the GPU
   uint64_t value;             // what the host waits for
+  // Optional (nullptr: none): the request's terminal record (mapped host memory),
+  // which gets `record_value` just before `done` gets `value`.
+  uint64_t* record;
+  uint64_t record_value;
 };
 
 // ---- Resident proxy (one kernel per lane, polling a ring in pinned host memory).
@@ -43,43 +47,58 @@ inline constexpr uint64_t kDoneSkipped = 1ull << 62;
 // PCIe read. Pinned host memory: written by the lane's issue thread (`ready`
 // last), read by the proxy. `check` detects a torn read (the proxy then re-reads).
 struct alignas(64) ProxyEntry {
-  uint64_t ready;      // entry number + 1 once the fields below are written
-  uint32_t op;         // kProxyCopy or kProxyExit
-  uint32_t seg_begin;  // segments [seg_begin, seg_end) of `segs`
-  uint32_t seg_end;
-  uint32_t check;      // ProxyCheck() of the other fields
-  uint64_t segs;       // pinned host (mapped): the entry's CopySeg list (used when > 1 segment)
-  CopySeg seg;         // the segment itself when seg_end - seg_begin == 1
-  uint64_t value;      // stored into done[(value - 1) % kProxyRing] when finished
+  uint64_t ready;   // entry number + 1 once the fields below are written
+  uint16_t op;      // kProxyCopy or kProxyExit
+  uint16_t nsegs;   // segments: `seg` when 1, else the list at `segs`
+  uint32_t check;   // ProxyCheck() of the other fields
+  uint64_t segs;    // pinned host (mapped): the entry's CopySeg list (used when nsegs > 1)
+  CopySeg seg;      // the segment itself when nsegs == 1
+  uint64_t value;   // stored into done[(value - 1) % kProxyRing] when finished
+  uint32_t record;  // 1 + the slot whose terminal record the proxy writes first (0: none)
+  uint32_t gen;     // the generation that record gets (status ok)
 };
 static_assert(sizeof(ProxyEntry) == 64, "one cache line");
 
 KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
-  uint64_t x = e.ready ^ (uint64_t{e.op} << 32 | e.seg_begin) ^ e.seg_end ^ e.segs ^ e.seg.src ^
-               (e.seg.dst * 3) ^ (e.seg.len * 5) ^ (e.value * 7) ^ 0x9e3779b97f4a7c15ull;
+  uint64_t x = e.ready ^ (uint64_t{e.op} << 48 | uint64_t{e.nsegs} << 32) ^ e.segs ^ e.seg.src ^
+               (e.seg.dst * 3) ^ (e.seg.len * 5) ^ (e.value * 7) ^ (uint64_t{e.record} << 32 | e.gen) * 11 ^
+               0x9e3779b97f4a7c15ull;
   return static_cast<uint32_t>(x ^ (x >> 32));
 }
 
-// Or'ed into ProxyCtl::handoff_next when the launch stopped at an exit entry:
-// the whole chain ends (a successor waiting for this record exits too).
-inline constexpr uint64_t kHandoffExit = 1ull << 63;
+// Records of request slots, as the GPU addresses them: slot i's at
+// base + i * kRecordStride bytes (core::RecordTable).
+inline constexpr uint64_t kRecordStride = 64;
+
+// The hand-off record (ProxyCtl::handoff), one word so that it is written and
+// read at once: the low 16 bits of the generation that stopped, the first
+// entry it did not consume, and whether it stopped at an exit entry (then the
+// whole chain ends: a successor waiting for the record exits too).
+KVLANE_HOST_DEVICE inline uint64_t PackHandoff(uint64_t gen, uint64_t next, bool exit) {
+  return (gen & 0xffffull) << 48 | (next & ((1ull << 47) - 1)) << 1 | (exit ? 1ull : 0ull);
+}
+KVLANE_HOST_DEVICE inline uint32_t HandoffGen16(uint64_t h) { return static_cast<uint32_t>(h >> 48); }
+KVLANE_HOST_DEVICE inline uint64_t HandoffNext(uint64_t h) { return (h >> 1) & ((1ull << 47) - 1); }
+KVLANE_HOST_DEVICE inline bool HandoffExit(uint64_t h) { return (h & 1) != 0; }
 
 // Flags shared by the host and one lane's proxy; pinned host memory (mapped).
 // The proxy is a chain of launches, generation 1, 2, ... (two streams taking
 // turns): launch g waits for the hand-off record of launch g - 1, serves the
 // ring from the entry it names, and writes its own record when it stops. It
-// stops at an exit entry, when launch g + 1 reports alive (renewal), or on its
-// own after ProxyArgs::max_life_ns, so that it never waits for the host: a
+// stops at an exit entry, when launch g + 1 has reported alive and no entry
+// waits (renewal), or on its own after ProxyArgs::max_life_ns, so that it
+// never waits for the host: a
 // caller's cudaFree holds back every launch, the successor's included, until
 // the running kernels return.
 struct ProxyCtl {
+  // Read by the proxy at every poll, with one load: keep these three together.
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
+  uint32_t alive_gen;     // GPU: the newest launch that started (low 32 bits of its generation)
   uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
-  uint64_t alive_gen;     // GPU: the newest launch that started (its generation)
-  uint64_t handoff_next;  // the first entry the stopped launch did not consume (| kHandoffExit)
-  uint64_t handoff_gen;   // the launch that wrote handoff_next; written after it
+  uint32_t unused;
+  uint64_t handoff;       // PackHandoff() of the launch that stopped last
 };
 
 // Device-memory scratch of one proxy stream (its launches run one after the
@@ -101,6 +120,8 @@ struct ProxyArgs {
   ProxyScratch* scratch;   // device memory, this stream's
   uint64_t gen;            // this launch's generation (>= 1)
   uint64_t max_life_ns;    // stop on its own after this long (0: only when told)
+  uint8_t* records;        // mapped host: the request slots' records (nullptr: none)
+  uint32_t record_slots;   // how many; ProxyEntry::record beyond it is ignored
 };
 
 }  // namespace kvlane::gpu

@@ -40,9 +40,8 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
 
 __device__ bool ValidEntry(const ProxyEntry& e) {
   if (e.op == kProxyExit) return true;
-  if (e.op != kProxyCopy || e.seg_begin >= e.seg_end) return false;
-  const uint32_t n = e.seg_end - e.seg_begin;
-  return n == 1 ? e.seg.len > 0 : e.segs != 0 && n <= kProxyMaxSegs;
+  if (e.op != kProxyCopy || e.nsegs == 0) return false;
+  return e.nsegs == 1 ? e.seg.len > 0 : e.segs != 0 && e.nsegs <= kProxyMaxSegs;
 }
 
 // Several blocks poll the ring each on its own, so they agree on every entry
@@ -93,23 +92,23 @@ __device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop,
 
 // Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
 // memory with one 64-byte read per poll (lanes 0-7) while lanes 8-10 read the
-// control flags. Raises the GPU-side error and mirrors the host latch. Stops
-// before the entry once a successor is alive or the launch is past its life.
+// control flags (one 12-byte read). Raises the GPU-side error and mirrors the
+// host latch. Stops before the entry when a successor is alive and the entry
+// is not here yet, or at once when the launch is past its life.
 // Sets *cmd and *decider.
-__device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, ProxyEntry* e, CopySeg* staged,
-                     int* cmd, int* decider, uint32_t* failed, uint32_t* saw) {
+__device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, uint32_t* tick, ProxyEntry* e,
+                     CopySeg* staged, int* cmd, int* decider, uint32_t* failed, uint32_t* saw) {
   const unsigned lane = threadIdx.x;
   const auto* src = reinterpret_cast<const uint64_t*>(&a.ring[n % kProxyRing]);
   auto* words = reinterpret_cast<uint64_t*>(e);
   for (;;) {
-    uint64_t w = 0, alive = 0;
+    uint64_t w = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
-    else if (lane < 10) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
-    else if (lane == 10) alive = LoadSys64(&a.ctl->alive_gen);
+    else if (lane < 11) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
     const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
     const uint32_t inject = __shfl_sync(0xffffffffu, f, 9);
-    alive = __shfl_sync(0xffffffffu, alive, 10);
+    const uint32_t alive = __shfl_sync(0xffffffffu, f, 10);
     if (lane < 8) words[lane] = w;
     __syncwarp();
     if (inject != 0 && *failed == 0) {
@@ -121,10 +120,18 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       if (lane == 0) StoreSys32(&a.ctl->saw_latch, 1);
     }
     const bool here = e->ready == n + 1 && e->check == ProxyCheck(*e);
-    const bool want_stop = alive > a.gen || (a.max_life_ns != 0 && GlobalTimer() - born > a.max_life_ns);
     int rc = 0;
     Agreed ag{};
-    if (lane == 0) rc = Agree(a, k, here, want_stop, &ag);
+    if (lane == 0) {
+      // Stop for a successor (generations compared modulo 2^32) only between
+      // requests: an entry already here is served without the hand-over's
+      // delay. Past its life (the clock is read at every 16th poll of the
+      // launch) the launch stops at once: a caller's cudaFree may be waiting.
+      const bool successor = static_cast<int32_t>(alive - static_cast<uint32_t>(a.gen)) > 0;
+      const bool old = a.max_life_ns != 0 && ((*tick)++ & 15) == 0 && GlobalTimer() - born > a.max_life_ns;
+      const bool want_stop = old || (successor && !here);
+      rc = Agree(a, k, here, want_stop, &ag);
+    }
     rc = __shfl_sync(0xffffffffu, rc, 0);
     if (rc != 0) continue;  // not written yet (or a torn read): poll again
     ag.cmd_stop = __shfl_sync(0xffffffffu, ag.cmd_stop, 0);
@@ -138,11 +145,11 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       if (lane == 0) StoreSys32(&a.ctl->gpu_error, kErrBadEntry);
     }
     const int c = e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy;
-    if (c == kCmdCopy && e->seg_end - e->seg_begin > 1) {
+    if (c == kCmdCopy && e->nsegs > 1) {
       // The list was written before `ready`: the fence makes the relaxed read of
       // `ready` an acquire for the reads below.
       __threadfence_system();
-      const uint32_t words = (e->seg_end - e->seg_begin) * 3;
+      const uint32_t words = e->nsegs * 3u;
       const auto* list = reinterpret_cast<const uint64_t*>(e->segs);
       for (uint32_t i = lane; i < words; i += 32) reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
       __syncwarp();
@@ -155,41 +162,47 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
 __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
   const uint64_t rank = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const uint64_t n = uint64_t{gridDim.x} * blockDim.x;
-  if (e.seg_end - e.seg_begin == 1) {
+  if (e.nsegs == 1) {
     CopyRange(e.seg.dst, e.seg.src, e.seg.len, rank, n);
     return;
   }
-  for (uint32_t i = 0; i < e.seg_end - e.seg_begin; ++i) CopyRange(staged[i].dst, staged[i].src, staged[i].len, rank, n);
+  for (uint32_t i = 0; i < e.nsegs; ++i) CopyRange(staged[i].dst, staged[i].src, staged[i].len, rank, n);
 }
 
-// Publishes entry number `n`: with several blocks the last to arrive stores
-// the word (and resets the entry's arrival count for its next use); a skip by
-// any block marks it skipped.
+// The request's terminal record (status ok) when the entry names one and was
+// copied, then the lane's completion word: the host lets go of the request
+// only after the word, so a record write never lands after a later post began.
+__device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
+  if (!skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr)
+    StoreSystem(reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride),
+                uint64_t{e.gen} << 32);
+  StoreSystem(&a.done[(e.value - 1) % kProxyRing], skip ? e.value | kDoneSkipped : e.value);
+}
+
+// Publishes entry number `n`: with several blocks the last to arrive does
+// (and resets the entry's arrival count for its next use); a skip by any
+// block marks it skipped.
 __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool skip) {
   if (skip && threadIdx.x == 0) atomicOr(&a.scratch->skipped, 1u);
   // The barrier orders every thread's copies before thread 0's system fence
   // (in StoreSystem), which is cumulative: one fence instead of one per thread.
   __syncthreads();
   if (threadIdx.x != 0) return;
-  uint64_t* word = &a.done[(e.value - 1) % kProxyRing];
   if (gridDim.x == 1) {
-    StoreSystem(word, skip ? e.value | kDoneSkipped : e.value);
+    Publish(a, e, skip);
     return;
   }
   __threadfence();
   unsigned int* count = &a.scratch->arrivals[n % kProxyRing];
   if (atomicAdd(count, 1u) + 1 != gridDim.x) return;
   *count = 0;  // every block is done with it; its next use is kProxyRing entries later
-  const bool any_skip = atomicOr(&a.scratch->skipped, 0u) != 0;
-  StoreSystem(word, any_skip ? e.value | kDoneSkipped : e.value);
+  Publish(a, e, atomicOr(&a.scratch->skipped, 0u) != 0);
 }
 
 // The record the successor starts from: written by the block that decided
-// the stop (or consumed the exit entry), `next` before the generation.
-__device__ void HandOff(const ProxyArgs& a, uint64_t next) {
-  __threadfence_system();
-  *reinterpret_cast<volatile uint64_t*>(&a.ctl->handoff_next) = next;
-  StoreSystem(&a.ctl->handoff_gen, a.gen);
+// the stop (or consumed the exit entry), after its earlier writes.
+__device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
+  StoreSystem(&a.ctl->handoff, PackHandoff(a.gen, next, exit));
 }
 
 // Thread 0 of each block. Block 0 reports the launch alive, waits for the
@@ -200,25 +213,28 @@ __device__ void HandOff(const ProxyArgs& a, uint64_t next) {
 __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
   auto* start = reinterpret_cast<volatile unsigned long long*>(&a.scratch->start);
   uint64_t next;
+  bool exit;
   if (blockIdx.x == 0) {
-    StoreSystem(&a.ctl->alive_gen, a.gen);
-    while (LoadSys64(&a.ctl->handoff_gen) + 1 != a.gen) {
+    StoreSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
+    uint64_t h;
+    while (HandoffGen16(h = LoadSys64(&a.ctl->handoff)) != ((a.gen - 1) & 0xffff)) {
     }
-    __threadfence_system();  // the record's `next` was written before its generation
-    next = LoadSys64(&a.ctl->handoff_next);
-    if ((next & kHandoffExit) != 0) HandOff(a, next);
+    next = HandoffNext(h);
+    exit = HandoffExit(h);
+    if (exit) HandOff(a, next, true);
     if (gridDim.x > 1) {
-      *start = Decided(a.gen, next & ~kHandoffExit, (next & kHandoffExit) != 0);
+      *start = Decided(a.gen, next, exit);
       __threadfence();
     }
   } else {
     unsigned long long w;
     while (((w = *start) >> 48) != (a.gen & 0xffff)) {
     }
-    next = ((w >> 1) & ((1ull << 47) - 1)) | ((w & 1) != 0 ? kHandoffExit : 0);
+    next = (w >> 1) & ((1ull << 47) - 1);
+    exit = (w & 1) != 0;
   }
-  *first = next & ~kHandoffExit;
-  return (next & kHandoffExit) == 0;
+  *first = next;
+  return !exit;
 }
 
 __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
@@ -232,13 +248,13 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   }
   __syncthreads();
   if (!go) return;
-  uint32_t failed = 0, saw = 0;  // warp 0's view of the error flags
+  uint32_t failed = 0, saw = 0, tick = 0;  // warp 0's view of the error flags; its polls
   for (uint64_t n = first;; ++n) {
-    if (threadIdx.x < 32) Poll(a, n, n - first, born, &entry, staged, &cmd, &decider, &failed, &saw);
+    if (threadIdx.x < 32) Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &failed, &saw);
     __syncthreads();
     const int c = cmd;
     if (c == kCmdExit || c == kCmdStop) {
-      if (threadIdx.x == 0 && decider) HandOff(a, c == kCmdStop ? n : (n + 1) | kHandoffExit);
+      if (threadIdx.x == 0 && decider) HandOff(a, c == kCmdStop ? n : n + 1, c == kCmdExit);
       return;
     }
     if (c == kCmdCopy) CopyEntry(entry, staged);

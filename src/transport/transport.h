@@ -12,6 +12,7 @@
 #include "core/channel.h"
 #include "core/completer.h"
 #include "core/metadata.h"
+#include "core/record_table.h"
 #include "core/registry.h"
 #include "kvlane/options.h"
 #include "kvlane/transfer.h"
@@ -28,6 +29,7 @@ struct AgentContext {
   std::shared_ptr<Registry> registry;
   std::shared_ptr<NotifQueue> notifs;
   Completer* completer = nullptr;
+  RecordTable* records = nullptr;  // the slots' terminal records (a device may map them)
 };
 
 class Transport {

@@ -317,6 +317,63 @@ TEST_P(CudaTransferTest, PinnedHostToDeviceBothWays) {
   cudaFreeHost(host);
 }
 
+// A lane whose retire thread sleeps (spin 0, no proxy running: the copy-engine
+// and copy-kernel lanes here) has the GPU publish a post's record itself,
+// before the retire thread wakes and lets go of the request. Each handle is
+// posted again the moment its record reads done (Post then waits for that
+// retire thread), and half of the rounds wait asleep in Wait(): no repost or
+// sleeper may see an older post's state, and every byte lands. The 4 KiB
+// handle (the proxy lane, whose retire thread spins) is the control.
+TEST_P(CudaTransferTest, DeviceRecordsRepostAtOnceOnEveryPath) {
+  AgentOptions o;
+  o.spin = std::chrono::microseconds(0);
+  o.lanes_per_peer = 3;
+  MakeAgent(o);
+  constexpr uint64_t kBig = 1 << 20, kPiece = 4096;
+  uint8_t* src = DevAlloc(3 * kBig);
+  uint8_t* back = DevAlloc(kBig);
+  for (int k = 0; k < 3; ++k) FillDevice(src + k * kBig, kBig, 23 + k);
+  ASSERT_TRUE(agent_->RegisterMemory(src, 3 * kBig, MemoryKind::kCuda).ok());
+  ASSERT_TRUE(agent_->RegisterMemory(back, kBig, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(3 * kBig);
+  Load();
+  DescList ls{MemoryKind::kCuda, {}}, rs{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}},
+      rb{MemoryKind::kCuda, {}}, lk{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}},
+      lback{MemoryKind::kCuda, {}};
+  ls.Add(src, kPiece);
+  rs.Add(dst.addr, kPiece);
+  lb.Add(src + kBig, kBig);
+  rb.Add(dst.addr + kBig, kBig);
+  for (uint64_t k = 0; k < kBig / kPiece; ++k) {  // every page, in reverse order on the remote side
+    lk.Add(src + 2 * kBig + k * kPiece, kPiece);
+    lback.Add(back + k * kPiece, kPiece);
+    rk.Add(dst.addr + 3 * kBig - (k + 1) * kPiece, kPiece);
+  }
+  XferHandle hs[3] = {Make(Op::kWrite, ls, rs, {}, XferOptions{0, false}),
+                      Make(Op::kWrite, lb, rb, {}, XferOptions{1, false}),
+                      Make(Op::kWrite, lk, rk, {}, XferOptions{2, false})};
+  for (int round = 0; round < 600; ++round) {
+    XferHandle& h = hs[round % 3];
+    for (int again = 0; again < 2; ++again) {
+      ASSERT_FALSE(agent_->Post(&h).is_error()) << "round " << round;
+      Status s;
+      if (round % 2 == 0) {
+        while ((s = agent_->Check(h)).in_progress()) {
+        }
+      } else {
+        s = agent_->Wait(h, 20s);
+      }
+      ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
+    }
+  }
+  for (XferHandle& h : hs) EXPECT_TRUE(agent_->Release(&h).ok());
+  EXPECT_EQ(RemoteCheck(dst.addr, kPiece, 23), -1);
+  EXPECT_EQ(RemoteCheck(dst.addr + kBig, kBig, 24), -1);
+  XferHandle rd = Make(Op::kRead, lback, rk);  // the scattered pages, read back in order
+  ASSERT_TRUE(PostWait(&rd).ok());
+  EXPECT_EQ(CheckDevice(back, kBig, 25), -1);
+}
+
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaTransferTest, ::testing::Values("two_gpus", "one_gpu"),
                          [](const auto& info) { return info.param; });
 

@@ -12,7 +12,8 @@
 
 namespace kvlane::core {
 
-CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control)
+CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control,
+                         uint8_t* records)
     : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
       self_name_(ctx.name),
       peer_name_(peer.name),
@@ -25,11 +26,13 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
       proxy_max_bytes_(ctx.options.cuda_proxy_max_bytes),
       proxy_idle_exit_(ctx.options.cuda_proxy_idle_exit),
       proxy_renew_every_(ctx.options.cuda_proxy_renew_every),
+      records_(ctx.records != nullptr ? records : nullptr),
+      record_slots_(ctx.records != nullptr ? ctx.records->slots() : 0),
       control_(std::move(control)) {}
 
 Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, const AgentMeta& peer,
-                                                   int device, Fd control) {
-  std::unique_ptr<CudaChannel> ch(new CudaChannel(ctx, peer, device, std::move(control)));
+                                                   int device, Fd control, uint8_t* records) {
+  std::unique_ptr<CudaChannel> ch(new CudaChannel(ctx, peer, device, std::move(control), records));
   Status s = ch->CreateLanes();
   if (!s.ok()) {
     ch->DestroyGpu();
@@ -67,7 +70,8 @@ Status CudaChannel::CreateLanes() {
     const auto max_life = std::max<std::chrono::microseconds>(
         std::chrono::milliseconds(1), 2 * (proxy_renew_every_.count() > 0 ? proxy_renew_every_ : proxy_idle_exit_));
     if (proxy_blocks_ > 0)
-      KVLANE_RETURN_IF_ERROR(lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_, max_life));
+      KVLANE_RETURN_IF_ERROR(
+          lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_, max_life, records_, record_slots_));
   }
   KVLANE_CUDA(cudaDeviceSynchronize());
   return Status::Ok();

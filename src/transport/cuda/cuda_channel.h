@@ -40,9 +40,11 @@ struct Request;
 
 class CudaChannel final : public Channel {
  public:
-  // REQUIRES: `control` is an authenticated control connection to `peer`.
+  // REQUIRES: `control` is an authenticated control connection to `peer`;
+  // `records`: ctx.records mapped for the GPU (nullptr: the retire threads
+  // publish every post).
   static Result<std::unique_ptr<Channel>> Open(const AgentContext& ctx, const AgentMeta& peer,
-                                               int device, Fd control);
+                                               int device, Fd control, uint8_t* records);
   ~CudaChannel() override { Close(); }
 
   const char* transport() const override { return "cuda"; }
@@ -69,6 +71,10 @@ class CudaChannel final : public Channel {
     uint32_t items = 0;    // tickets it retires
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
+    // A whole post whose terminal record the GPU writes (ok) before the
+    // completion word; then the retire thread only lets go of it.
+    bool direct = false;
+    uint64_t bytes = 0;    // what it carried (RetireDirect)
   };
   struct Lane {
     cudaStream_t sm = nullptr;            // high priority: copy kernels
@@ -84,6 +90,7 @@ class CudaChannel final : public Channel {
     std::mutex issue_mu;
     std::atomic<uint32_t> bell{0};                 // wakes the retire thread
     std::atomic<bool> issuer_done{false};
+    std::atomic<bool> retire_asleep{false};        // the retire thread waits on `bell`
     bool wedged = false;                           // a wait timed out (retire thread)
     CudaProxy proxy;                               // small transfers
     // The request whose later chunks were moved by an earlier batch (issue thread).
@@ -92,7 +99,7 @@ class CudaChannel final : public Channel {
     std::thread issuer, retirer;
   };
 
-  CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control);
+  CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int device, Fd control, uint8_t* records);
   Status CreateLanes();
   void DestroyGpu();
 
@@ -104,8 +111,11 @@ class CudaChannel final : public Channel {
   enum class Route { kNotYet, kProxy, kStartProxy, kLaunch };
   Route RouteOf(const Lane& l, const WorkItem& w) const;
   uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
+  // `record`: the request's record as the GPU addresses it, which gets
+  // `record_value` before the completion word (nullptr: none).
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
-                uint64_t seq);
+                uint64_t seq, uint64_t* record, uint64_t record_value);
+  uint8_t* RecordOf(const Request& r) const;
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
   Status PollErrors(Lane& l);
@@ -142,6 +152,8 @@ class CudaChannel final : public Channel {
   const uint64_t proxy_max_bytes_;
   const std::chrono::microseconds proxy_idle_exit_;
   const std::chrono::microseconds proxy_renew_every_;
+  uint8_t* const records_;          // the slots' records as the GPU addresses them (or nullptr)
+  const uint32_t record_slots_;
   int max_blocks_ = 264;
   bool wedged_ = false;  // a proxy did not stop: leak GPU resources rather than block
   std::vector<std::unique_ptr<Lane>> lanes_;

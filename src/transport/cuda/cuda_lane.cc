@@ -182,7 +182,8 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   Batch& b = l.batches[seq % kBatchRing];
   uint32_t last = first.chunk + first.count - 1;
-  bool launched = false;
+  bool launched = false, direct = false;
+  uint64_t bytes = 0;
   Status s;
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
   if (r == l.ahead_req && first.gen == l.ahead_gen && first.chunk <= l.ahead_last) {
@@ -208,13 +209,24 @@ void CudaChannel::IssueBatch(int i, bool closing) {
     }
     if (s.ok()) {
       const uint32_t end = static_cast<uint32_t>(r->chunks.size()) - 1;
-      uint64_t bytes = 0;
       for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
       const uint32_t sb = r->chunks[first.chunk].seg_begin, se = r->chunks[end].seg_end;
+      // The GPU publishes the post itself when the retire thread sleeps (its
+      // wake-up, tens of us on a VM, would come after a copy of MiBs): nothing
+      // else in flight on the lane (FIFO holds), one item carrying the whole
+      // post, no notification (sent after the data, by the retire thread),
+      // records published as each request finishes (not in global order).
+      // A running retire thread publishes sooner than a second GPU write would.
+      direct = records_ != nullptr && l.retire_asleep.load(std::memory_order_relaxed) &&
+               seq == l.retired.load(std::memory_order_acquire) && direct_publication() &&
+               first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
+      uint8_t* record = direct ? RecordOf(*r) : nullptr;
+      const uint64_t record_value = PackRecord(first.gen, Code::kOk);  // == gen << 32: the kernels write that
       KVLANE_HOP(kHopBuilt);
       s = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs
-              ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, io_timeout_)
-              : Launch(l, *t, sb, se, bytes, seq);
+              ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0, first.gen,
+                               io_timeout_)
+              : Launch(l, *t, sb, se, bytes, seq, reinterpret_cast<uint64_t*>(record), record_value);
       launched = s.ok();
       if (!s.ok()) Fail(s);  // a CUDA error on a lane is fatal for the channel
       if (launched && end > last) l.ahead_req = r, l.ahead_gen = first.gen, l.ahead_last = end;
@@ -222,6 +234,8 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   }
   KVLANE_HOP(kHopSubmitted);
   b.status = s;
+  b.direct = direct && launched;
+  b.bytes = bytes;
   b.launched.store(launched, std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
   l.issuing.store(false, std::memory_order_seq_cst);
@@ -229,8 +243,12 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   l.bell.notify_one();
 }
 
+uint8_t* CudaChannel::RecordOf(const Request& r) const {
+  return records_ + uint64_t{r.slot} * gpu::kRecordStride;
+}
+
 Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se, uint64_t bytes,
-                           uint64_t seq) {
+                           uint64_t seq, uint64_t* record, uint64_t record_value) {
   uint64_t* done = &l.done[seq % kBatchRing];
   const uint64_t value = seq + 1;
   if (t.contig_end[sb] >= se && bytes >= kCopyEngineMinBytes) {
@@ -238,11 +256,16 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
     KVLANE_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(g.dst), reinterpret_cast<const void*>(g.src),
                                 bytes, cudaMemcpyDefault, l.ce));
     if (Driver().write_value64 != nullptr) {
-      // Default flags: the write is fenced after the stream's earlier work.
-      int rc = Driver().write_value64(l.ce, reinterpret_cast<unsigned long long>(done), value, 0);
-      if (rc == 0) return Status::Ok();
+      // Default flags: each write is fenced after the stream's earlier work
+      // (the record before the completion word: see gpu::CopyDone).
+      auto write = [&](uint64_t* at, uint64_t v) {
+        return Driver().write_value64(l.ce, reinterpret_cast<unsigned long long>(at), v, 0) == 0;
+      };
+      if ((record == nullptr || write(record, record_value)) && write(done, value)) return Status::Ok();
+      // A failed write leaves nothing half done that matters: the kernel
+      // below writes both again.
     }
-    KVLANE_CUDA(gpu::LaunchSignal(done, value, l.ce));
+    KVLANE_CUDA(gpu::LaunchSignal({nullptr, done, value, record, record_value}, l.ce));
     return Status::Ok();
   }
   // One block per unit (a segment, or kUnitBytes of a large one): the block
@@ -250,7 +273,8 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
   const uint32_t parts = static_cast<uint32_t>(std::clamp<uint64_t>((t.max_len + kUnitBytes - 1) / kUnitBytes, 1, 4096));
   const uint64_t units = uint64_t{se - sb} * parts;
   const int blocks = static_cast<int>(std::min(units, kMaxGrid));
-  KVLANE_CUDA(gpu::LaunchCopySegments(t.segs, sb, se, parts, blocks, {l.blocks_finished, done, value}, l.sm));
+  KVLANE_CUDA(gpu::LaunchCopySegments(t.segs, sb, se, parts, blocks,
+                                      {l.blocks_finished, done, value, record, record_value}, l.sm));
   return Status::Ok();
 }
 
@@ -269,13 +293,19 @@ void CudaChannel::RetireLoop(int i) {
       while (l.bell.load(std::memory_order_acquire) == bell &&
              (Clock::now() < until || l.proxy.running()) && !l.issuer_done.load(std::memory_order_acquire))
         CpuRelax();
+      l.retire_asleep.store(true, std::memory_order_relaxed);  // posts now publish themselves (IssueBatch)
       if (l.bell.load(std::memory_order_acquire) == bell) l.bell.wait(bell, std::memory_order_acquire);
+      l.retire_asleep.store(false, std::memory_order_relaxed);
       continue;
     }
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
     KVLANE_HOP(kHopDoneSeen);
-    for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
+    if (b.direct && s.ok()) {
+      RetireDirect(i, b.bytes);  // the GPU wrote the record before the word
+    } else {
+      for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
+    }
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }

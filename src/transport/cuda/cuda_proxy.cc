@@ -24,8 +24,10 @@ void CudaProxy::Free() {
 }
 
 Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every,
-                       std::chrono::microseconds max_life) {
+                       std::chrono::microseconds max_life, uint8_t* records, uint32_t record_slots) {
   blocks_ = blocks;
+  records_ = records;
+  record_slots_ = record_slots;
   renew_every_ = renew_every;
   max_life_ns_ = static_cast<uint64_t>(std::chrono::nanoseconds(max_life).count());
   done_ = done;
@@ -62,11 +64,13 @@ void CudaProxy::Write(const gpu::ProxyEntry& e) {
   ++next_;
 }
 
-Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value) {
+Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
+                        uint32_t gen) {
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyCopy;
-  e.seg_begin = 0;
-  e.seg_end = se - sb;
+  e.nsegs = static_cast<uint16_t>(se - sb);
+  e.record = record;
+  e.gen = gen;
   if (se - sb == 1) {
     e.seg = host[sb];
   } else {

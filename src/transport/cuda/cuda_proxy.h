@@ -7,8 +7,8 @@
 // the lane's first small transfer, once the previous chain has returned. The
 // issue thread then tends it (Tend): every AgentOptions::cuda_proxy_renew_every
 // it launches a successor, which reports alive; the running kernel then stops
-// before its next entry and the successor serves from there, with no request
-// waiting for a launch. A kernel also stops on its own after twice that (or
+// at the next moment no entry waits and the successor serves from there, with
+// no request waiting for a launch. A kernel also stops on its own after twice that (or
 // twice cuda_proxy_idle_exit without renewal) and Tend relaunches at once: a
 // caller's cudaFree holds back every launch until the running kernels return,
 // so no kernel may wait for the host to be told to stop. The chain ends with an
@@ -46,8 +46,10 @@ class CudaProxy {
   // pinned completion words; a successor is launched every `renew_every` (zero:
   // only when a kernel left on its own, after `max_life`).
   // REQUIRES: the channel's device is current; blocks >= 1; max_life > 0.
+  // `records`: the request slots' records as the GPU addresses them (nullptr:
+  // the proxy publishes no record itself), `record_slots` of them.
   Status Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every,
-              std::chrono::microseconds max_life);
+              std::chrono::microseconds max_life, uint8_t* records, uint32_t record_slots);
   bool enabled() const { return ring_ != nullptr; }
   // A chain runs (no exit entry sent). Readable from any thread (the lane's
   // spin policy); written under the lane's issue mutex.
@@ -56,10 +58,12 @@ class CudaProxy {
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
-  // `value` into done[(value - 1) % kProxyRing]. Starts a chain first when none
-  // runs. REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
-  Status Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
-                std::chrono::milliseconds timeout);
+  // `value` into done[(value - 1) % kProxyRing], and first, when `record` is
+  // nonzero and the copy was made, generation `gen` with status ok into the
+  // record of slot record - 1. Starts a chain first when none runs.
+  // REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
+  Status Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
+                uint32_t gen, std::chrono::milliseconds timeout);
   // Launches a successor when renewal is due or the serving kernel left on its
   // own. Never waits for the GPU, but the launch itself may be held back inside
   // CUDA (a caller's cudaFree): the running kernel then leaves on its own.
@@ -90,9 +94,10 @@ class CudaProxy {
   };
 
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
-  Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value);
+  Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
+               uint32_t gen);
   Status Launch(uint64_t gen);
-  uint64_t handoff_gen() const;
+  uint32_t handoff_gen16() const;
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
   void Write(const gpu::ProxyEntry& e);
 
@@ -105,6 +110,8 @@ class CudaProxy {
   int blocks_ = 1;
   std::chrono::microseconds renew_every_{1000};  // zero: never
   uint64_t max_life_ns_ = 0;
+  uint8_t* records_ = nullptr;        // mapped host: request records (see Init)
+  uint32_t record_slots_ = 0;
   // The newest launched generation (0: none yet). Written by Submit (no chain
   // running) and Tend (a chain running): never at once.
   std::atomic<uint64_t> gen_{0};

@@ -8,20 +8,22 @@
 
 namespace kvlane::core {
 
-uint64_t CudaProxy::handoff_gen() const {
-  return std::atomic_ref<uint64_t>(ctl_->handoff_gen).load(std::memory_order_acquire);
+// The low 16 bits of the generation that stopped last.
+uint32_t CudaProxy::handoff_gen16() const {
+  return gpu::HandoffGen16(std::atomic_ref<uint64_t>(ctl_->handoff).load(std::memory_order_acquire));
 }
 
 // Generation g runs on stream g % 2, after generation g - 2 returned there.
 Status CudaProxy::Launch(uint64_t gen) {
   Slot& slot = slots_[gen % kSlots];
-  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_}, blocks_, slot.stream));
+  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_},
+                               blocks_, slot.stream));
   gen_.store(gen, std::memory_order_relaxed);
   return Status::Ok();
 }
 
-Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
-                         std::chrono::milliseconds timeout) {
+Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
+                         uint32_t gen, std::chrono::milliseconds timeout) {
   if (!running()) {
     // The previous chain must have returned before a new one reads the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(0, timeout));
@@ -29,21 +31,23 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     // The new chain's first launch starts from a record the host writes as if
     // the last launch had stopped here (no kernel runs that could write it).
     const uint64_t gen = gen_.load(std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(ctl_->handoff_next).store(next_, std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(ctl_->handoff_gen).store(gen, std::memory_order_release);
+    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackHandoff(gen, next_, false), std::memory_order_release);
     KVLANE_RETURN_IF_ERROR(Launch(gen + 1));
     serving_noted_ = 0;  // Tend notes generation gen + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
   }
-  return Queue(host, sb, se, value);
+  return Queue(host, sb, se, value, record, gen);
 }
 
 Status CudaProxy::Tend(std::chrono::steady_clock::time_point now) {
   if (!running()) return Status::Ok();
   const uint64_t gen = gen_.load(std::memory_order_relaxed);
-  const uint64_t stopped = handoff_gen();
-  if (stopped + 1 < gen) return Status::Ok();  // a successor waits for its predecessor's record
-  const bool stalled = stopped == gen;          // the newest launch left on its own
+  const uint32_t stopped = handoff_gen16();
+  // Generation gen - 1 stopped: gen serves (or is about to). Generation gen
+  // stopped: the chain stalled (the newest launch left on its own). Else a
+  // successor waits for its predecessor's record.
+  const bool stalled = stopped == (gen & 0xffff);
+  if (!stalled && stopped != ((gen - 1) & 0xffff)) return Status::Ok();
   if (!stalled && serving_noted_ != gen) {      // generation gen took the ring over
     serving_noted_ = gen;
     renew_at_.store(renew_every_.count() == 0 ? INT64_MAX : (now + renew_every_).time_since_epoch().count(),

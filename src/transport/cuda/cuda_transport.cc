@@ -64,7 +64,10 @@ class CudaTransport final : public Transport {
   explicit CudaTransport(AgentContext* ctx)
       : ctx_(ctx),
         server_(ctx, [this](uint64_t key, uint32_t index) { return ExportFd(key, index); }) {}
-  ~CudaTransport() override { Stop(); }
+  ~CudaTransport() override {
+    Stop();
+    if (records_dev_ != nullptr) (void)cudaHostUnregister(ctx_->records->base());  // channels are closed
+  }
 
   const char* name() const override { return "cuda"; }
 
@@ -116,7 +119,7 @@ class CudaTransport final : public Transport {
   Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) override {
     KVLANE_ASSIGN_OR_RETURN(CudaBlob b, DecodeCudaBlob(peer.cuda_blob));
     KVLANE_ASSIGN_OR_RETURN(Fd fd, DialControl(*ctx_, peer, b.socket));
-    return CudaChannel::Open(*ctx_, peer, LocalDevice(), std::move(fd));
+    return CudaChannel::Open(*ctx_, peer, LocalDevice(), std::move(fd), MappedRecords());
   }
 
   void Stop() override {
@@ -139,6 +142,25 @@ class CudaTransport final : public Transport {
     (void)cudaGetLastError();
     int d = 0;
     return cudaGetDevice(&d) == cudaSuccess ? d : 0;
+  }
+
+  // The slots' terminal records, mapped for the GPUs once (nullptr when that
+  // failed): a lane's GPU work then publishes a post itself, and Check sees it
+  // without waiting for the lane's retire thread.
+  uint8_t* MappedRecords() {
+    std::lock_guard lock(mu_);
+    if (records_tried_ || ctx_->records == nullptr) return records_dev_;
+    records_tried_ = true;
+    RecordTable& t = *ctx_->records;
+    if (cudaHostRegister(t.base(), t.bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable) == cudaSuccess) {
+      void* dev = nullptr;
+      if (cudaHostGetDevicePointer(&dev, t.base(), 0) == cudaSuccess)
+        records_dev_ = static_cast<uint8_t*>(dev);
+      else
+        (void)cudaHostUnregister(t.base());
+    }
+    (void)cudaGetLastError();
+    return records_dev_;
   }
 
   // The control server's FdSource: only for a piece exported as VMM with a
@@ -179,6 +201,8 @@ class CudaTransport final : public Transport {
   uint32_t devices_ = 0;
   mutable std::mutex mu_;
   mutable std::unordered_map<uint64_t, CudaExport> exports_;  // GUARDED_BY(mu_)
+  bool records_tried_ = false;       // GUARDED_BY(mu_)
+  uint8_t* records_dev_ = nullptr;   // GUARDED_BY(mu_) until the destructor
 };
 
 }  // namespace

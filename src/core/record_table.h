@@ -1,0 +1,39 @@
+// RecordTable: the terminal records of an agent's request slots (Request::record),
+// one per 64-byte line in one page-aligned block of host memory. A transport may
+// map the block for a device: the cuda transport's GPU writes a record itself,
+// after the data it copied is visible (see Channel::RetireDirect).
+//
+// Thread-safety: the records are atomics; the table itself is fixed after
+// construction.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace kvlane::core {
+
+class RecordTable {
+ public:
+  static constexpr size_t kStride = 64;  // bytes between two records
+
+  // REQUIRES: slots >= 1. Every record reads as generation 0, not found.
+  explicit RecordTable(uint32_t slots);
+  ~RecordTable();
+  RecordTable(const RecordTable&) = delete;
+  RecordTable& operator=(const RecordTable&) = delete;
+
+  std::atomic<uint64_t>& at(uint32_t slot) {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(base_ + size_t{slot} * kStride);
+  }
+  void* base() const { return base_; }
+  size_t bytes() const { return bytes_; }  // a multiple of the page size
+  uint32_t slots() const { return slots_; }
+
+ private:
+  uint32_t slots_;
+  size_t bytes_;
+  uint8_t* base_;
+};
+
+}  // namespace kvlane::core
