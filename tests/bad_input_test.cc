@@ -182,7 +182,7 @@ TEST_P(BadInputTest, ForgedLargerRegionIsBoundsCheckedByTarget) {
   meta->pieces[0].base -= 4096;
   meta->pieces[0].len += 2 * 4096;
   ASSERT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
-  std::vector<uint8_t> big(kSize + 2 * 4096);
+  auto& big = bufs_.Make(kSize + 2 * 4096);
   Fill(big, 5);
   ASSERT_TRUE(a().RegisterMemory(big.data(), big.size()).ok());
   auto h = MakeSimple(a(), "b", Op::kWrite, big.data(), dst_.data() - 4096, big.size());

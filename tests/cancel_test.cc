@@ -110,7 +110,10 @@ INSTANTIATE_TEST_SUITE_P(Transports, CancelTest, ::testing::Values("local", "shm
 // a small one to c posted after it. independent: the small one completes while
 // the bulk one is still in flight. global-fifo: the small one is never
 // complete before the bulk one.
-class PolicyTest : public ::testing::TestWithParam<std::tuple<std::string, ProgressPolicy>> {};
+class PolicyTest : public ::testing::TestWithParam<std::tuple<std::string, ProgressPolicy>> {
+ protected:
+  Buffers bufs_;  // outlives the agents the test body makes
+};
 
 TEST_P(PolicyTest, SmallAfterBulkCompletionOrder) {
   auto [transport, policy] = GetParam();
@@ -121,7 +124,9 @@ TEST_P(PolicyTest, SmallAfterBulkCompletionOrder) {
   auto c = Agent::Create(OptionsFor("c", transport));
   ASSERT_TRUE(a.ok() && b.ok() && c.ok());
   constexpr uint64_t kBulk = 16 << 20, kSmall = 4096;
-  std::vector<uint8_t> src(kBulk), bulk_dst(kBulk), small_dst(kSmall);
+  auto& src = bufs_.Make(kBulk);
+  auto& bulk_dst = bufs_.Make(kBulk);
+  auto& small_dst = bufs_.Make(kSmall);
   Fill(src, 33);
   ASSERT_TRUE(a.value()->RegisterMemory(src.data(), kBulk).ok());
   ASSERT_TRUE(b.value()->RegisterMemory(bulk_dst.data(), kBulk).ok());

@@ -22,7 +22,10 @@ bool IsStale(Code c) { return c == Code::kRemoteStale || c == Code::kBackend; }
 // channel stays healthy for b's other region.
 TEST_P(LatchTest, DeregisteredPeerRegionFailsStaleAndReleases) {
   constexpr uint64_t kSize = 1 << 20;
-  std::vector<uint8_t> src(kSize), back(kSize, 0xCC), gone(kSize, 0xEE), live(kSize, 0xEE);
+  auto& src = bufs_.Make(kSize);
+  auto& back = bufs_.Make(kSize, 0xCC);
+  auto& gone = bufs_.Make(kSize, 0xEE);
+  auto& live = bufs_.Make(kSize, 0xEE);
   Fill(src, 4);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(a().RegisterMemory(back.data(), kSize).ok());
@@ -62,7 +65,8 @@ TEST_P(LatchTest, DeregisteredPeerRegionFailsStaleAndReleases) {
 // Deregistering waits for a remote access in flight; the access completes.
 TEST_P(LatchTest, DeregisterWaitsForAccessInFlight) {
   constexpr uint64_t kSize = 1 << 20;
-  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize, 0);
   Fill(src, 8);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   auto id = b().RegisterMemory(dst.data(), kSize);
@@ -91,7 +95,8 @@ TEST_P(LatchTest, DeregisterWaitsForAccessInFlight) {
 // (valid, releasable); the receiver's bytes and notification list are untouched.
 TEST_P(LatchTest, LatchedErrorRejectsPostAndNotification) {
   constexpr uint64_t kSize = 64 << 10;
-  std::vector<uint8_t> src(kSize), dst(kSize, 0xEE);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize, 0xEE);
   Fill(src, 2);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
@@ -131,7 +136,9 @@ TEST_P(LatchTest, LatchAbortsWorkQueuedBehind) {
   o.lane_ring_slots = 1 << 15;
   MakeAgents(o);
   constexpr uint64_t kBig = 64 << 20, kSmall = 4096;
-  std::vector<uint8_t> src(kBig), dst(kBig), small_dst(kSmall, 0xEE);
+  auto& src = bufs_.Make(kBig);
+  auto& dst = bufs_.Make(kBig);
+  auto& small_dst = bufs_.Make(kSmall, 0xEE);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kBig).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kBig).ok());
   ASSERT_TRUE(b().RegisterMemory(small_dst.data(), kSmall).ok());

@@ -26,7 +26,8 @@ class NotifyTest : public TwoAgents {
 // sees the notification, b's memory must already hold epoch N's bytes.
 TEST_P(NotifyTest, DataIsVisibleWhenWriteNotificationArrives) {
   constexpr uint64_t kSize = 4 << 20;
-  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize, 0);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
   Connect(a(), b());
@@ -50,7 +51,8 @@ TEST_P(NotifyTest, DataIsVisibleWhenWriteNotificationArrives) {
 // arrives the initiator holds them.
 TEST_P(NotifyTest, ReadNotificationArrivesAfterRead) {
   constexpr uint64_t kSize = 2 << 20;
-  std::vector<uint8_t> back(kSize, 0), remote(kSize);
+  auto& back = bufs_.Make(kSize, 0);
+  auto& remote = bufs_.Make(kSize);
   Fill(remote, 42);
   ASSERT_TRUE(a().RegisterMemory(back.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
@@ -85,7 +87,8 @@ TEST_P(NotifyTest, StandaloneNotificationsArriveInOrder) {
 // A standalone notification sent after a WRITE finished finds the data there.
 TEST_P(NotifyTest, StandaloneNotificationAfterFinishedWrite) {
   constexpr uint64_t kSize = 1 << 20;
-  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize, 0);
   Fill(src, 9);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
@@ -109,7 +112,8 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
   o.max_notification_bytes = 8192;
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
   constexpr uint64_t kSize = 64 << 10;
-  std::vector<uint8_t> src(kSize), dst(kSize, 0);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize, 0);
   Fill(src, 4);
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());

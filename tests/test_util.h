@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,6 +22,18 @@ AgentOptions OptionsFor(const std::string& name, const std::string& transport);
 // Two agents in this process that loaded each other's metadata.
 struct Pair {
   std::unique_ptr<Agent> a, b;
+};
+
+// Buffers a test registers with its agents. A fixture declares its Buffers
+// before its Pair, so that the buffers outlive the agents: a target's server
+// may still be returning from the send of a READ reply that the initiator
+// already saw (ASan checks the sent bytes after the call returns).
+class Buffers {
+ public:
+  std::vector<uint8_t>& Make(size_t n, uint8_t fill = 0) { return bufs_.emplace_back(n, fill); }
+
+ private:
+  std::deque<std::vector<uint8_t>> bufs_;
 };
 Pair MakePair(const std::string& transport, AgentOptions base = {});
 

@@ -24,6 +24,7 @@ class TransferTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(name.ok()) << name.status().ToString();
     ASSERT_EQ(name.value(), "b");
   }
+  Buffers bufs_;  // before pair_: outlives the agents
   Pair pair_;
 };
 
@@ -35,7 +36,9 @@ TEST_P(TransferTest, Moves513DescriptorsBothWays) {
   std::vector<uint64_t> lens(kDescs);
   for (int i = 0; i < kDescs; ++i) lens[i] = 64 + (i * 37) % 4000;
   uint64_t total = std::accumulate(lens.begin(), lens.end(), uint64_t{0});
-  std::vector<uint8_t> src(total), dst(total, 0xEE), back(total, 0xCC);
+  auto& src = bufs_.Make(total);
+  auto& dst = bufs_.Make(total, 0xEE);
+  auto& back = bufs_.Make(total, 0xCC);
   Fill(src, 7);
   ASSERT_TRUE(a.RegisterMemory(src.data(), total).ok());
   ASSERT_TRUE(a.RegisterMemory(back.data(), total).ok());
@@ -85,7 +88,8 @@ TEST_P(TransferTest, Moves513DescriptorsAcrossPieceBoundaries) {
   Agent& b = *pair_.b;
   constexpr int kDescs = 513;
   constexpr uint64_t kGap = 17, kSize = 4u << 20;
-  std::vector<uint8_t> src(kSize), back(kSize, 0xCC);
+  auto& src = bufs_.Make(kSize);
+  auto& back = bufs_.Make(kSize, 0xCC);
   Guarded dst(kSize, 4096, 0xEE);
   Fill(src, 11);
   ASSERT_TRUE(a.RegisterMemory(src.data(), kSize).ok());
@@ -138,7 +142,8 @@ TEST_P(TransferTest, IndexSpansPairChosenDescriptors) {
   Agent& a = *pair_.a;
   Agent& b = *pair_.b;
   constexpr uint32_t kN = 64, kLen = 1000;
-  std::vector<uint8_t> src(kN * kLen), dst(kN * kLen, 0xEE);
+  auto& src = bufs_.Make(kN * kLen);
+  auto& dst = bufs_.Make(kN * kLen, 0xEE);
   Fill(src, 3);
   ASSERT_TRUE(a.RegisterMemory(src.data(), src.size()).ok());
   ASSERT_TRUE(b.RegisterMemory(dst.data(), dst.size()).ok());
@@ -174,7 +179,9 @@ TEST_P(TransferTest, RepostsPreparedHandleWithChangingBytes) {
   Agent& a = *pair_.a;
   Agent& b = *pair_.b;
   constexpr uint64_t kSize = 256 << 10;
-  std::vector<uint8_t> src(kSize), dst(kSize), back(kSize);
+  auto& src = bufs_.Make(kSize);
+  auto& dst = bufs_.Make(kSize);
+  auto& back = bufs_.Make(kSize);
   ASSERT_TRUE(a.RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(a.RegisterMemory(back.data(), kSize).ok());
   ASSERT_TRUE(b.RegisterMemory(dst.data(), kSize).ok());

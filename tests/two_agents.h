@@ -31,6 +31,7 @@ class TwoAgents : public ::testing::TestWithParam<std::string> {
   Agent& a() { return *pair_.a; }
   Agent& b() { return *pair_.b; }
 
+  Buffers bufs_;  // before pair_: outlives the agents
   Pair pair_;
 };
 
