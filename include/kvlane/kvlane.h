@@ -5,5 +5,6 @@
 #include "kvlane/descriptor.h"
 #include "kvlane/memory.h"
 #include "kvlane/options.h"
+#include "kvlane/provenance.h"
 #include "kvlane/status.h"
 #include "kvlane/transfer.h"

@@ -1,16 +1,12 @@
 #include "core/host_info.h"
 
-#include <unistd.h>
-
 #include <fstream>
+
+#include "kvlane/provenance.h"
 
 namespace kvlane::core {
 
-std::string HostName() {
-  char buf[256] = {0};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
-  return buf;
-}
+std::string HostName() { return kvlane::HostName(); }
 
 std::string BootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");

@@ -8,21 +8,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/host_info.h"
 #include "kvlane/kvlane.h"
 #include "kvlane/version.h"
 
 namespace kvlane::test {
 namespace {
-
-std::string UtcNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // 13000 -> "13.0" (cudaDriverGetVersion / cudaRuntimeGetVersion encoding);
 // 0 (no driver) -> "unknown".
@@ -71,8 +61,8 @@ nlohmann::json BenchProvenance(const std::string& command) {
   int driver = 0, runtime = 0;
   (void)cudaDriverGetVersion(&driver);
   (void)cudaRuntimeGetVersion(&runtime);
-  return {{"date_utc", UtcNow()},
-          {"hostname", core::HostName()},
+  return {{"date_utc", UtcTimestamp()},
+          {"hostname", HostName()},
           {"gpus", Gpus()},
           {"driver_version", NvidiaModuleVersion()},
           {"cuda_driver_api", CudaVersion(driver)},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <future>
 #include <numeric>
 #include <sstream>
@@ -599,6 +600,35 @@ class CudaProxyTest : public CudaTransferTest {
     XferHandle h;
   };
   void ExactSmallTransfers(AgentOptions o);
+  // 400 ms of small WRITEs posted back to back from another thread (the idle
+  // exit out of reach); 50 ms in, `call` (a device-wide sync or a free, named
+  // `what`) returns within 100 ms, the traffic goes on after it, and every byte
+  // lands.
+  void ReturnsUnderSteadySmallTraffic(const std::function<cudaError_t()>& call, const char* what, uint64_t seed) {
+    AgentOptions o = OneLane();
+    o.cuda_proxy_idle_exit = std::chrono::seconds(1);
+    MakeAgent(o);
+    constexpr uint64_t kBytes = 4096;
+    auto [src, dst, h] = SmallWrite(kBytes, seed);
+    std::atomic<int> posted{0}, failed{0};
+    std::thread poster([&, h = h]() mutable {
+      auto until = std::chrono::steady_clock::now() + 400ms;
+      while (std::chrono::steady_clock::now() < until) {
+        if (!PostWait(&h).ok()) ++failed;
+        ++posted;
+      }
+    });
+    std::this_thread::sleep_for(50ms);
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(call(), cudaSuccess);
+    auto waited = std::chrono::steady_clock::now() - t0;
+    const int during = posted.load();
+    poster.join();
+    EXPECT_LT(waited, 100ms) << what << " waited for the proxy under steady traffic";
+    EXPECT_GT(posted.load(), during) << "traffic went on after the " << what;
+    EXPECT_EQ(failed.load(), 0);
+    EXPECT_EQ(RemoteCheck(dst.addr, kBytes, seed), -1);
+  }
   OneWrite SmallWrite(uint64_t bytes, uint64_t seed) {
     OneWrite w;
     w.src = DevAlloc(bytes);
@@ -755,35 +785,12 @@ TEST_P(CudaProxyTest, ShutdownStopsTheProxy) {
   }
 }
 
-// Under steady small traffic the proxy is renewed every cuda_proxy_renew_every (a
-// successor takes over the ring), so that a caller's device-wide sync (which
-// waits for the kernels launched before it) returns while the traffic goes on.
-// Without renewal it would wait until the traffic stopped (here 400 ms).
+// Under steady small traffic a successor takes the ring over every
+// cuda_proxy_renew_every, so that a caller's device-wide sync (which waits for
+// the kernels launched before it) returns while the traffic goes on. Without
+// renewal it would wait until the traffic stopped (here 400 ms).
 TEST_P(CudaProxyTest, DeviceSyncReturnsUnderSteadySmallTraffic) {
-  AgentOptions o = OneLane();
-  o.cuda_proxy_idle_exit = 1s;  // only the run bound can stop it
-  MakeAgent(o);
-  constexpr uint64_t kBytes = 4096;
-  auto [src, dst, h] = SmallWrite(kBytes, 12);
-  std::atomic<bool> stop{false};
-  std::atomic<int> posted{0}, failed{0};
-  std::thread poster([&] {
-    auto until = std::chrono::steady_clock::now() + 400ms;
-    while (std::chrono::steady_clock::now() < until && !stop.load()) {
-      if (!PostWait(&h).ok()) ++failed;
-      ++posted;
-    }
-  });
-  std::this_thread::sleep_for(50ms);
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  auto waited = std::chrono::steady_clock::now() - t0;
-  const int during = posted.load();
-  poster.join();
-  EXPECT_LT(waited, 100ms) << "device sync waited for the proxy under steady traffic";
-  EXPECT_GT(posted.load(), during) << "traffic went on after the sync";
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 12), -1);
+  ReturnsUnderSteadySmallTraffic([] { return cudaDeviceSynchronize(); }, "device sync", 12);
 }
 
 // A post that finds the proxy stopped starts it itself, possibly while the
@@ -814,35 +821,14 @@ TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
   if (agent_) EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 14), -1);
 }
 
-// A caller's cudaFree (which waits for every kernel on the device) returns
-// under steady small traffic, like a device sync: renewal hands the ring to a
-// successor launched while the free waits, then the running kernel exits.
+// A caller's cudaFree holds back every launch, the successor's too, until the
+// running kernels return (cuda_sync_probe): the running proxy leaves on its own
+// after its life, the free returns, the successor then takes over. With a
+// hand-over that needed a launch first, this deadlocked.
 TEST_P(CudaProxyTest, CudaFreeReturnsUnderSteadySmallTraffic) {
-  AgentOptions o = OneLane();
-  o.cuda_proxy_idle_exit = 1s;  // only the run bound can stop it
-  MakeAgent(o);
-  constexpr uint64_t kBytes = 4096;
-  auto [src, dst, h] = SmallWrite(kBytes, 16);
-  std::atomic<int> posted{0}, failed{0};
-  std::thread poster([&] {
-    auto until = std::chrono::steady_clock::now() + 400ms;
-    while (std::chrono::steady_clock::now() < until) {
-      if (!PostWait(&h).ok()) ++failed;
-      ++posted;
-    }
-  });
-  std::this_thread::sleep_for(50ms);
   void* p = nullptr;
   ASSERT_EQ(cudaMalloc(&p, 1 << 20), cudaSuccess);
-  auto t0 = std::chrono::steady_clock::now();
-  EXPECT_EQ(cudaFree(p), cudaSuccess);
-  auto waited = std::chrono::steady_clock::now() - t0;
-  const int during = posted.load();
-  poster.join();
-  EXPECT_LT(waited, 100ms) << "cudaFree waited for the proxy under steady traffic";
-  EXPECT_GT(posted.load(), during) << "traffic went on after the free";
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 16), -1);
+  ReturnsUnderSteadySmallTraffic([p] { return cudaFree(p); }, "cudaFree", 16);
 }
 
 // An agent with two peers, small transfers to one (its proxy runs) and bulk to

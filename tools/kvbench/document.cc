@@ -153,13 +153,4 @@ std::string DumpCompact(const json& j) {
   return out;
 }
 
-std::string UtcTimestamp() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace kvbench

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvlane/provenance.h"
 #include "kvlane/status.h"
 #include "stats.h"
 #include "verdict.h"
@@ -73,7 +74,6 @@ nlohmann::json DocumentToJson(const CaseDocument& doc);
 // or objects stays on one line (a request_ms sample is one line, not batch lines).
 std::string DumpCompact(const nlohmann::json& j);
 
-// Current time as "2026-11-30T03:05:52Z".
-std::string UtcTimestamp();
+using kvlane::UtcTimestamp;  // "2026-11-30T03:05:52Z"
 
 }  // namespace kvbench

@@ -37,12 +37,6 @@ kvlane::Result<kvlane::ProgressPolicy> Policy(const std::string& name) {
 
 }  // namespace
 
-std::string HostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof(buf) - 1);
-  return buf;
-}
-
 kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) {
   std::unique_ptr<Session> s(new Session(config));
   // Bad flags fail before connecting; an automatic budget may still change.

@@ -11,6 +11,7 @@
 #include "control_channel.h"
 #include "document.h"
 #include "kvlane/agent.h"
+#include "kvlane/provenance.h"
 #include "plan.h"
 #include "pool_memory.h"
 #include "pool_ops.h"
@@ -72,6 +73,6 @@ class Session {
   double register_ms_ = 0;
 };
 
-std::string HostName();
+using kvlane::HostName;
 
 }  // namespace kvbench

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include "kvlane/provenance.h"
+
 namespace lanebench {
 namespace {
 
@@ -75,18 +77,13 @@ void PrintIsolation(const Doc& doc, std::FILE* out) {
 }  // namespace
 
 Doc Environment() {
-  char host[256] = "unknown";
-  gethostname(host, sizeof(host) - 1);
   utsname u{};
   uname(&u);
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return {{"host", host},
+  return {{"host", kvlane::HostName()},
           {"cpus", std::thread::hardware_concurrency()},
           {"cpu_model", CpuModel()},
           {"kernel", std::string(u.sysname) + " " + u.release},
-          {"date_utc", date},
+          {"date_utc", kvlane::UtcTimestamp()},
           {"loadavg_start", LoadAverage()}};
 }
 
