@@ -30,10 +30,10 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     KVLANE_RETURN_IF_ERROR(WaitExited(1, timeout));
     // The new chain's first launch starts from a record the host writes as if
     // the last launch had stopped here (no kernel runs that could write it).
-    const uint64_t gen = gen_.load(std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackHandoff(gen, next_, false), std::memory_order_release);
-    KVLANE_RETURN_IF_ERROR(Launch(gen + 1));
-    serving_noted_ = 0;  // Tend notes generation gen + 1 serving and sets the renewal
+    const uint64_t last = gen_.load(std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackHandoff(last, next_, false), std::memory_order_release);
+    KVLANE_RETURN_IF_ERROR(Launch(last + 1));
+    serving_noted_ = 0;  // Tend notes generation last + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
   }
   return Queue(host, sb, se, value, record, gen);
