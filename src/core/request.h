@@ -35,7 +35,7 @@ struct ChunkPlan {
 
 // The terminal record word: generation in the high 32 bits, status code in the
 // low 32 bits (two's complement).
-inline uint64_t PackRecord(uint32_t gen, Code code) {
+constexpr uint64_t PackRecord(uint32_t gen, Code code) {
   return (uint64_t{gen} << 32) | static_cast<uint32_t>(static_cast<int32_t>(code));
 }
 inline uint32_t RecordGen(uint64_t w) { return static_cast<uint32_t>(w >> 32); }

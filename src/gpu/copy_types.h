@@ -70,16 +70,18 @@ KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
 // base + i * kRecordStride bytes (core::RecordTable).
 inline constexpr uint64_t kRecordStride = 64;
 
-// The hand-off record (ProxyCtl::handoff), one word so that it is written and
-// read at once: the low 16 bits of the generation that stopped, the first
-// entry it did not consume, and whether it stopped at an exit entry (then the
-// whole chain ends: a successor waiting for the record exits too).
-KVLANE_HOST_DEVICE inline uint64_t PackHandoff(uint64_t gen, uint64_t next, bool exit) {
-  return (gen & 0xffffull) << 48 | (next & ((1ull << 47) - 1)) << 1 | (exit ? 1ull : 0ull);
+// A word tagged with the low 16 bits of a proxy launch's generation that
+// carries a count (47 bits) and a flag, written and read at once. Three uses:
+// the hand-off record (ProxyCtl::handoff: the first entry the launch did not
+// consume; flag: it stopped at an exit entry, so the whole chain ends and a
+// successor waiting for the record exits too), and in the scratch what several
+// blocks agreed on and where block 0 found the launch is to start.
+KVLANE_HOST_DEVICE inline uint64_t PackTagged(uint64_t gen, uint64_t count, bool flag) {
+  return (gen & 0xffffull) << 48 | (count & ((1ull << 47) - 1)) << 1 | (flag ? 1ull : 0ull);
 }
-KVLANE_HOST_DEVICE inline uint32_t HandoffGen16(uint64_t h) { return static_cast<uint32_t>(h >> 48); }
-KVLANE_HOST_DEVICE inline uint64_t HandoffNext(uint64_t h) { return (h >> 1) & ((1ull << 47) - 1); }
-KVLANE_HOST_DEVICE inline bool HandoffExit(uint64_t h) { return (h & 1) != 0; }
+KVLANE_HOST_DEVICE inline uint32_t TaggedGen16(uint64_t w) { return static_cast<uint32_t>(w >> 48); }
+KVLANE_HOST_DEVICE inline uint64_t TaggedCount(uint64_t w) { return (w >> 1) & ((1ull << 47) - 1); }
+KVLANE_HOST_DEVICE inline bool TaggedFlag(uint64_t w) { return (w & 1) != 0; }
 
 // Flags shared by the host and one lane's proxy; pinned host memory (mapped).
 // The proxy is a chain of launches, generation 1, 2, ... (two streams taking
@@ -98,7 +100,7 @@ struct ProxyCtl {
   uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
-  uint64_t handoff;       // PackHandoff() of the launch that stopped last
+  uint64_t handoff;       // PackTagged() record of the launch that stopped last
 };
 
 // Device-memory scratch of one proxy stream (its launches run one after the
@@ -107,8 +109,8 @@ struct ProxyCtl {
 struct ProxyScratch {
   unsigned int arrivals[kProxyRing];  // blocks done with ring entry i; the last one resets it
   unsigned int skipped;               // sticky: some block stopped copying (the channel latched)
-  // With several blocks (see proxy_kernel.cu): what they agreed on for the entry
-  // at hand, and where block 0 found the launch is to start.
+  // With several blocks (see proxy_kernel.cu), PackTagged() words: what they
+  // agreed on for the entry at hand, and where block 0 found the launch is to start.
   unsigned long long decided;
   unsigned long long start;
 };

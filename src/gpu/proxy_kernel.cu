@@ -47,15 +47,12 @@ __device__ bool ValidEntry(const ProxyEntry& e) {
 // Several blocks poll the ring each on its own, so they agree on every entry
 // through ProxyScratch::decided: the first block to decide entry n (serve it,
 // or stop the launch before it) records that, the others follow. The word is
-// (generation << 48) | (entries of this launch decided) << 1 | stop; a value
-// of another generation is what an earlier launch on this stream left.
+// PackTagged(generation, entries of this launch decided, stop); a word of
+// another generation is what an earlier launch on this stream left.
 struct Agreed {
   int cmd_stop;  // 1: stop before entry n
   int decider;   // 1: this block recorded the decision (it writes the hand-off)
 };
-__device__ __forceinline__ unsigned long long Decided(uint64_t gen, uint64_t k, bool stop) {
-  return (gen & 0xffffull) << 48 | k << 1 | (stop ? 1ull : 0ull);
-}
 
 // Lane 0 of warp 0, at the k-th entry of this launch. Returns -1 when the
 // entry is not decided yet and this block cannot decide it (not ready, no
@@ -70,19 +67,19 @@ __device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop,
   unsigned long long* word = &a.scratch->decided;
   for (;;) {
     const unsigned long long d = atomicAdd(word, 0ull);
-    const bool mine = (d >> 48) == (a.gen & 0xffff);  // else: an earlier launch's, nothing decided yet
-    const uint64_t served = mine ? (d >> 1) & ((1ull << 47) - 1) : 0;
+    const bool mine = TaggedGen16(d) == (a.gen & 0xffff);  // else: an earlier launch's, nothing decided yet
+    const uint64_t served = mine ? TaggedCount(d) : 0;
     if (served > k) {  // another block saw it ready: it is, or soon will be, here too
       if (!ready) return -1;
       *out = {0, 0};
       return 0;
     }
-    if (mine && (d & 1) != 0) {  // the launch stops here
+    if (mine && TaggedFlag(d)) {  // the launch stops here
       *out = {1, 0};
       return 0;
     }
     if (!want_stop && !ready) return -1;
-    const unsigned long long want = want_stop ? Decided(a.gen, k, true) : Decided(a.gen, k + 1, false);
+    const unsigned long long want = PackTagged(a.gen, want_stop ? k : k + 1, want_stop);
     if (atomicCAS(word, d, want) == d) {
       *out = {want_stop ? 1 : 0, 1};
       return 0;
@@ -202,7 +199,7 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
 // The record the successor starts from: written by the block that decided
 // the stop (or consumed the exit entry), after its earlier writes.
 __device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
-  StoreSystem(&a.ctl->handoff, PackHandoff(a.gen, next, exit));
+  StoreSystem(&a.ctl->handoff, PackTagged(a.gen, next, exit));
 }
 
 // Thread 0 of each block. Block 0 reports the launch alive, waits for the
@@ -212,29 +209,22 @@ __device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
 // (block 0 passes that on to the successor too).
 __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
   auto* start = reinterpret_cast<volatile unsigned long long*>(&a.scratch->start);
-  uint64_t next;
-  bool exit;
+  uint64_t w;
   if (blockIdx.x == 0) {
     StoreSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
-    uint64_t h;
-    while (HandoffGen16(h = LoadSys64(&a.ctl->handoff)) != ((a.gen - 1) & 0xffff)) {
+    while (TaggedGen16(w = LoadSys64(&a.ctl->handoff)) != ((a.gen - 1) & 0xffff)) {
     }
-    next = HandoffNext(h);
-    exit = HandoffExit(h);
-    if (exit) HandOff(a, next, true);
+    if (TaggedFlag(w)) HandOff(a, TaggedCount(w), true);
     if (gridDim.x > 1) {
-      *start = Decided(a.gen, next, exit);
+      *start = PackTagged(a.gen, TaggedCount(w), TaggedFlag(w));
       __threadfence();
     }
   } else {
-    unsigned long long w;
-    while (((w = *start) >> 48) != (a.gen & 0xffff)) {
+    while (TaggedGen16(w = *start) != (a.gen & 0xffff)) {
     }
-    next = (w >> 1) & ((1ull << 47) - 1);
-    exit = (w & 1) != 0;
   }
-  *first = next;
-  return !exit;
+  *first = TaggedCount(w);
+  return !TaggedFlag(w);
 }
 
 __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {

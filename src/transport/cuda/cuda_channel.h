@@ -115,7 +115,7 @@ class CudaChannel final : public Channel {
   // `record_value` before the completion word (nullptr: none).
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
                 uint64_t seq, uint64_t* record, uint64_t record_value);
-  uint8_t* RecordOf(const Request& r) const;
+  uint64_t* RecordOf(const Request& r) const;
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
   Status PollErrors(Lane& l);

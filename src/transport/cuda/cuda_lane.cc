@@ -4,11 +4,11 @@
 #include <optional>
 #include <thread>
 
+#include "core/hop_trace.h"
 #include "core/request.h"
 #include "gpu/copy_launch.h"
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
-#include "core/hop_trace.h"
 
 namespace kvlane::core {
 namespace {
@@ -37,7 +37,7 @@ void CudaChannel::IssueLoop(int i) {
   while (!closing().load(std::memory_order_acquire)) {
     MirrorErrors(l);
     if (l.proxy.running()) {  // renewal, or a relaunch after the kernel left on its own
-      if (Status s = l.proxy.Tend(Clock::now()); !s.ok()) Fail(s);
+      if (Status s = l.proxy.Tend(); !s.ok()) Fail(s);
     }
     if (q.PeekIssue() == nullptr) {
       IdleWait(i, &active);
@@ -220,13 +220,13 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       direct = records_ != nullptr && l.retire_asleep.load(std::memory_order_relaxed) &&
                seq == l.retired.load(std::memory_order_acquire) && direct_publication() &&
                first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
-      uint8_t* record = direct ? RecordOf(*r) : nullptr;
-      const uint64_t record_value = PackRecord(first.gen, Code::kOk);  // == gen << 32: the kernels write that
+      uint64_t* record = direct ? RecordOf(*r) : nullptr;
+      const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
       s = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs
               ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0, first.gen,
                                io_timeout_)
-              : Launch(l, *t, sb, se, bytes, seq, reinterpret_cast<uint64_t*>(record), record_value);
+              : Launch(l, *t, sb, se, bytes, seq, record, record_value);
       launched = s.ok();
       if (!s.ok()) Fail(s);  // a CUDA error on a lane is fatal for the channel
       if (launched && end > last) l.ahead_req = r, l.ahead_gen = first.gen, l.ahead_last = end;
@@ -243,8 +243,13 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   l.bell.notify_one();
 }
 
-uint8_t* CudaChannel::RecordOf(const Request& r) const {
-  return records_ + uint64_t{r.slot} * gpu::kRecordStride;
+// The proxy kernel writes a record as generation << 32 (status ok) at
+// records + slot * kRecordStride: the layout of PackRecord and RecordTable.
+static_assert(PackRecord(7, Code::kOk) == uint64_t{7} << 32);
+static_assert(gpu::kRecordStride == RecordTable::kStride);
+
+uint64_t* CudaChannel::RecordOf(const Request& r) const {
+  return reinterpret_cast<uint64_t*>(records_ + uint64_t{r.slot} * gpu::kRecordStride);
 }
 
 Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se, uint64_t bytes,

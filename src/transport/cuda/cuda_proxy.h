@@ -36,6 +36,7 @@ namespace kvlane::core {
 class CudaProxy {
  public:
   static constexpr int kSlots = 2;
+  using TimePoint = std::chrono::steady_clock::time_point;
 
   CudaProxy() = default;
   ~CudaProxy() { Free(); }
@@ -44,10 +45,10 @@ class CudaProxy {
 
   // Allocates the ring, flags and streams. `done` is the lane's kProxyRing
   // pinned completion words; a successor is launched every `renew_every` (zero:
-  // only when a kernel left on its own, after `max_life`).
+  // only when a kernel left on its own, after `max_life`). `records`: the
+  // request slots' records as the GPU addresses them (nullptr: the proxy
+  // publishes no record itself), `record_slots` of them.
   // REQUIRES: the channel's device is current; blocks >= 1; max_life > 0.
-  // `records`: the request slots' records as the GPU addresses them (nullptr:
-  // the proxy publishes no record itself), `record_slots` of them.
   Status Init(int blocks, uint64_t* done, int priority, std::chrono::microseconds renew_every,
               std::chrono::microseconds max_life, uint8_t* records, uint32_t record_slots);
   bool enabled() const { return ring_ != nullptr; }
@@ -68,7 +69,7 @@ class CudaProxy {
   // own. Never waits for the GPU, but the launch itself may be held back inside
   // CUDA (a caller's cudaFree): the running kernel then leaves on its own.
   // REQUIRES: the lane's issue thread; the channel's device is current.
-  Status Tend(std::chrono::steady_clock::time_point now);
+  Status Tend();
   // Ends the chain after the entries before (an exit entry); needs no wait.
   void Quiesce();
   // Not running and no launch left on either stream (non-blocking queries):
@@ -117,8 +118,9 @@ class CudaProxy {
   std::atomic<uint64_t> gen_{0};
   uint64_t serving_noted_ = 0;        // Tend: the generation whose take-over set renew_at_
   uint64_t next_ = 0;                 // the next entry number
-  // When the next successor is due (steady_clock ticks); max while one waits.
-  std::atomic<int64_t> renew_at_{INT64_MAX};
+  // When the next successor is due; max while one waits. Tend's and Quiesce's
+  // (the issue thread, or Shutdown once it joined).
+  TimePoint renew_at_ = TimePoint::max();
   std::atomic<bool> running_{false};  // a chain serves the ring (no exit entry sent)
   bool wedged_ = false;               // a kernel did not exit: leak, never free
   std::atomic<uint64_t> uses_{0};     // copy entries submitted (the lane's idle clock watches it)

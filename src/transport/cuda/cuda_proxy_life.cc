@@ -10,7 +10,7 @@ namespace kvlane::core {
 
 // The low 16 bits of the generation that stopped last.
 uint32_t CudaProxy::handoff_gen16() const {
-  return gpu::HandoffGen16(std::atomic_ref<uint64_t>(ctl_->handoff).load(std::memory_order_acquire));
+  return gpu::TaggedGen16(std::atomic_ref<uint64_t>(ctl_->handoff).load(std::memory_order_acquire));
 }
 
 // Generation g runs on stream g % 2, after generation g - 2 returned there.
@@ -31,7 +31,7 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     // The new chain's first launch starts from a record the host writes as if
     // the last launch had stopped here (no kernel runs that could write it).
     const uint64_t last = gen_.load(std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackHandoff(last, next_, false), std::memory_order_release);
+    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackTagged(last, next_, false), std::memory_order_release);
     KVLANE_RETURN_IF_ERROR(Launch(last + 1));
     serving_noted_ = 0;  // Tend notes generation last + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
@@ -39,7 +39,7 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
   return Queue(host, sb, se, value, record, gen);
 }
 
-Status CudaProxy::Tend(std::chrono::steady_clock::time_point now) {
+Status CudaProxy::Tend() {
   if (!running()) return Status::Ok();
   const uint64_t gen = gen_.load(std::memory_order_relaxed);
   const uint32_t stopped = handoff_gen16();
@@ -48,17 +48,18 @@ Status CudaProxy::Tend(std::chrono::steady_clock::time_point now) {
   // successor waits for its predecessor's record.
   const bool stalled = stopped == (gen & 0xffff);
   if (!stalled && stopped != ((gen - 1) & 0xffff)) return Status::Ok();
-  if (!stalled && serving_noted_ != gen) {      // generation gen took the ring over
-    serving_noted_ = gen;
-    renew_at_.store(renew_every_.count() == 0 ? INT64_MAX : (now + renew_every_).time_since_epoch().count(),
-                    std::memory_order_relaxed);
+  if (!stalled) {
+    const auto now = std::chrono::steady_clock::now();
+    if (serving_noted_ != gen) {  // generation gen took the ring over
+      serving_noted_ = gen;
+      renew_at_ = renew_every_.count() == 0 ? TimePoint::max() : now + renew_every_;
+    }
+    if (now < renew_at_) return Status::Ok();
   }
-  if (!stalled && now.time_since_epoch().count() < renew_at_.load(std::memory_order_relaxed))
-    return Status::Ok();
   // The successor's stream still runs generation gen - 1, which has handed over
   // and is returning: try again at the next idle moment.
   if (cudaStreamQuery(slots_[(gen + 1) % kSlots].stream) == cudaErrorNotReady) return Status::Ok();
-  renew_at_.store(INT64_MAX, std::memory_order_relaxed);
+  renew_at_ = TimePoint::max();
   return Launch(gen + 1);
 }
 
@@ -67,7 +68,7 @@ void CudaProxy::Quiesce() {
   gpu::ProxyEntry e{};
   e.op = gpu::kProxyExit;
   Write(e);
-  renew_at_.store(INT64_MAX, std::memory_order_relaxed);
+  renew_at_ = TimePoint::max();
   running_.store(false, std::memory_order_relaxed);
 }
 
