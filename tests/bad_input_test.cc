@@ -202,6 +202,21 @@ TEST_P(BadInputTest, ForgedLargerRegionIsBoundsCheckedByTarget) {
   EXPECT_TRUE(DstUntouched());
 }
 
+// Two pieces under one key would make a key name two mappings: refused.
+TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
+  auto meta = core::DecodeMeta(b().ExportMetadata().value());
+  ASSERT_TRUE(meta.ok());
+  ASSERT_EQ(meta->pieces.size(), 1u);
+  core::Piece second = meta->pieces[0];
+  second.base += second.len + 4096;  // sorted, not overlapping: only the key repeats
+  meta->pieces.push_back(second);
+  auto r = a().LoadPeer(core::EncodeMeta(meta.value()));
+  ASSERT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("share a key"), std::string::npos) << r.status().ToString();
+  meta->pieces[1].key ^= 1;  // the same table with distinct keys loads
+  EXPECT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
+}
+
 // Every out-of-range option is refused at Create with an error naming it.
 TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
   struct Case {

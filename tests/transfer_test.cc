@@ -29,7 +29,11 @@ class TransferTest : public ::testing::TestWithParam<std::string> {
 };
 
 // 513 descriptors of varying length, WRITE then READ, checked byte by byte.
+// They are adjacent on both sides: merging is off so that 513 segments move.
 TEST_P(TransferTest, Moves513DescriptorsBothWays) {
+  AgentOptions o;
+  o.merge_adjacent = false;
+  Make(o);
   Agent& a = *pair_.a;
   Agent& b = *pair_.b;
   constexpr int kDescs = 513;
@@ -59,6 +63,7 @@ TEST_P(TransferTest, Moves513DescriptorsBothWays) {
   auto w = a.MakeTransfer(Op::kWrite, pls.value(), {}, prd.value(), {});
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   XferHandle wh = w.value();
+  EXPECT_EQ(a.Describe(wh).value().segments, static_cast<uint32_t>(kDescs));
   ASSERT_FALSE(a.Post(&wh).is_error());
   Status s = a.Wait(wh, 10s);
   ASSERT_TRUE(s.ok()) << s.ToString();

@@ -70,6 +70,10 @@ class Agent {
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif = {}, XferOptions xo = {});
 
+  // How the transfer was planned (bytes, pairs, segments, chunks); a host
+  // read, any time between MakeTransfer and Release. kNotFound when stale.
+  Result<XferInfo> Describe(const XferHandle& handle) const;
+
   // Posts the transfer. Returns kInProgress (or kOk) on success and updates
   // handle->gen. REQUIRES: the previous post of this handle has finished, and
   // the bytes to move are in place: for device memory, the work that wrote them

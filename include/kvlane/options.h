@@ -31,7 +31,12 @@ struct AgentOptions {
   std::string metadata_listen;                // "host:port" serves ExportMetadata(); empty = off
   int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
   uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once
-  uint32_t max_segments_per_chunk = 256;      // descriptors gathered into one chunk
+  uint32_t max_segments_per_chunk = 256;      // segments gathered into one chunk
+  // Descriptor pairs that continue each other on both sides, inside the same
+  // registered pieces, move as one segment (up to chunk_bytes): one copy for a
+  // run of adjacent pages instead of one per page. false keeps one segment per
+  // descriptor (per piece it crosses); benchmarks use it to compare.
+  bool merge_adjacent = true;
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
   uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
   uint32_t max_requests = 1u << 14;           // transfer handles alive at once

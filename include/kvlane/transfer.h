@@ -34,6 +34,14 @@ struct XferOptions {
   bool stripe = true;      // allow striping chunks over every lane of the peer
 };
 
+// How MakeTransfer planned a transfer (Agent::Describe): what a post moves.
+struct XferInfo {
+  uint64_t bytes = 0;     // payload of one post
+  uint32_t pairs = 0;     // descriptor pairs given to MakeTransfer
+  uint32_t segments = 0;  // contiguous ranges after cutting at pieces and merging
+  uint32_t chunks = 0;    // units the lanes move (at most chunk_bytes each)
+};
+
 // A notification received from a peer. Delivered only after the data of the
 // transfer that carried it is visible in this process.
 struct Notification {

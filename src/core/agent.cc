@@ -42,6 +42,7 @@ Result<XferHandle> Agent::MakeTransfer(Op op, PreparedId local, std::span<const 
 
 Status Agent::Post(XferHandle* handle) { return impl_->Post(handle); }
 Status Agent::Check(const XferHandle& handle) const { return impl_->Check(handle); }
+Result<XferInfo> Agent::Describe(const XferHandle& handle) const { return impl_->Describe(handle); }
 Status Agent::Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const {
   return impl_->Wait(handle, timeout);
 }

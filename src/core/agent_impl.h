@@ -49,6 +49,7 @@ class AgentImpl {
                                   std::string_view notif, XferOptions xo);
   Status Post(XferHandle* handle);
   Status Check(const XferHandle& handle) const;
+  Result<XferInfo> Describe(const XferHandle& handle) const;
   Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;
   Status Cancel(const XferHandle& handle);
   Status Release(XferHandle* handle);

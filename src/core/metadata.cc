@@ -48,6 +48,12 @@ Status GetPieces(ByteReader& r, std::vector<Piece>* out) {
     if (a.base + a.len > (*out)[i].base)
       return Status::InvalidArgument("metadata: pieces unsorted or overlapping");
   }
+  // Keys name pieces on the wire and in lookups: each names exactly one.
+  std::vector<uint64_t> keys(out->size());
+  for (size_t i = 0; i < out->size(); ++i) keys[i] = (*out)[i].key;
+  std::sort(keys.begin(), keys.end());
+  if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
+    return Status::InvalidArgument("metadata: two pieces share a key");
   return Status::Ok();
 }
 

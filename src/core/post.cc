@@ -103,6 +103,17 @@ Status AgentImpl::Check(const XferHandle& h) const {
   return Status(c, r->error_message);
 }
 
+Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
+  if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
+  const Request* r = slots_[h.slot].get();
+  // The plan is fixed from MakeTransfer to Release; the generation tells a
+  // handle of this slot's current transfer from a stale one.
+  if (!r->in_use || RecordGen(r->record.load(std::memory_order_acquire)) != h.gen)
+    return Status::NotFound("stale transfer handle");
+  return XferInfo{r->total_bytes, r->pairs, static_cast<uint32_t>(r->segs.size()),
+                  static_cast<uint32_t>(r->chunks.size())};
+}
+
 Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) const {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto spin_until = std::chrono::steady_clock::now() + ctx_.options.spin;

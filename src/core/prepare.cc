@@ -13,6 +13,30 @@ std::string DescError(size_t i, const Status& s) {
   return "descriptor " + std::to_string(i) + ": " + s.message();
 }
 
+// Appends `s` (inside pieces lp and rp), or grows the last segment by it when
+// `merge` and s continues that segment on both sides inside the same pieces
+// (one piece is one mapping on either side, so the joined range is contiguous
+// wherever it is copied), keeping every segment at most max_seg bytes. The
+// joined range is checked against the pieces themselves, not only their keys:
+// a peer's keys are its word.
+void AppendSegment(Request* r, const Segment& s, const Piece& lp, const Piece& rp, uint64_t max_seg,
+                   bool merge) {
+  if (merge && !r->segs.empty()) {
+    Segment& last = r->segs.back();
+    if (last.local_key == s.local_key && last.remote_key == s.remote_key &&
+        last.local_addr + last.len == s.local_addr && last.remote_addr + last.len == s.remote_addr &&
+        last.len < max_seg && Contains(lp, last.local_addr, last.len + s.len) &&
+        Contains(rp, last.remote_addr, last.len + s.len)) {
+      const uint64_t add = std::min(s.len, max_seg - last.len);
+      last.len += add;
+      if (add == s.len) return;
+      r->segs.push_back({s.local_addr + add, s.remote_addr + add, s.remote_key, s.local_key, s.len - add});
+      return;
+    }
+  }
+  r->segs.push_back(s);
+}
+
 }  // namespace
 
 Result<PreparedId> AgentImpl::PrepareLocal(const DescList& list) {
@@ -89,7 +113,8 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
     uint64_t xo = 0, yo = 0;
     while (x < L.size() && y < R.size()) {
       uint64_t take = std::min({L[x].len - xo, R[y].len - yo, max_seg});
-      r->segs.push_back({L[x].addr + xo, R[y].addr + yo, R[y].piece.key, L[x].piece.key, take});
+      AppendSegment(r, {L[x].addr + xo, R[y].addr + yo, R[y].piece.key, L[x].piece.key, take}, L[x].piece,
+                    R[y].piece, max_seg, ctx_.options.merge_adjacent);
       r->total_bytes += take;
       xo += take;
       yo += take;
@@ -97,6 +122,7 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
       if (yo == R[y].len) ++y, yo = 0;
     }
   }
+  r->pairs = static_cast<uint32_t>(n);
   return Status::Ok();
 }
 

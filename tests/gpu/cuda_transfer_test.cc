@@ -96,8 +96,12 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
   std::vector<void*> bufs_;
 };
 
+// Adjacent on both sides: merging is off so that 513 segments move (the copy
+// kernel's path, not one copy-engine copy).
 TEST_P(CudaTransferTest, Moves513DescriptorsBothWays) {
-  MakeAgent();
+  AgentOptions o;
+  o.merge_adjacent = false;
+  MakeAgent(o);
   constexpr int kDescs = 513;
   std::vector<uint64_t> lens(kDescs);
   for (int i = 0; i < kDescs; ++i) lens[i] = 64 + (i * 37) % 4000;
@@ -120,12 +124,51 @@ TEST_P(CudaTransferTest, Moves513DescriptorsBothWays) {
     off += lens[i];
   }
   XferHandle w = Make(Op::kWrite, ls, rd);
+  EXPECT_EQ(agent_->Describe(w).value().segments, static_cast<uint32_t>(kDescs));
   ASSERT_TRUE(PostWait(&w).ok());
   EXPECT_EQ(RemoteCheck(dst.addr, total, 7), -1);
   XferHandle r = Make(Op::kRead, lb, rd);
   ASSERT_TRUE(PostWait(&r).ok());
   EXPECT_EQ(CheckDevice(back, total, 7), -1);
   EXPECT_EQ(agent_->PeerTransport("target").value(), "cuda");
+  EXPECT_TRUE(agent_->Release(&w).ok());
+  EXPECT_TRUE(agent_->Release(&r).ok());
+}
+
+// 37,440-byte pages in runs of 8 adjacent ones, the runs in reverse order on
+// the remote side: one segment per run, every byte where it belongs, both ways.
+TEST_P(CudaTransferTest, MergedRunsOfPagesMoveExactly) {
+  MakeAgent();
+  constexpr uint64_t kPage = 37440, kRun = 8, kRuns = 24, kBytes = kPage * kRun * kRuns;
+  uint8_t* src = DevAlloc(kBytes);
+  uint8_t* back = DevAlloc(kBytes);
+  for (uint64_t p = 0; p < kRun * kRuns; ++p) FillDevice(src + p * kPage, kPage, 1000 + p);
+  cudaMemset(back, 0xCC, kBytes);
+  cudaStreamSynchronize(cudaStreamLegacy);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  ASSERT_TRUE(agent_->RegisterMemory(back, kBytes, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBytes);
+  Load();
+  DescList ls{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
+  for (uint64_t p = 0; p < kRun * kRuns; ++p) {
+    const uint64_t remote_page = (kRuns - 1 - p / kRun) * kRun + p % kRun;
+    ls.Add(src + p * kPage, kPage);
+    lb.Add(back + remote_page * kPage, kPage);  // READ brings each page back to its own offset
+    rd.Add(dst.addr + remote_page * kPage, kPage);
+  }
+  XferHandle w = Make(Op::kWrite, ls, rd);
+  EXPECT_EQ(agent_->Describe(w).value().segments, kRuns);
+  ASSERT_TRUE(PostWait(&w).ok());
+  for (uint64_t p = 0; p < kRun * kRuns; ++p) {
+    const uint64_t remote_page = (kRuns - 1 - p / kRun) * kRun + p % kRun;
+    ASSERT_EQ(RemoteCheck(dst.addr + remote_page * kPage, kPage, 1000 + p), -1) << "page " << p;
+  }
+  XferHandle r = Make(Op::kRead, lb, rd);
+  ASSERT_TRUE(PostWait(&r).ok());
+  for (uint64_t p = 0; p < kRun * kRuns; ++p) {
+    const uint64_t remote_page = (kRuns - 1 - p / kRun) * kRun + p % kRun;
+    ASSERT_EQ(CheckDevice(back + remote_page * kPage, kPage, 1000 + p), -1) << "page " << p;
+  }
   EXPECT_TRUE(agent_->Release(&w).ok());
   EXPECT_TRUE(agent_->Release(&r).ok());
 }

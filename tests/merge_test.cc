@@ -1,0 +1,133 @@
+// Descriptor pairs that continue each other on both sides move as one segment
+// (AgentOptions::merge_adjacent), never across a piece boundary on either side
+// nor past chunk_bytes; Agent::Describe reports the plan. Every case also
+// moves the bytes and checks them, on every host transport.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+class MergeTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // Agents a and b; a has `local_bytes` registered at src, b `remote_bytes` at
+  // dst (as `regions` separate registrations of equal size).
+  void Make(AgentOptions o, uint64_t bytes, int regions = 1) {
+    pair_ = MakePair(GetParam(), o);
+    ASSERT_TRUE(pair_.a && pair_.b);
+    src_ = bufs_.Make(bytes).data();
+    dst_ = bufs_.Make(bytes, 0xEE).data();
+    Fill(src_, bytes, 5);
+    ASSERT_TRUE(a().RegisterMemory(src_, bytes).ok());
+    const uint64_t part = bytes / regions;
+    for (int i = 0; i < regions; ++i) ASSERT_TRUE(b().RegisterMemory(dst_ + i * part, part).ok());
+    Connect(a(), b());
+    bytes_ = bytes;
+  }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+
+  // WRITEs src[0, n * len) to dst as n descriptors of `len`, remote page i of
+  // the list at remote_page(i); returns the plan. The moved bytes are checked.
+  template <typename RemotePage>
+  XferInfo WritePages(uint64_t n, uint64_t len, RemotePage remote_page, XferOptions xo = {}) {
+    DescList l, r;
+    for (uint64_t i = 0; i < n; ++i) {
+      l.Add(src_ + i * len, len);
+      r.Add(dst_ + remote_page(i) * len, len);
+    }
+    auto pl = a().PrepareLocal(l);
+    auto pr = a().PrepareRemote("b", r);
+    EXPECT_TRUE(pl.ok() && pr.ok()) << pr.status().ToString();
+    if (!pl.ok() || !pr.ok()) return {};
+    auto h = a().MakeTransfer(Op::kWrite, pl.value(), {}, pr.value(), {}, {}, xo);
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    if (!h.ok()) return {};
+    auto info = a().Describe(h.value());
+    EXPECT_TRUE(info.ok()) << info.status().ToString();
+    EXPECT_TRUE(PostAndWait(a(), &h.value()).ok());
+    for (uint64_t i = 0; i < n; ++i)
+      EXPECT_EQ(FirstMismatch(dst_ + remote_page(i) * len, len, 5, i * len), -1) << "page " << i;
+    XferHandle old = h.value();
+    EXPECT_TRUE(a().Release(&h.value()).ok());
+    EXPECT_EQ(a().Describe(old).status().code(), Code::kNotFound);  // stale after Release
+    return info.ok() ? info.value() : XferInfo{};
+  }
+
+  Buffers bufs_;  // before pair_: outlives the agents
+  Pair pair_;
+  uint8_t* src_ = nullptr;
+  uint8_t* dst_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+uint64_t Same(uint64_t i) { return i; }
+
+// Not striped (a striped 1 MiB request is cut in two chunks, one per lane).
+TEST_P(MergeTest, AdjacentPagesBecomeOneSegment) {
+  ASSERT_NO_FATAL_FAILURE(Make({}, 1 << 20));
+  XferInfo info = WritePages(256, 4096, Same, XferOptions{-1, false});
+  EXPECT_EQ(info.bytes, 1u << 20);
+  EXPECT_EQ(info.pairs, 256u);
+  EXPECT_EQ(info.segments, 1u);
+  EXPECT_EQ(info.chunks, 1u);
+}
+
+// Adjacent on the local side only: the remote pages run backwards.
+TEST_P(MergeTest, PagesAdjacentOnOneSideOnlyStayApart) {
+  ASSERT_NO_FATAL_FAILURE(Make({}, 1 << 20));
+  XferInfo info = WritePages(256, 4096, [](uint64_t i) { return 255 - i; });
+  EXPECT_EQ(info.pairs, 256u);
+  EXPECT_EQ(info.segments, 256u);
+}
+
+// Runs of four adjacent pages, the runs scattered: one segment per run.
+TEST_P(MergeTest, RunsOfAdjacentPagesMergePerRun) {
+  ASSERT_NO_FATAL_FAILURE(Make({}, 1 << 20));
+  XferInfo info = WritePages(128, 4096, [](uint64_t i) { return (31 - i / 4) * 4 + i % 4 + 128; });
+  EXPECT_EQ(info.segments, 32u);
+}
+
+TEST_P(MergeTest, OffKeepsOneSegmentPerDescriptor) {
+  AgentOptions o;
+  o.merge_adjacent = false;
+  ASSERT_NO_FATAL_FAILURE(Make(o, 1 << 20));
+  XferInfo info = WritePages(256, 4096, Same);
+  EXPECT_EQ(info.segments, 256u);
+}
+
+// A merged run is cut at chunk_bytes like a single descriptor would be.
+TEST_P(MergeTest, MergedRunsStopAtChunkBytes) {
+  AgentOptions o;
+  o.chunk_bytes = 64 << 10;
+  ASSERT_NO_FATAL_FAILURE(Make(o, 1 << 20));
+  XferInfo info = WritePages(96, 10000, Same, XferOptions{0, false});  // 960,000 bytes, one lane
+  EXPECT_EQ(info.bytes, 960000u);
+  EXPECT_EQ(info.segments, (960000u + (64u << 10) - 1) / (64u << 10));
+  EXPECT_EQ(info.chunks, info.segments);
+}
+
+// Registered in 4 KiB pieces: merging stops at every piece boundary.
+TEST_P(MergeTest, NeverAcrossPieces) {
+  AgentOptions o;
+  o.piece_bytes = 4096;
+  ASSERT_NO_FATAL_FAILURE(Make(o, 256 << 10));
+  XferInfo info = WritePages(256, 1024, Same);
+  EXPECT_EQ(info.segments, 64u);  // 256 KiB in 4 KiB pieces
+}
+
+// Two registrations that touch in the address space are two pieces.
+TEST_P(MergeTest, NeverAcrossRegistrations) {
+  ASSERT_NO_FATAL_FAILURE(Make({}, 1 << 20, 2));
+  XferInfo info = WritePages(256, 4096, Same);
+  EXPECT_EQ(info.segments, 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, MergeTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test
