@@ -20,6 +20,8 @@ kvlane::Result<Burst> Burst::Make(kvlane::Agent* agent, kvlane::Op op, kvlane::P
     KVLANE_ASSIGN_OR_RETURN(kvlane::XferHandle h, agent->MakeTransfer(op, local, map.initiator[r],
                                                                       remote, map.target[r]));
     b.handles_.push_back(h);
+    KVLANE_ASSIGN_OR_RETURN(kvlane::XferInfo info, agent->Describe(h));
+    b.segments_ += info.segments;
   }
   return b;
 }

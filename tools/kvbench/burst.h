@@ -27,6 +27,10 @@ class Burst {
   Burst& operator=(Burst&&) = delete;
   ~Burst();
 
+  // Segments of every request together, as the engine planned them (adjacent
+  // descriptor pairs merged).
+  uint64_t segments() const { return segments_; }
+
   // Posts every request, then polls Check until all end or `timeout` passes.
   BurstTiming Run(std::chrono::milliseconds timeout);
 
@@ -36,6 +40,7 @@ class Burst {
 
   kvlane::Agent* agent_;
   std::vector<kvlane::XferHandle> handles_;
+  uint64_t segments_ = 0;
 };
 
 }  // namespace kvbench

@@ -84,6 +84,7 @@ json RowToJson(const RowResult& r) {
           {"isl", r.isl},
           {"batch", r.batch},
           {"descs", r.descs},
+          {"segments", r.segments},
           {"req_bytes", r.req_bytes},
           {"burst_ms",
            {{"p50", r.burst_ms.p50},
@@ -111,6 +112,7 @@ kvlane::Result<RowResult> RowFromJson(const json& j) {
     r.isl = j.at("isl").get<uint64_t>();
     r.batch = j.at("batch").get<uint64_t>();
     r.descs = j.at("descs").get<uint64_t>();
+    r.segments = j.value("segments", uint64_t{0});  // older documents lack it
     r.req_bytes = j.at("req_bytes").get<uint64_t>();
     const json& b = j.at("burst_ms");
     r.burst_ms = {b.at("p50").get<double>(), b.at("p95").get<double>(), b.at("min").get<double>(),

@@ -115,6 +115,7 @@ RowResult RowRunner::RunRow(const std::string& op, const PlanPoint& point, const
     row.verify_detail = "MakeTransfer: " + burst.status().ToString();
     return row;
   }
+  row.segments = burst.value().segments();
   VerifiedBurst(&burst.value(), op, point, map, epoch, &row);
   if (row.verdict != Verdict::kFail) TimedBursts(&burst.value(), &row);
   if (row.verdict != Verdict::kFail) Reference(op, point, map, &row);

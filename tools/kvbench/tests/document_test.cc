@@ -11,6 +11,7 @@ RowResult SampleRow() {
   r.isl = 8192;
   r.batch = 4;
   r.descs = 98;
+  r.segments = 390;
   r.req_bytes = 50518656;
   r.burst_ms = {10.5, 12.0, 9.0, 13.0, 16};
   r.request_ms = {{2.5, 5.0, 7.5, 11.0}, {2.5, 5.0, 7.5, 10.0}, {1.25, 2.0, 3.0, 4.0006}};
@@ -30,6 +31,7 @@ TEST(Document, RowRoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->op, "pull");
   EXPECT_EQ(back->batch, 4u);
+  EXPECT_EQ(back->segments, 390u);
   EXPECT_EQ(back->request_ms[0], r.request_ms[0]);
   EXPECT_EQ(back->request_ms[2][3], 4.001);  // offsets are kept to the microsecond
   EXPECT_EQ(back->p50_sample, 1u);
@@ -42,8 +44,10 @@ TEST(Document, VersionOneRequestMsReadsAsOneSample) {
   nlohmann::json j = RowToJson(SampleRow());
   j["request_ms"] = {2.5, 5.0};
   j.erase("p50_sample");
+  j.erase("segments");
   auto back = RowFromJson(j);
   ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->segments, 0u);  // not recorded
   ASSERT_EQ(back->request_ms.size(), 1u);
   EXPECT_EQ(back->request_ms[0], (std::vector<double>{2.5, 5.0}));
   EXPECT_EQ(back->p50_sample, 0u);
