@@ -60,13 +60,10 @@ class Channel {
   // Retires the oldest issued item of `lane` with status `s`.
   void RetireHead(int lane, const Status& s);
   // Retires the oldest issued item of `lane`, a whole post that a device
-  // published itself (its record reads done): the request is left untouched,
-  // since its owner may post it again at once; the caller then hands it back
-  // with SettleDirect. `bytes`: what the item carried, counted when it was
-  // issued. Returns the item.
-  WorkItem RetireDirect(int lane, uint64_t bytes);
-  // Lets the owner of a RetireDirect'ed post post or release it (Request::settled).
-  void SettleDirect(const WorkItem& w);
+  // published itself (its record reads done): the request is left untouched but
+  // for Request::settled, since its owner may post it again at once. `bytes`:
+  // what the item carried, counted when it was issued.
+  void RetireDirect(int lane, uint64_t bytes);
   // Whether a device may publish a post itself: the records are published as
   // each request finishes (independent policy), not in global order.
   bool direct_publication() const;

@@ -51,19 +51,4 @@ __device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
   *reinterpret_cast<volatile uint64_t*>(p) = v;
 }
 
-// A post's completion: its terminal record (when the GPU publishes it), then
-// the lane's completion word. One system fence orders the copies before both;
-// the word gets none of its own (a second fence would wait for the record's
-// PCIe write), so the host may see the word first: the retire thread then
-// waits for the record (CudaChannel::RetireLoop).
-__device__ __forceinline__ void PublishCompletion(uint64_t* record, uint64_t record_value, uint64_t* done,
-                                                  uint64_t value) {
-  if (record == nullptr) {
-    StoreSystem(done, value);
-    return;
-  }
-  StoreSystem(record, record_value);
-  *reinterpret_cast<volatile uint64_t*>(done) = value;
-}
-
 }  // namespace kvlane::gpu

@@ -24,7 +24,8 @@ __device__ void SignalWhenLast(const CopyDone& done) {
   unsigned prev = atomicAdd(done.blocks_finished, 1u);
   if (prev != gridDim.x - 1) return;
   *done.blocks_finished = 0;  // the next launch on this stream starts from zero
-  PublishCompletion(done.record, done.record_value, done.done, done.value);
+  if (done.record != nullptr) StoreSystem(done.record, done.record_value);  // before `done`: see CopyDone
+  StoreSystem(done.done, done.value);
 }
 
 __global__ void __launch_bounds__(kCopyThreads)
@@ -101,7 +102,8 @@ __global__ void __launch_bounds__(kTmaThreads)
 }
 
 __global__ void SignalKernel(CopyDone done) {
-  PublishCompletion(done.record, done.record_value, done.done, done.value);
+  if (done.record != nullptr) StoreSystem(done.record, done.record_value);
+  StoreSystem(done.done, done.value);
 }
 
 }  // namespace

@@ -28,8 +28,7 @@ struct CopyDone {
   uint64_t* done;             // pinned host memory (mapped); written by the GPU
   uint64_t value;             // what the host waits for
   // Optional (nullptr: none): the request's terminal record (mapped host memory),
-  // which gets `record_value` just before `done` gets `value` (the host may see
-  // `done` first: see PublishCompletion).
+  // which gets `record_value` just before `done` gets `value`.
   uint64_t* record;
   uint64_t record_value;
 };

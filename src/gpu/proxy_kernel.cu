@@ -168,16 +168,12 @@ __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
 
 // The request's terminal record (status ok) when the entry names one and was
 // copied, then the lane's completion word: the host lets go of the request
-// only after both, so a record write never lands after a later post began.
+// only after the word, so a record write never lands after a later post began.
 __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
-  uint64_t* done = &a.done[(e.value - 1) % kProxyRing];
-  if (skip) {
-    StoreSystem(done, e.value | kDoneSkipped);
-    return;
-  }
-  const bool record = e.record != 0 && e.record <= a.record_slots && a.records != nullptr;
-  PublishCompletion(record ? reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride) : nullptr,
-                    uint64_t{e.gen} << 32, done, e.value);
+  if (!skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr)
+    StoreSystem(reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride),
+                uint64_t{e.gen} << 32);
+  StoreSystem(&a.done[(e.value - 1) % kProxyRing], skip ? e.value | kDoneSkipped : e.value);
 }
 
 // Publishes entry number `n`: with several blocks the last to arrive does

@@ -71,7 +71,7 @@ class CudaChannel final : public Channel {
     uint32_t items = 0;    // tickets it retires
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
-    // A whole post whose terminal record the GPU writes (ok) with the
+    // A whole post whose terminal record the GPU writes (ok) before the
     // completion word; then the retire thread only lets go of it.
     bool direct = false;
     uint64_t bytes = 0;    // what it carried (RetireDirect)
@@ -118,7 +118,6 @@ class CudaChannel final : public Channel {
   uint64_t* RecordOf(const Request& r) const;
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
-  Status AwaitRecord(const WorkItem& w);
   Status PollErrors(Lane& l);
 
   // xfer_table.cc

@@ -20,13 +20,6 @@ constexpr uint64_t kUnitBytes = 64u << 10;  // copy kernel: one block per segmen
 constexpr uint64_t kMaxGrid = 1u << 20;     // beyond this many units blocks loop over them
 constexpr auto kYieldAfter = std::chrono::microseconds(20);  // a spinning issue thread then yields
 constexpr int kIdlePauses = 16;  // pauses between two looks of an idle issue thread (~1 us)
-// A/B switch (cuda_bench builds both): the GPU publishes a lone post also while
-// the retire thread is awake, not only while it sleeps.
-#if defined(KVLANE_CUDA_DIRECT_ASLEEP_ONLY)
-constexpr bool kDirectWhileAwake = false;
-#else
-constexpr bool kDirectWhileAwake = true;
-#endif
 
 void CpuRelax() {
 #if defined(__x86_64__)
@@ -218,13 +211,13 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       const uint32_t end = static_cast<uint32_t>(r->chunks.size()) - 1;
       for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
       const uint32_t sb = r->chunks[first.chunk].seg_begin, se = r->chunks[end].seg_end;
-      // The GPU publishes the post itself (Check sees it without a hop through
-      // the retire thread, whose futex wake-up on a VM is longer than a copy of
-      // MiBs) when nothing else is in flight on the lane (FIFO holds), one item
-      // carries the whole post, there is no notification (sent after the data,
-      // by the retire thread), and records are published as each request
-      // finishes (not in global order).
-      direct = records_ != nullptr && (kDirectWhileAwake || l.retire_asleep.load(std::memory_order_relaxed)) &&
+      // The GPU publishes the post itself when the retire thread sleeps (its
+      // wake-up, tens of us on a VM, would come after a copy of MiBs): nothing
+      // else in flight on the lane (FIFO holds), one item carrying the whole
+      // post, no notification (sent after the data, by the retire thread),
+      // records published as each request finishes (not in global order).
+      // A running retire thread publishes sooner than a second GPU write would.
+      direct = records_ != nullptr && l.retire_asleep.load(std::memory_order_relaxed) &&
                seq == l.retired.load(std::memory_order_acquire) && direct_publication() &&
                first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
       uint64_t* record = direct ? RecordOf(*r) : nullptr;
@@ -268,15 +261,12 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
     KVLANE_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(g.dst), reinterpret_cast<const void*>(g.src),
                                 bytes, cudaMemcpyDefault, l.ce));
     if (Driver().write_value64 != nullptr) {
-      // The first write is fenced after the copy (default flags); a completion
-      // word behind a record is not (the retire thread waits for the record:
-      // see gpu::PublishCompletion).
-      constexpr unsigned kNoBarrier = 0x1;  // CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER
-      auto write = [&](uint64_t* at, uint64_t v, unsigned flags) {
-        return Driver().write_value64(l.ce, reinterpret_cast<unsigned long long>(at), v, flags) == 0;
+      // Default flags: each write is fenced after the stream's earlier work
+      // (the record before the completion word: see gpu::CopyDone).
+      auto write = [&](uint64_t* at, uint64_t v) {
+        return Driver().write_value64(l.ce, reinterpret_cast<unsigned long long>(at), v, 0) == 0;
       };
-      if (record == nullptr ? write(done, value, 0) : write(record, record_value, 0) && write(done, value, kNoBarrier))
-        return Status::Ok();
+      if ((record == nullptr || write(record, record_value)) && write(done, value)) return Status::Ok();
       // A failed write leaves nothing half done that matters: the kernel
       // below writes both again.
     }
@@ -316,40 +306,14 @@ void CudaChannel::RetireLoop(int i) {
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
     KVLANE_HOP(kHopDoneSeen);
-    if (b.direct && s.ok()) s = AwaitRecord(*queue(i).PeekRetire());
     if (b.direct && s.ok()) {
-      // The GPU published the post. `retired` moves before the owner may post
-      // again (Settle), so that post finds the lane empty and is direct too.
-      const WorkItem w = RetireDirect(i, b.bytes);
-      KVLANE_HOP(kHopPublished);
-      l.retired.store(++seq, std::memory_order_release);
-      SettleDirect(w);
-      continue;
+      RetireDirect(i, b.bytes);  // the GPU wrote the record before the word
+    } else {
+      for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     }
-    for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
-}
-
-// A direct post's completion word is out; its record, written by the GPU just
-// before it without a fence between (gpu::PublishCompletion), may land a
-// moment later. Waits for it (bounded by io_timeout, then the lane fails).
-Status CudaChannel::AwaitRecord(const WorkItem& w) {
-  const uint64_t want = PackRecord(w.gen, Code::kOk);
-  Clock::time_point deadline = Clock::time_point::max();
-  for (uint32_t n = 1; w.req->record.load(std::memory_order_acquire) != want; ++n) {
-    CpuRelax();
-    if (n % 4096 != 0) continue;
-    const auto now = Clock::now();
-    if (deadline == Clock::time_point::max()) deadline = now + io_timeout_;
-    if (now > deadline) {
-      Status s = Status::Timeout("cuda lane: the GPU's record of a finished copy never arrived");
-      Fail(s);
-      return s;
-    }
-  }
-  return Status::Ok();
 }
 
 // Polls the batch's pinned completion word. Every few thousand polls it asks
