@@ -45,6 +45,13 @@ struct AgentOptions {
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+  // CPUs the agent's own threads run on (lane, server and listener threads, and
+  // the threads they start); empty: wherever the creating thread may run.
+  // Keeping them off the CPU of the thread that posts and polls stops the
+  // scheduler from putting a spinning lane thread beside it (a woken thread
+  // often lands on its waker's CPU). Each must be one this process may use
+  // (checked at Create); 0..1023, no repeats.
+  std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
   // this many bytes (payload + sender name + 64 each); beyond it a peer's
   // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.

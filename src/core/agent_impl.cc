@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "control/metadata_server.h"
+#include "core/affinity.h"
 #include "core/host_info.h"
 #include "core/random.h"
 #include "transport/local/local_transport.h"
@@ -47,12 +48,14 @@ AgentImpl::AgentImpl(const AgentOptions& options)
 
 Result<std::unique_ptr<AgentImpl>> AgentImpl::Create(const AgentOptions& options) {
   KVLANE_RETURN_IF_ERROR(options.Validate());
+  KVLANE_RETURN_IF_ERROR(CheckWorkerCpus(options.worker_cpus));
   std::unique_ptr<AgentImpl> impl(new AgentImpl(options));
   KVLANE_RETURN_IF_ERROR(impl->Init());
   return impl;
 }
 
 Status AgentImpl::Init() {
+  ScopedAffinity on_workers(ctx_.options.worker_cpus);  // listener and accept threads inherit it
   for (const std::string& name : ctx_.options.transports) {
     std::unique_ptr<Transport> t = MakeTransport(name, &ctx_);
     if (t == nullptr) continue;
@@ -153,6 +156,7 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
     auto it = peer.channels.find(t->name());
     if (it != peer.channels.end()) return it->second.get();
     if (!t->CanReach(peer.meta)) continue;
+    ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
     auto ch = t->Connect(peer.meta);
     if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
     tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";

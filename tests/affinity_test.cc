@@ -1,0 +1,100 @@
+// AgentOptions::worker_cpus: every thread an agent starts (listeners, lanes,
+// servers, and the threads those start) runs on the worker CPUs; the thread
+// that created the agent and its channels keeps its own mask.
+#include <dirent.h>
+#include <sched.h>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+std::set<int> Tids() {
+  std::set<int> out;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') out.insert(std::stoi(e->d_name));
+  closedir(d);
+  return out;
+}
+
+std::vector<int> CpusOf(int tid) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  std::vector<int> out;
+  if (sched_getaffinity(tid, sizeof(s), &s) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &s)) out.push_back(c);
+  return out;
+}
+
+class AffinityTest : public ::testing::TestWithParam<std::string> {};
+
+// Workers on the last CPU this test may use; the test's thread keeps them all.
+TEST_P(AffinityTest, AgentThreadsRunOnWorkerCpusOnly) {
+  const std::vector<int> mine = CpusOf(0);
+  ASSERT_FALSE(mine.empty());
+  const std::vector<int> workers = {mine.back()};
+  const std::set<int> before = Tids();
+  AgentOptions o;
+  o.worker_cpus = workers;
+  Buffers bufs;
+  Pair pair = MakePair(GetParam(), o);
+  ASSERT_TRUE(pair.a && pair.b);
+  EXPECT_EQ(CpusOf(0), mine) << "Create left the caller's mask changed";
+  auto& src = bufs.Make(1 << 20);
+  auto& dst = bufs.Make(1 << 20);
+  Fill(src, 3);
+  ASSERT_TRUE(pair.a->RegisterMemory(src.data(), src.size()).ok());
+  ASSERT_TRUE(pair.b->RegisterMemory(dst.data(), dst.size()).ok());
+  Connect(*pair.a, *pair.b);
+  auto h = MakeSimple(*pair.a, "b", Op::kWrite, src.data(), dst.data(), src.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(PostAndWait(*pair.a, &h.value()).ok());
+  EXPECT_EQ(FirstMismatch(dst.data(), dst.size(), 3), -1);
+  EXPECT_EQ(CpusOf(0), mine) << "MakeTransfer left the caller's mask changed";
+  int started = 0;
+  for (int tid : Tids()) {
+    if (before.count(tid) != 0) continue;
+    ++started;
+    EXPECT_EQ(CpusOf(tid), workers) << "thread " << tid;
+  }
+  EXPECT_GT(started, 0) << "the agents started no thread";
+}
+
+TEST(AffinityOptions, CpusOutsideTheProcessMaskOrRepeatedAreRefused) {
+  const std::vector<int> mine = CpusOf(0);
+  ASSERT_FALSE(mine.empty());
+  AgentOptions o;
+  o.name = "x";
+  o.worker_cpus = {mine[0], mine[0]};
+  EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+  o.worker_cpus = {-1};
+  EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+  o.worker_cpus = {1024};
+  EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+  int outside = -1;  // a CPU number this thread may not use (beyond its mask)
+  for (int c = 0; c < 1024 && outside < 0; ++c)
+    if (std::find(mine.begin(), mine.end(), c) == mine.end()) outside = c;
+  ASSERT_GE(outside, 0);
+  o.worker_cpus = {outside};
+  auto r = Agent::Create(o);
+  ASSERT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("CPU " + std::to_string(outside)), std::string::npos) << r.status().ToString();
+  o.worker_cpus = {mine[0]};
+  EXPECT_TRUE(Agent::Create(o).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, AffinityTest, ::testing::Values("local", "shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test
