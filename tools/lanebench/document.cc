@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kvlane/agent.h"
+#include "pinning.h"
 #include "stats.h"
 
 namespace lanebench {
@@ -212,7 +213,15 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"warmup", cfg.warmup},
                  {"iters", cfg.iters},
                  {"pairs", cfg.pairs},
-                 {"spin_us", cfg.spin_us}};
+                 {"spin_us", cfg.spin_us},
+                 {"pin", cfg.pin}};
+  {
+    const CpuSplit split = SplitCpus();
+    const bool on = PinResolved(cfg.pin);
+    d["config"]["pinning"] = on ? Doc{{"on", true}, {"poller_cpu", split.poller},
+                                      {"worker_cpus", CpuListName(split.workers)}}
+                                : Doc{{"on", false}};
+  }
   d["method"] = MethodDoc();
   d["baseline"] = kBaseline;
   d["candidate"] = kCandidate;

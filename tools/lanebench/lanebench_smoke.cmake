@@ -1,9 +1,14 @@
 # CTest driver: runs a short mixed shape on tcp and checks behaviour only:
 # the run succeeded, every measured iteration verified, both arms have numbers.
-# Usage: cmake -DLANEBENCH=<binary> -DOUT=<json path> -P lanebench_smoke.cmake
+# With -DPIN=on it runs with --pin on and checks that the document says so.
+# Usage: cmake -DLANEBENCH=<binary> -DOUT=<json path> [-DPIN=on] -P lanebench_smoke.cmake
+set(extra)
+if(PIN)
+  set(extra --pin ${PIN})
+endif()
 execute_process(
   COMMAND ${LANEBENCH} --transport tcp --shape mixed --pairs 1 --warmup 2 --iters 10
-          --timeout 60 --json ${OUT}
+          --timeout 60 --json ${OUT} ${extra}
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "lanebench exited with ${rc}")
@@ -30,4 +35,11 @@ foreach(arm global-fifo independent)
     endif()
   endforeach()
 endforeach()
+if(PIN STREQUAL "on")
+  string(JSON pinned GET "${doc}" config pinning on)
+  string(JSON poller GET "${doc}" config pinning poller_cpu)
+  if(NOT pinned OR poller LESS 0)
+    message(FATAL_ERROR "--pin on: the document says pinning ${pinned}, poller CPU ${poller}")
+  endif()
+endif()
 message(STATUS "lanebench smoke: ${verified}/${measured} verified, both arms measured")

@@ -40,6 +40,10 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "engine workers and the cuda proxy stay awake this long after their last work "
                  "(-1: engine defaults, where idle lane threads sleep between iterations)")
       ->capture_default_str();
+  app.add_option("--pin", cfg.pin,
+                 "the source's polling thread on a CPU of its own, every other thread of the run "
+                 "on the rest: auto (on with at least 4 CPUs) | on | off")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "oracle.h"
+#include "pinning.h"
 
 namespace lanebench {
 namespace {
@@ -19,6 +20,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.iters = cfg.iters;
   s.timeout_s = cfg.timeout_s;
   s.spin_us = cfg.spin_us;
+  s.pin = PinResolved(cfg.pin);
   return s;
 }
 
@@ -66,6 +68,8 @@ kvlane::Status BenchConfig::Validate() const {
   if (warmup < 0 || iters < 1 || pairs < 1) return bad("--warmup >= 0, --iters >= 1, --pairs >= 1");
   if (timeout_s <= 0) return bad("--timeout must be positive");
   if (spin_us < -1 || spin_us > 1000000) return bad("--spin-us: -1 (engine default) or 0..1000000");
+  if (!OneOf(pin, {"auto", "on", "off"})) return bad("--pin: auto|on|off");
+  if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
   return kvlane::Status::Ok();
 }
 

@@ -31,6 +31,9 @@ struct BenchConfig {
   // defaults lane threads not kept awake otherwise (on cuda: by a running
   // proxy) sleep between iterations.
   int64_t spin_us = -1;
+  // The source's polling thread on a CPU of its own, every other thread of the
+  // run on the others (pinning.h): on | off | auto (on with at least 4 CPUs).
+  std::string pin = "auto";
   std::string json = "lanebench.json";
 
   kvlane::Status Validate() const;

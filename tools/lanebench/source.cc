@@ -178,8 +178,13 @@ kvlane::Status Drive(const std::string& dir, nlohmann::json& out) {
   KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
   if (spec.xfers.empty() || spec.xfers.size() > kMaxXfers)
     return kvlane::Status::InvalidArgument("a run needs 1..4 transfers");
+  KVLANE_RETURN_IF_ERROR(EnterWorkerCpus(spec));  // before any thread starts (CUDA's too)
   KVLANE_ASSIGN_OR_RETURN(auto rig, SetUpSource(spec, dir));
   out["transport"] = rig->transport;
+  if (spec.pin) {  // from here this thread posts and polls, alone on its CPU
+    KVLANE_RETURN_IF_ERROR(RunOn({ProcessSplit().poller}));
+    out["poller_cpu"] = ProcessSplit().poller;
+  }
   kvlane::Status s = RunIterations(*rig, out);
   for (size_t i = 0; i < spec.target_bytes.size(); ++i)  // best effort: the orchestrator reaps
     (void)rig->link->Send(TargetName(static_cast<int>(i)), "quit");

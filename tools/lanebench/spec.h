@@ -30,6 +30,7 @@ struct RunSpec {
   std::string op;         // "read" or "write"
   int lanes_per_peer = 1;
   int64_t spin_us = -1;  // see BenchConfig::spin_us
+  bool pin = false;      // see BenchConfig::pin (resolved)
   int warmup = 20;
   int iters = 100;
   double timeout_s = 120;
@@ -38,7 +39,7 @@ struct RunSpec {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(XferSpec, name, peer, lane, bytes, remote_offset)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSpec, transport, memory, policy, op, lanes_per_peer, spin_us, warmup,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSpec, transport, memory, policy, op, lanes_per_peer, spin_us, pin, warmup,
                                    iters, timeout_s, target_bytes, xfers)
 
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::json& j);

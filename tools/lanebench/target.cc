@@ -51,6 +51,7 @@ kvlane::Status ServeLoop(kvlane::Agent* agent, TargetState& t, std::chrono::mill
 
 kvlane::Status Serve(const std::string& dir, int index) {
   KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
+  KVLANE_RETURN_IF_ERROR(EnterWorkerCpus(spec));  // before any thread starts (CUDA's too)
   if (index < 0 || index >= static_cast<int>(spec.target_bytes.size()))
     return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
   KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory, /*role=*/1));

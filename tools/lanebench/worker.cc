@@ -24,11 +24,23 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   KVLANE_ASSIGN_OR_RETURN(o.policy, kvlane::ParsePolicy(spec.policy));
   o.transports = {spec.transport};
   o.lanes_per_peer = spec.lanes_per_peer;
+  if (spec.pin) o.worker_cpus = ProcessSplit().workers;
   if (spec.spin_us >= 0) {
     o.spin = std::chrono::microseconds(spec.spin_us);
     o.cuda_proxy_idle_exit = std::max(o.cuda_proxy_idle_exit, o.spin);
   }
   return kvlane::Agent::Create(o);
+}
+
+const CpuSplit& ProcessSplit() {
+  static const CpuSplit split = SplitCpus();
+  return split;
+}
+
+kvlane::Status EnterWorkerCpus(const RunSpec& spec) {
+  if (!spec.pin) return kvlane::Status::Ok();
+  if (ProcessSplit().poller < 0) return kvlane::Status::InvalidArgument("--pin: fewer than 2 CPUs here");
+  return RunOn(ProcessSplit().workers);
 }
 
 }  // namespace lanebench

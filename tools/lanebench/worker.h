@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kvlane/agent.h"
+#include "pinning.h"
 #include "spec.h"
 
 namespace lanebench {
@@ -20,10 +21,17 @@ std::string TargetMetaPath(const std::string& dir, int index);
 std::string TargetAddrPath(const std::string& dir, int index);
 std::string SourceMetaPath(const std::string& dir);
 
-// An agent for `spec` named `name`: the spec's policy, transport and lanes.
+// An agent for `spec` named `name`: the spec's policy, transport and lanes;
+// with spec.pin its threads on ProcessSplit().workers.
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name);
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
+// The CPU split of this process as it started (pinning.h); computed on the
+// first call, which must come before the process narrows its own mask.
+const CpuSplit& ProcessSplit();
+// With spec.pin: the calling thread (the worker's main thread, first thing)
+// and every thread started from it run on the worker CPUs.
+kvlane::Status EnterWorkerCpus(const RunSpec& spec);
 
 // Process entry points; return the exit code.
 int RunTarget(const std::string& dir, int index);
