@@ -43,7 +43,9 @@ struct Ctx {
   uint32_t* flag = nullptr;  // pinned host, mapped
   cudaStream_t spin = nullptr, other = nullptr, third = nullptr;
   void* dev_a = nullptr;
-  void* dev_b = nullptr;
+  void* dev_b = nullptr;             // 1 MiB
+  std::vector<uint8_t> pageable = std::vector<uint8_t>(1 << 20, 1);
+  void* pinned = nullptr;            // 1 MiB
 };
 
 // One cell: X on thread A, Y on thread B after 30 ms; returns false on a CUDA error.
@@ -90,6 +92,7 @@ int Main() {
   cudaStreamCreateWithFlags(&c.other, cudaStreamNonBlocking);
   cudaStreamCreateWithFlags(&c.third, cudaStreamNonBlocking);
   cudaMalloc(&c.dev_b, 1 << 20);
+  cudaHostAlloc(&c.pinned, 1 << 20, cudaHostAllocDefault);
   // The calls thread A makes (each may or may not wait for the spinner).
   std::vector<Call> xs = {
       {"cudaDeviceSynchronize", [] { return cudaDeviceSynchronize(); }},
@@ -116,6 +119,23 @@ int Main() {
          return e != cudaSuccess ? e : cudaStreamDestroy(s);
        }},
       {"cudaStreamSynchronize other", [&] { return cudaStreamSynchronize(c.other); }},
+      // Staging copies as a benchmark or framework makes them (lanebench's
+      // Upload and Download): pageable and pinned host memory, both ways.
+      {"H2D 1 MiB pageable + sync", [&] {
+         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pageable.data(), 1 << 20, cudaMemcpyHostToDevice, c.third);
+         return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
+       }},
+      {"H2D 4 KiB pageable + sync", [&] {
+         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pageable.data(), 4096, cudaMemcpyHostToDevice, c.third);
+         return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
+       }},
+      {"D2H 1 MiB pageable cudaMemcpy", [&] {
+         return cudaMemcpy(c.pageable.data(), c.dev_b, 1 << 20, cudaMemcpyDeviceToHost);
+       }},
+      {"H2D 1 MiB pinned + sync", [&] {
+         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pinned, 1 << 20, cudaMemcpyHostToDevice, c.third);
+         return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
+       }},
   };
   // The calls thread B makes while A may be waiting.
   std::vector<Call> ys = {
