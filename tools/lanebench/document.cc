@@ -49,13 +49,14 @@ Doc RunDoc(const Case& c, const RunRecord& r) {
   const nlohmann::json& res = r.result;
   Doc d = {{"pair", r.pair}, {"position", r.position}, {"valid", RunValid(res)}};
   for (const char* k : {"error", "warning", "first_failure", "transport", "iterations", "verified",
-                        "warmup_verified", "failed", "exit_codes"})
+                        "warmup_verified", "failed", "exit_codes", "poller_cpu"})
     if (res.contains(k)) d[k] = res[k];
   d["metrics"] = RunMetrics(c, res);
   d["lat_us"] = res.value("lat_us", nlohmann::json::object());
   d["done_us"] = res.value("done_us", nlohmann::json::object());
   d["done_sweep"] = res.value("done_sweep", nlohmann::json::object());
   d["window_us"] = res.value("window_us", nlohmann::json::array());
+  d["gap_us"] = res.value("gap_us", nlohmann::json::array());
   return d;
 }
 

@@ -20,6 +20,7 @@ struct IterTimes {
   std::array<double, kMaxXfers> done_us{};  // first post to own completion
   std::array<uint32_t, kMaxXfers> sweep{};  // Check() sweep that saw it done
   double window_us = 0;                     // first post to last completion
+  double gap_us = 0;                        // previous iteration's last completion to this first post
 };
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
@@ -53,7 +54,8 @@ kvlane::Status AwaitAll(SourceRig& rig, Stamps& done, Sweeps& sweep) {
 }
 
 // The timed region: post every transfer in order, then await them all.
-kvlane::Result<IterTimes> TimedIteration(SourceRig& rig) {
+// `*last_done`: the previous iteration's last completion (in), this one's (out).
+kvlane::Result<IterTimes> TimedIteration(SourceRig& rig, Clock::time_point* last_done) {
   Stamps post{}, done{};
   Sweeps sweep{};
   for (size_t i = 0; i < rig.xfers.size(); ++i) {
@@ -70,6 +72,8 @@ kvlane::Result<IterTimes> TimedIteration(SourceRig& rig) {
     last = std::max(last, done[i]);
   }
   t.window_us = Us(last - post[0]);
+  t.gap_us = *last_done == Clock::time_point{} ? 0 : Us(post[0] - *last_done);
+  *last_done = last;
   return t;
 }
 
@@ -125,13 +129,14 @@ kvlane::Result<std::string> Verify(SourceRig& rig, uint64_t epoch) {
 struct Samples {
   std::vector<std::vector<double>> lat, done;
   std::vector<std::vector<uint32_t>> sweep;
-  std::vector<double> window;
+  std::vector<double> window, gap;
   explicit Samples(size_t n) : lat(n), done(n), sweep(n) {}
   void Add(const IterTimes& t) {
     for (size_t i = 0; i < sweep.size(); ++i) sweep[i].push_back(t.sweep[i]);
     for (size_t i = 0; i < lat.size(); ++i) lat[i].push_back(t.lat_us[i]);
     for (size_t i = 0; i < done.size(); ++i) done[i].push_back(t.done_us[i]);
     window.push_back(t.window_us);
+    gap.push_back(t.gap_us);
   }
 };
 
@@ -139,10 +144,11 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
   const int total = rig.spec.warmup + rig.spec.iters;
   Samples samples(rig.xfers.size());
   int verified = 0, warmup_verified = 0, failed = 0;
+  Clock::time_point last_done{};
   for (int it = 0; it < total; ++it) {
     const uint64_t epoch = static_cast<uint64_t>(it) + 1;
     KVLANE_RETURN_IF_ERROR(Stage(rig, epoch));
-    KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig));
+    KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig, &last_done));
     KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
     const bool measured = it >= rig.spec.warmup;
     if (!failure.empty()) {
@@ -162,6 +168,10 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
     out["done_sweep"][rig.xfers[i].spec.name] = samples.sweep[i];
   }
   out["window_us"] = samples.window;
+  // Idle time before each measured iteration (staging, verification): read
+  // beside lat_us, it tells slow iterations that followed a long pause (lanes
+  // asleep, a proxy that exited) from the rest.
+  out["gap_us"] = samples.gap;
   return kvlane::Status::Ok();
 }
 
