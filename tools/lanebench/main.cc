@@ -5,6 +5,7 @@
 #include <string>
 
 #include "orchestrate.h"
+#include "pinning.h"
 #include "report.h"
 #include "worker.h"
 
@@ -64,6 +65,8 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   PrintPreamble(base, stdout);
   std::fflush(stdout);
   if (kvlane::Status s = ProbeTransport(cfg); !s.ok()) return Unavailable(cfg, base, s);
+  // Pinned: this process (it spawns and waits for the workers) stays off the poller's CPU too.
+  if (!cases.empty() && cases.front().spec.poller_cpu >= 0) (void)RunOn(cases.front().spec.worker_cpus);
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();

@@ -1,5 +1,5 @@
 // --pin: the source's polling thread gets a CPU of its own. The CPUs this
-// process may use are split: the first for that thread, the rest for every other
+// process may use are split: the last for that thread, the rest for every other
 // thread of the run (the engine's lane threads through AgentOptions::worker_cpus,
 // the CUDA runtime's, the targets'). Without it the scheduler may put a lane
 // thread it wakes on the poller's CPU, and each poll then waits for that thread.

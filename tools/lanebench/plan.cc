@@ -20,7 +20,11 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.iters = cfg.iters;
   s.timeout_s = cfg.timeout_s;
   s.spin_us = cfg.spin_us;
-  s.pin = PinResolved(cfg.pin);
+  if (PinResolved(cfg.pin)) {
+    const CpuSplit split = SplitCpus();
+    s.poller_cpu = split.poller;
+    s.worker_cpus = split.workers;
+  }
   return s;
 }
 
@@ -60,6 +64,8 @@ kvlane::Status BenchConfig::Validate() const {
   if (!OneOf(mixed_op, {"read", "write"})) return bad("--mixed-op: read|write");
   for (const auto& op : single_ops)
     if (!OneOf(op, {"read", "write"})) return bad("--single-ops: read|write");
+  if (shape != "mixed" && (single_ops.empty() || single_bytes.empty()))
+    return bad("--single-ops and --single-bytes: at least one each");
   for (uint64_t b : single_bytes)
     if (b < kMarkerBytes) return bad("--single-bytes: at least 8 bytes (the epoch marker)");
   if (bulk_bytes < kMarkerBytes || small_bytes < kMarkerBytes)

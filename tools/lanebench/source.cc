@@ -191,9 +191,9 @@ kvlane::Status Drive(const std::string& dir, nlohmann::json& out) {
   KVLANE_RETURN_IF_ERROR(EnterWorkerCpus(spec));  // before any thread starts (CUDA's too)
   KVLANE_ASSIGN_OR_RETURN(auto rig, SetUpSource(spec, dir));
   out["transport"] = rig->transport;
-  if (spec.pin) {  // from here this thread posts and polls, alone on its CPU
-    KVLANE_RETURN_IF_ERROR(RunOn({ProcessSplit().poller}));
-    out["poller_cpu"] = ProcessSplit().poller;
+  if (spec.poller_cpu >= 0) {  // from here this thread posts and polls, alone on its CPU
+    KVLANE_RETURN_IF_ERROR(RunOn({spec.poller_cpu}));
+    out["poller_cpu"] = spec.poller_cpu;
   }
   kvlane::Status s = RunIterations(*rig, out);
   for (size_t i = 0; i < spec.target_bytes.size(); ++i)  // best effort: the orchestrator reaps

@@ -24,7 +24,7 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   KVLANE_ASSIGN_OR_RETURN(o.policy, kvlane::ParsePolicy(spec.policy));
   o.transports = {spec.transport};
   o.lanes_per_peer = spec.lanes_per_peer;
-  if (spec.pin) o.worker_cpus = ProcessSplit().workers;
+  o.worker_cpus = spec.worker_cpus;
   if (spec.spin_us >= 0) {
     o.spin = std::chrono::microseconds(spec.spin_us);
     o.cuda_proxy_idle_exit = std::max(o.cuda_proxy_idle_exit, o.spin);
@@ -32,15 +32,8 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   return kvlane::Agent::Create(o);
 }
 
-const CpuSplit& ProcessSplit() {
-  static const CpuSplit split = SplitCpus();
-  return split;
-}
-
 kvlane::Status EnterWorkerCpus(const RunSpec& spec) {
-  if (!spec.pin) return kvlane::Status::Ok();
-  if (ProcessSplit().poller < 0) return kvlane::Status::InvalidArgument("--pin: fewer than 2 CPUs here");
-  return RunOn(ProcessSplit().workers);
+  return spec.worker_cpus.empty() ? kvlane::Status::Ok() : RunOn(spec.worker_cpus);
 }
 
 }  // namespace lanebench

@@ -22,15 +22,12 @@ std::string TargetAddrPath(const std::string& dir, int index);
 std::string SourceMetaPath(const std::string& dir);
 
 // An agent for `spec` named `name`: the spec's policy, transport and lanes;
-// with spec.pin its threads on ProcessSplit().workers.
+// its threads on spec.worker_cpus (when pinning).
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name);
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
-// The CPU split of this process as it started (pinning.h); computed on the
-// first call, which must come before the process narrows its own mask.
-const CpuSplit& ProcessSplit();
-// With spec.pin: the calling thread (the worker's main thread, first thing)
-// and every thread started from it run on the worker CPUs.
+// When pinning: the calling thread (the worker's main thread, first thing)
+// and every thread started from it run on spec.worker_cpus.
 kvlane::Status EnterWorkerCpus(const RunSpec& spec);
 
 // Process entry points; return the exit code.
