@@ -42,12 +42,17 @@ run cuda_bench timeout 200 "$BIN/cuda_bench" --json "$OUT/cuda_bench.json"
 # Optional: lanebench on the cuda transport, then on the host transports (the GPU
 # machine's cores are quiet, unlike the build machine's).
 # LANEBENCH_RUNS picks them: cuda-warm is cuda with --spin-us 20000 (lane threads
-# and the proxy kept awake between iterations; plain cuda starts each one cold).
+# and the proxy kept awake between iterations; plain cuda starts each one cold);
+# a -nopin suffix (cuda-nopin, cuda-warm-nopin) runs with --pin off (the default,
+# auto, pins the poller on a machine with 4 or more CPUs).
 LANEBENCH_RUNS=${LANEBENCH_RUNS:-cuda cuda-warm tcp shm}
 if [ -x "$BIN/lanebench" ]; then
   for t in $LANEBENCH_RUNS; do
-    args=(--transport "${t%-warm}")
-    [ "$t" != "${t%-warm}" ] && args+=(--spin-us 20000)
+    base=$t
+    args=()
+    [ "$base" != "${base%-nopin}" ] && base=${base%-nopin} && args+=(--pin off)
+    [ "$base" != "${base%-warm}" ] && base=${base%-warm} && args+=(--spin-us 20000)
+    args+=(--transport "$base")
     run "lanebench-$t" timeout -k 10 240 "$BIN/lanebench" "${args[@]}" --json "$OUT/lanebench-$t.json"
   done
 fi
