@@ -4,6 +4,7 @@
 // moves the bytes and checks them, on every host transport.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "test_util.h"
@@ -74,6 +75,45 @@ TEST_P(MergeTest, AdjacentPagesBecomeOneSegment) {
   EXPECT_EQ(info.pairs, 256u);
   EXPECT_EQ(info.segments, 1u);
   EXPECT_EQ(info.chunks, 1u);
+}
+
+// READ merges the same way and lands every byte.
+TEST_P(MergeTest, AdjacentPagesReadAsOneSegment) {
+  ASSERT_NO_FATAL_FAILURE(Make({}, 1 << 20));
+  Fill(dst_, bytes_, 9);
+  std::fill_n(src_, bytes_, uint8_t{0});
+  DescList l, r;
+  for (uint64_t i = 0; i < 256; ++i) {
+    l.Add(src_ + i * 4096, 4096);
+    r.Add(dst_ + i * 4096, 4096);
+  }
+  auto pl = a().PrepareLocal(l);
+  auto pr = a().PrepareRemote("b", r);
+  ASSERT_TRUE(pl.ok() && pr.ok());
+  auto h = a().MakeTransfer(Op::kRead, pl.value(), {}, pr.value(), {}, {}, XferOptions{-1, false});
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  auto info = a().Describe(h.value());
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->segments, 1u);
+  ASSERT_TRUE(PostAndWait(a(), &h.value()).ok());
+  EXPECT_EQ(FirstMismatch(src_, bytes_, 9), -1);
+}
+
+// Local pages in two registrations that touch, the remote in one: the local
+// piece boundary alone stops the merge.
+TEST_P(MergeTest, LocalPieceBoundaryAloneStopsTheMerge) {
+  pair_ = MakePair(GetParam(), {});
+  ASSERT_TRUE(pair_.a && pair_.b);
+  src_ = bufs_.Make(1 << 20).data();
+  dst_ = bufs_.Make(1 << 20, 0xEE).data();
+  Fill(src_, 1 << 20, 5);
+  ASSERT_TRUE(a().RegisterMemory(src_, 1 << 19).ok());
+  ASSERT_TRUE(a().RegisterMemory(src_ + (1 << 19), 1 << 19).ok());
+  ASSERT_TRUE(b().RegisterMemory(dst_, 1 << 20).ok());
+  Connect(a(), b());
+  bytes_ = 1 << 20;
+  XferInfo info = WritePages(256, 4096, Same, XferOptions{-1, false});
+  EXPECT_EQ(info.segments, 2u);
 }
 
 // Adjacent on the local side only: the remote pages run backwards.

@@ -63,7 +63,9 @@ TEST_P(TransferTest, Moves513DescriptorsBothWays) {
   auto w = a.MakeTransfer(Op::kWrite, pls.value(), {}, prd.value(), {});
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   XferHandle wh = w.value();
-  EXPECT_EQ(a.Describe(wh).value().segments, static_cast<uint32_t>(kDescs));
+  auto plan = a.Describe(wh);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->segments, static_cast<uint32_t>(kDescs));
   ASSERT_FALSE(a.Post(&wh).is_error());
   Status s = a.Wait(wh, 10s);
   ASSERT_TRUE(s.ok()) << s.ToString();

@@ -72,6 +72,8 @@ class Agent {
 
   // How the transfer was planned (bytes, pairs, segments, chunks); a host
   // read, any time between MakeTransfer and Release. kNotFound when stale.
+  // REQUIRES: not concurrent with Release of the same handle (a handle is used
+  // by one thread at a time).
   Result<XferInfo> Describe(const XferHandle& handle) const;
 
   // Posts the transfer. Returns kInProgress (or kOk) on success and updates

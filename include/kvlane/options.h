@@ -32,9 +32,10 @@ struct AgentOptions {
   int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
   uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once
   uint32_t max_segments_per_chunk = 256;      // segments gathered into one chunk
-  // Descriptor pairs that continue each other on both sides, inside the same
-  // registered pieces, move as one segment (up to chunk_bytes): one copy for a
-  // run of adjacent pages instead of one per page. false keeps one segment per
+  // Consecutive descriptor pairs that continue each other on both sides, inside
+  // the same registered pieces, move as one segment (up to the request's chunk
+  // size: chunk_bytes, or less for a striped request): one copy for a run of
+  // adjacent pages instead of one per page. false keeps one segment per
   // descriptor (per piece it crosses); benchmarks use it to compare.
   bool merge_adjacent = true;
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
@@ -49,8 +50,9 @@ struct AgentOptions {
   // the threads they start); empty: wherever the creating thread may run.
   // Keeping them off the CPU of the thread that posts and polls stops the
   // scheduler from putting a spinning lane thread beside it (a woken thread
-  // often lands on its waker's CPU). Each must be one this process may use
-  // (checked at Create); 0..1023, no repeats.
+  // often lands on its waker's CPU). The kernel must let this process run
+  // there (checked at Create: the calling thread's own mask does not matter);
+  // 0..1023, no repeats.
   std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
   // this many bytes (payload + sender name + 64 each); beyond it a peer's

@@ -2,28 +2,33 @@
 
 #include <string>
 
+#include "core/sys.h"
+
 namespace kvlane::core {
 
 Status CheckWorkerCpus(const std::vector<int>& cpus) {
-  if (cpus.empty()) return Status::Ok();
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0)
-    return Status::Backend("sched_getaffinity failed: cannot check AgentOptions.worker_cpus");
-  for (int cpu : cpus) {
-    if (!CPU_ISSET(cpu, &allowed))
-      return Status::InvalidArgument("AgentOptions.worker_cpus names CPU " + std::to_string(cpu) +
-                                     ", which this thread may not run on");
-  }
-  return Status::Ok();
+  ScopedAffinity trial(cpus);
+  if (trial.status().ok()) return Status::Ok();
+  std::string names;
+  for (int cpu : cpus) names += (names.empty() ? "" : ",") + std::to_string(cpu);
+  return Status::InvalidArgument("AgentOptions.worker_cpus (CPU " + names +
+                                 "): this process may not run there: " + trial.status().message());
 }
 
 ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus) {
-  if (cpus.empty() || sched_getaffinity(0, sizeof(old_), &old_) != 0) return;
+  if (cpus.empty()) return;
+  if (sched_getaffinity(0, sizeof(old_), &old_) != 0) {
+    status_ = ErrnoStatus("sched_getaffinity", errno);
+    return;
+  }
   cpu_set_t want;
   CPU_ZERO(&want);
   for (int cpu : cpus) CPU_SET(cpu, &want);  // in range: AgentOptions::Validate
-  changed_ = sched_setaffinity(0, sizeof(want), &want) == 0;
+  if (sched_setaffinity(0, sizeof(want), &want) != 0) {
+    status_ = ErrnoStatus("sched_setaffinity", errno);
+    return;
+  }
+  changed_ = true;
 }
 
 ScopedAffinity::~ScopedAffinity() {

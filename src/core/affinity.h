@@ -15,8 +15,9 @@
 
 namespace kvlane::core {
 
-// Fails (InvalidArgument, naming the CPU) when a CPU of `cpus` is not in this
-// thread's current mask: the process may not run there (cgroup, taskset).
+// Fails (InvalidArgument, naming the CPUs) when the kernel will not run a
+// thread of this process on `cpus` (offline, or outside its cpuset). Tries
+// them on the calling thread and puts its mask back.
 Status CheckWorkerCpus(const std::vector<int>& cpus);
 
 // RAII: the calling thread runs on `cpus` until destruction, then on its
@@ -28,7 +29,12 @@ class ScopedAffinity {
   ScopedAffinity(const ScopedAffinity&) = delete;
   ScopedAffinity& operator=(const ScopedAffinity&) = delete;
 
+  // Ok, or why the mask could not be narrowed (threads started meanwhile
+  // would run anywhere: the caller fails instead).
+  const Status& status() const { return status_; }
+
  private:
+  Status status_;
   bool changed_ = false;
   cpu_set_t old_{};
 };

@@ -56,6 +56,7 @@ Result<std::unique_ptr<AgentImpl>> AgentImpl::Create(const AgentOptions& options
 
 Status AgentImpl::Init() {
   ScopedAffinity on_workers(ctx_.options.worker_cpus);  // listener and accept threads inherit it
+  KVLANE_RETURN_IF_ERROR(on_workers.status());
   for (const std::string& name : ctx_.options.transports) {
     std::unique_ptr<Transport> t = MakeTransport(name, &ctx_);
     if (t == nullptr) continue;
@@ -157,6 +158,7 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
     if (it != peer.channels.end()) return it->second.get();
     if (!t->CanReach(peer.meta)) continue;
     ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
+    if (!on_workers.status().ok()) return on_workers.status();
     auto ch = t->Connect(peer.meta);
     if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
     tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";

@@ -106,9 +106,10 @@ Status AgentImpl::Check(const XferHandle& h) const {
 Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
   if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
   const Request* r = slots_[h.slot].get();
-  // The plan is fixed from MakeTransfer to Release; the generation tells a
-  // handle of this slot's current transfer from a stale one.
-  if (!r->in_use || RecordGen(r->record.load(std::memory_order_acquire)) != h.gen)
+  // The plan is fixed from MakeTransfer to Release; the generation (acquire,
+  // pairs with MakeTransfer's release) tells this slot's current transfer from
+  // a stale handle before anything else of the slot is read.
+  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen || !r->in_use)
     return Status::NotFound("stale transfer handle");
   return XferInfo{r->total_bytes, r->pairs, static_cast<uint32_t>(r->segs.size()),
                   static_cast<uint32_t>(r->chunks.size())};

@@ -18,7 +18,9 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
   }
   RegionId id{next_region_++};
   for (uint64_t off = 0; off < len; off += piece_bytes_) {
-    Piece p{RandomU64(), addr + off, std::min(piece_bytes_, len - off), id.value, kind, device};
+    uint64_t key = RandomU64();
+    while (key == 0 || by_key_.count(key) != 0) key = RandomU64();  // a key names one piece
+    Piece p{key, addr + off, std::min(piece_bytes_, len - off), id.value, kind, device};
     by_key_[p.key] = p;
     sorted_.push_back(p);
   }

@@ -124,7 +124,9 @@ TEST_P(CudaTransferTest, Moves513DescriptorsBothWays) {
     off += lens[i];
   }
   XferHandle w = Make(Op::kWrite, ls, rd);
-  EXPECT_EQ(agent_->Describe(w).value().segments, static_cast<uint32_t>(kDescs));
+  auto plan = agent_->Describe(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->segments, static_cast<uint32_t>(kDescs));
   ASSERT_TRUE(PostWait(&w).ok());
   EXPECT_EQ(RemoteCheck(dst.addr, total, 7), -1);
   XferHandle r = Make(Op::kRead, lb, rd);
@@ -157,7 +159,9 @@ TEST_P(CudaTransferTest, MergedRunsOfPagesMoveExactly) {
     rd.Add(dst.addr + remote_page * kPage, kPage);
   }
   XferHandle w = Make(Op::kWrite, ls, rd);
-  EXPECT_EQ(agent_->Describe(w).value().segments, kRuns);
+  auto plan = agent_->Describe(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->segments, kRuns);
   ASSERT_TRUE(PostWait(&w).ok());
   for (uint64_t p = 0; p < kRun * kRuns; ++p) {
     const uint64_t remote_page = (kRuns - 1 - p / kRun) * kRun + p % kRun;

@@ -66,7 +66,10 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   std::fflush(stdout);
   if (kvlane::Status s = ProbeTransport(cfg); !s.ok()) return Unavailable(cfg, base, s);
   // Pinned: this process (it spawns and waits for the workers) stays off the poller's CPU too.
-  if (!cases.empty() && cases.front().spec.poller_cpu >= 0) (void)RunOn(cases.front().spec.worker_cpus);
+  if (!cases.empty() && cases.front().spec.poller_cpu >= 0) {
+    if (kvlane::Status s = RunOn(cases.front().spec.worker_cpus); !s.ok())
+      std::fprintf(stderr, "lanebench: warning: the orchestrator stays where it was: %s\n", s.ToString().c_str());
+  }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();

@@ -20,7 +20,7 @@ struct IterTimes {
   std::array<double, kMaxXfers> done_us{};  // first post to own completion
   std::array<uint32_t, kMaxXfers> sweep{};  // Check() sweep that saw it done
   double window_us = 0;                     // first post to last completion
-  double gap_us = 0;                        // previous iteration's last completion to this first post
+  double gap_us = -1;  // previous iteration's last completion to this first post; -1: none before it
 };
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
@@ -72,7 +72,7 @@ kvlane::Result<IterTimes> TimedIteration(SourceRig& rig, Clock::time_point* last
     last = std::max(last, done[i]);
   }
   t.window_us = Us(last - post[0]);
-  t.gap_us = *last_done == Clock::time_point{} ? 0 : Us(post[0] - *last_done);
+  t.gap_us = *last_done == Clock::time_point{} ? -1 : Us(post[0] - *last_done);
   *last_done = last;
   return t;
 }
