@@ -2,10 +2,9 @@
 // servers, and the threads those start) runs on the worker CPUs; the thread
 // that created the agent and its channels keeps its own mask.
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
@@ -87,7 +86,8 @@ TEST(AffinityOptions, CpusTheKernelRefusesOrRepeatedAreRefused) {
   o.worker_cpus = {outside};
   auto r = Agent::Create(o);
   ASSERT_EQ(r.status().code(), Code::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("CPU " + std::to_string(outside)), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("CPU " + std::to_string(outside)), std::string::npos)
+      << r.status().ToString();
   o.worker_cpus = {mine[0]};
   EXPECT_TRUE(Agent::Create(o).ok());
 }

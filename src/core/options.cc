@@ -43,8 +43,10 @@ Status AgentOptions::Validate() const {
     return Bad("*_timeout", "must be positive");
   if (spin.count() < 0) return Bad("spin", "must not be negative");
   for (size_t i = 0; i < worker_cpus.size(); ++i) {
-    if (worker_cpus[i] < 0 || worker_cpus[i] > 1023) return Bad("worker_cpus", "must name CPUs 0..1023");
-    if (std::find(worker_cpus.begin(), worker_cpus.begin() + i, worker_cpus[i]) != worker_cpus.begin() + i)
+    if (worker_cpus[i] < 0 || worker_cpus[i] > 1023)
+      return Bad("worker_cpus", "must name CPUs 0..1023");
+    if (std::find(worker_cpus.begin(), worker_cpus.begin() + i, worker_cpus[i]) !=
+        worker_cpus.begin() + i)
       return Bad("worker_cpus", "names CPU " + std::to_string(worker_cpus[i]) + " twice");
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))

@@ -24,13 +24,15 @@ void AppendSegment(Request* r, const Segment& s, const Piece& lp, const Piece& r
   if (merge && !r->segs.empty()) {
     Segment& last = r->segs.back();
     if (last.local_key == s.local_key && last.remote_key == s.remote_key &&
-        last.local_addr + last.len == s.local_addr && last.remote_addr + last.len == s.remote_addr &&
-        last.len < max_seg && Contains(lp, last.local_addr, last.len + s.len) &&
+        last.local_addr + last.len == s.local_addr &&
+        last.remote_addr + last.len == s.remote_addr && last.len < max_seg &&
+        Contains(lp, last.local_addr, last.len + s.len) &&
         Contains(rp, last.remote_addr, last.len + s.len)) {
       const uint64_t add = std::min(s.len, max_seg - last.len);
       last.len += add;
       if (add == s.len) return;
-      r->segs.push_back({s.local_addr + add, s.remote_addr + add, s.remote_key, s.local_key, s.len - add});
+      r->segs.push_back(
+          {s.local_addr + add, s.remote_addr + add, s.remote_key, s.local_key, s.len - add});
       return;
     }
   }
@@ -113,8 +115,8 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
     uint64_t xo = 0, yo = 0;
     while (x < L.size() && y < R.size()) {
       uint64_t take = std::min({L[x].len - xo, R[y].len - yo, max_seg});
-      AppendSegment(r, {L[x].addr + xo, R[y].addr + yo, R[y].piece.key, L[x].piece.key, take}, L[x].piece,
-                    R[y].piece, max_seg, ctx_.options.merge_adjacent);
+      AppendSegment(r, {L[x].addr + xo, R[y].addr + yo, R[y].piece.key, L[x].piece.key, take},
+                    L[x].piece, R[y].piece, max_seg, ctx_.options.merge_adjacent);
       r->total_bytes += take;
       xo += take;
       yo += take;

@@ -62,7 +62,7 @@ struct alignas(64) Request {
   std::vector<ChunkPlan> chunks;
   std::string notif;
   uint64_t total_bytes = 0;
-  uint32_t pairs = 0;                // descriptor pairs MakeTransfer was given
+  uint32_t pairs = 0;  // descriptor pairs MakeTransfer was given
   int fixed_lane = -1;
   bool stripe = true;
   // Built by a transport on the first post (e.g. a segment table uploaded to a

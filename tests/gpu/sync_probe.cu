@@ -43,9 +43,9 @@ struct Ctx {
   uint32_t* flag = nullptr;  // pinned host, mapped
   cudaStream_t spin = nullptr, other = nullptr, third = nullptr;
   void* dev_a = nullptr;
-  void* dev_b = nullptr;             // 1 MiB
+  void* dev_b = nullptr;  // 1 MiB
   std::vector<uint8_t> pageable = std::vector<uint8_t>(1 << 20, 1);
-  void* pinned = nullptr;            // 1 MiB
+  void* pinned = nullptr;  // 1 MiB
 };
 
 // One cell: X on thread A, Y on thread B after 30 ms; returns false on a CUDA error.
@@ -96,24 +96,28 @@ int Main() {
   // The calls thread A makes (each may or may not wait for the spinner).
   std::vector<Call> xs = {
       {"cudaDeviceSynchronize", [] { return cudaDeviceSynchronize(); }},
-      {"cudaFree", [&] {
+      {"cudaFree",
+       [&] {
          void* p = nullptr;
          cudaError_t e = cudaMalloc(&p, 1 << 20);
          return e != cudaSuccess ? e : cudaFree(p);
        }},
       {"cudaMalloc 1 MiB", [&] { return cudaMalloc(&c.dev_a, 1 << 20); }},
-      {"cudaFreeHost", [&] {
+      {"cudaFreeHost",
+       [&] {
          void* p = nullptr;
          cudaError_t e = cudaHostAlloc(&p, 4096, cudaHostAllocMapped);
          return e != cudaSuccess ? e : cudaFreeHost(p);
        }},
-      {"cudaFreeAsync + query", [&] {
+      {"cudaFreeAsync + query",
+       [&] {
          void* p = nullptr;
          cudaError_t e = cudaMallocAsync(&p, 1 << 20, c.third);
          if (e == cudaSuccess) e = cudaFreeAsync(p, c.third);
          return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
        }},
-      {"cudaStreamDestroy (idle)", [&] {
+      {"cudaStreamDestroy (idle)",
+       [&] {
          cudaStream_t s = nullptr;
          cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
          return e != cudaSuccess ? e : cudaStreamDestroy(s);
@@ -121,19 +125,24 @@ int Main() {
       {"cudaStreamSynchronize other", [&] { return cudaStreamSynchronize(c.other); }},
       // Staging copies as a benchmark or framework makes them (lanebench's
       // Upload and Download): pageable and pinned host memory, both ways.
-      {"H2D 1 MiB pageable + sync", [&] {
-         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pageable.data(), 1 << 20, cudaMemcpyHostToDevice, c.third);
+      {"H2D 1 MiB pageable + sync",
+       [&] {
+         cudaError_t e =
+             cudaMemcpyAsync(c.dev_b, c.pageable.data(), 1 << 20, cudaMemcpyHostToDevice, c.third);
          return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
        }},
-      {"H2D 4 KiB pageable + sync", [&] {
-         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pageable.data(), 4096, cudaMemcpyHostToDevice, c.third);
+      {"H2D 4 KiB pageable + sync",
+       [&] {
+         cudaError_t e =
+             cudaMemcpyAsync(c.dev_b, c.pageable.data(), 4096, cudaMemcpyHostToDevice, c.third);
          return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
        }},
-      {"D2H 1 MiB pageable cudaMemcpy", [&] {
-         return cudaMemcpy(c.pageable.data(), c.dev_b, 1 << 20, cudaMemcpyDeviceToHost);
-       }},
-      {"H2D 1 MiB pinned + sync", [&] {
-         cudaError_t e = cudaMemcpyAsync(c.dev_b, c.pinned, 1 << 20, cudaMemcpyHostToDevice, c.third);
+      {"D2H 1 MiB pageable cudaMemcpy",
+       [&] { return cudaMemcpy(c.pageable.data(), c.dev_b, 1 << 20, cudaMemcpyDeviceToHost); }},
+      {"H2D 1 MiB pinned + sync",
+       [&] {
+         cudaError_t e =
+             cudaMemcpyAsync(c.dev_b, c.pinned, 1 << 20, cudaMemcpyHostToDevice, c.third);
          return e != cudaSuccess ? e : cudaStreamSynchronize(c.third);
        }},
   };

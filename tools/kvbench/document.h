@@ -31,7 +31,8 @@ struct RowResult {
   uint64_t isl = 0;
   uint64_t batch = 0;
   uint64_t descs = 0;      // per request
-  uint64_t segments = 0;   // per burst, after the engine merged adjacent pairs (Agent::Describe); 0: not recorded
+  uint64_t segments =
+      0;  // per burst, after the engine merged adjacent pairs (Agent::Describe); 0: not recorded
   uint64_t req_bytes = 0;  // per request
   Summary burst_ms;
   // [sample][request]: each request's completion offset from its burst's start,

@@ -217,10 +217,13 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"spin_us", cfg.spin_us},
                  {"pin", cfg.pin}};
   {
-    const RunSpec spec = cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike
-    d["config"]["pinning"] = spec.poller_cpu >= 0 ? Doc{{"on", true}, {"poller_cpu", spec.poller_cpu},
-                                                        {"worker_cpus", CpuListName(spec.worker_cpus)}}
-                                                  : Doc{{"on", false}};
+    const RunSpec spec =
+        cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike
+    d["config"]["pinning"] = spec.poller_cpu >= 0
+                                 ? Doc{{"on", true},
+                                       {"poller_cpu", spec.poller_cpu},
+                                       {"worker_cpus", CpuListName(spec.worker_cpus)}}
+                                 : Doc{{"on", false}};
   }
   d["method"] = MethodDoc();
   d["baseline"] = kBaseline;

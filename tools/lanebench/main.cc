@@ -68,7 +68,8 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   // Pinned: this process (it spawns and waits for the workers) stays off the poller's CPU too.
   if (!cases.empty() && cases.front().spec.poller_cpu >= 0) {
     if (kvlane::Status s = RunOn(cases.front().spec.worker_cpus); !s.ok())
-      std::fprintf(stderr, "lanebench: warning: the orchestrator stays where it was: %s\n", s.ToString().c_str());
+      std::fprintf(stderr, "lanebench: warning: the orchestrator stays where it was: %s\n",
+                   s.ToString().c_str());
   }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
   Doc end_env = env;

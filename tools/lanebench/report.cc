@@ -108,12 +108,15 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
                  : fmt::format("engine workers kept awake {} us after their last work (--spin-us)",
                                cfg["spin_us"].get<int64_t>()));
   if (const Doc& pin = cfg["pinning"]; pin.value("on", false))
-    fmt::print(out,
-               "pinning: the source's polling thread alone on CPU {}; every other thread of the run "
-               "(engine lanes, servers, CUDA runtime, targets) on CPUs {} (--pin {})\n",
-               pin["poller_cpu"].get<int>(), pin["worker_cpus"].get<std::string>(), cfg["pin"].get<std::string>());
+    fmt::print(
+        out,
+        "pinning: the source's polling thread alone on CPU {}; every other thread of the run "
+        "(engine lanes, servers, CUDA runtime, targets) on CPUs {} (--pin {})\n",
+        pin["poller_cpu"].get<int>(), pin["worker_cpus"].get<std::string>(),
+        cfg["pin"].get<std::string>());
   else
-    fmt::print(out, "pinning: off (--pin {}): the scheduler places every thread\n", cfg["pin"].get<std::string>());
+    fmt::print(out, "pinning: off (--pin {}): the scheduler places every thread\n",
+               cfg["pin"].get<std::string>());
   for (const auto& [key, text] : doc["method"].items())
     fmt::print(out, "method.{}: {}\n", key, text.get<std::string>());
   fmt::print(out, "\n");

@@ -20,7 +20,8 @@ struct IterTimes {
   std::array<double, kMaxXfers> done_us{};  // first post to own completion
   std::array<uint32_t, kMaxXfers> sweep{};  // Check() sweep that saw it done
   double window_us = 0;                     // first post to last completion
-  double gap_us = -1;  // previous iteration's last completion to this first post; -1: none before it
+  double gap_us =
+      -1;  // previous iteration's last completion to this first post; -1: none before it
 };
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
