@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/agent_impl.h"
+#include "core/segment_merge.h"
 
 namespace kvlane::core {
 namespace {
@@ -13,12 +14,8 @@ std::string DescError(size_t i, const Status& s) {
   return "descriptor " + std::to_string(i) + ": " + s.message();
 }
 
-// Appends `s` (inside pieces lp and rp), or grows the last segment by it when
-// `merge` and s continues that segment on both sides inside the same pieces
-// (one piece is one mapping on either side, so the joined range is contiguous
-// wherever it is copied), keeping every segment at most max_seg bytes. The
-// joined range is checked against the pieces themselves, not only their keys:
-// a peer's keys are its word.
+}  // namespace
+
 void AppendSegment(Request* r, const Segment& s, const Piece& lp, const Piece& rp, uint64_t max_seg,
                    bool merge) {
   if (merge && !r->segs.empty()) {
@@ -38,8 +35,6 @@ void AppendSegment(Request* r, const Segment& s, const Piece& lp, const Piece& r
   }
   r->segs.push_back(s);
 }
-
-}  // namespace
 
 Result<PreparedId> AgentImpl::PrepareLocal(const DescList& list) {
   auto p = std::make_shared<PreparedList>();
