@@ -215,7 +215,8 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"iters", cfg.iters},
                  {"pairs", cfg.pairs},
                  {"spin_us", cfg.spin_us},
-                 {"pin", cfg.pin}};
+                 {"pin", cfg.pin},
+                 {"proxy_renew_us", cfg.proxy_renew_us}};
   {
     const RunSpec spec =
         cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike

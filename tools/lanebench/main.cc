@@ -45,6 +45,9 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "the source's polling thread on a CPU of its own, every other thread of the run "
                  "on the rest: auto (on with at least 4 CPUs) | on | off")
       ->capture_default_str();
+  app.add_option("--proxy-renew-us", cfg.proxy_renew_us,
+                 "cuda: AgentOptions::cuda_proxy_renew_every in us, 0 off (-1: engine default)")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }
 

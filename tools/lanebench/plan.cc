@@ -20,6 +20,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.iters = cfg.iters;
   s.timeout_s = cfg.timeout_s;
   s.spin_us = cfg.spin_us;
+  s.proxy_renew_us = cfg.proxy_renew_us;
   if (PinResolved(cfg.pin)) {
     const CpuSplit split = SplitCpus();
     s.poller_cpu = split.poller;
@@ -75,6 +76,9 @@ kvlane::Status BenchConfig::Validate() const {
   if (timeout_s <= 0) return bad("--timeout must be positive");
   if (spin_us < -1 || spin_us > 1000000) return bad("--spin-us: -1 (engine default) or 0..1000000");
   if (!OneOf(pin, {"auto", "on", "off"})) return bad("--pin: auto|on|off");
+  if (proxy_renew_us < -1 || (proxy_renew_us > 0 && proxy_renew_us < 100) ||
+      proxy_renew_us > 1000000)
+    return bad("--proxy-renew-us: -1 (engine default), 0 (off) or 100..1000000");
   if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
   return kvlane::Status::Ok();
 }

@@ -34,6 +34,9 @@ struct BenchConfig {
   // The source's polling thread on a CPU of its own, every other thread of the
   // run on the others (pinning.h): on | off | auto (on with at least 4 CPUs).
   std::string pin = "auto";
+  // cuda: AgentOptions::cuda_proxy_renew_every in us (0: no renewal); -1: the
+  // engine's default. To see what the proxy's hand-overs cost the tail.
+  int64_t proxy_renew_us = -1;
   std::string json = "lanebench.json";
 
   kvlane::Status Validate() const;

@@ -30,6 +30,7 @@ struct RunSpec {
   std::string op;         // "read" or "write"
   int lanes_per_peer = 1;
   int64_t spin_us = -1;  // see BenchConfig::spin_us
+  int64_t proxy_renew_us = -1;  // see BenchConfig::proxy_renew_us
   int poller_cpu = -1;   // --pin: the source's polling thread's CPU (-1: no pinning)
   std::vector<int> worker_cpus;  // --pin: every other thread's CPUs
   int warmup = 20;
@@ -41,8 +42,8 @@ struct RunSpec {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(XferSpec, name, peer, lane, bytes, remote_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSpec, transport, memory, policy, op, lanes_per_peer, spin_us,
-                                   poller_cpu, worker_cpus, warmup, iters, timeout_s, target_bytes,
-                                   xfers)
+                                   proxy_renew_us, poller_cpu, worker_cpus, warmup, iters,
+                                   timeout_s, target_bytes, xfers)
 
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& j);

@@ -25,6 +25,8 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   o.transports = {spec.transport};
   o.lanes_per_peer = spec.lanes_per_peer;
   o.worker_cpus = spec.worker_cpus;
+  if (spec.proxy_renew_us >= 0)
+    o.cuda_proxy_renew_every = std::chrono::microseconds(spec.proxy_renew_us);
   if (spec.spin_us >= 0) {
     o.spin = std::chrono::microseconds(spec.spin_us);
     o.cuda_proxy_idle_exit = std::max(o.cuda_proxy_idle_exit, o.spin);
