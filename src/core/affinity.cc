@@ -6,15 +6,6 @@
 
 namespace kvlane::core {
 
-Status CheckWorkerCpus(const std::vector<int>& cpus) {
-  ScopedAffinity trial(cpus);
-  if (trial.status().ok()) return Status::Ok();
-  std::string names;
-  for (int cpu : cpus) names += (names.empty() ? "" : ",") + std::to_string(cpu);
-  return Status::InvalidArgument("AgentOptions.worker_cpus (CPU " + names +
-                                 "): this process may not run there: " + trial.status().message());
-}
-
 ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
   if (sched_getaffinity(0, sizeof(old_), &old_) != 0) {
@@ -25,7 +16,12 @@ ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus) {
   CPU_ZERO(&want);
   for (int cpu : cpus) CPU_SET(cpu, &want);  // in range: AgentOptions::Validate
   if (sched_setaffinity(0, sizeof(want), &want) != 0) {
-    status_ = ErrnoStatus("sched_setaffinity", errno);
+    const int err = errno;
+    std::string names;
+    for (int cpu : cpus) names += (names.empty() ? "" : ",") + std::to_string(cpu);
+    status_ = Status::InvalidArgument("AgentOptions.worker_cpus (CPU " + names +
+                                      "): this process may not run there: " +
+                                      ErrnoStatus("sched_setaffinity", err).message());
     return;
   }
   changed_ = true;

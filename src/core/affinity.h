@@ -15,13 +15,9 @@
 
 namespace kvlane::core {
 
-// Fails (InvalidArgument, naming the CPUs) when the kernel will not run a
-// thread of this process on `cpus` (offline, or outside its cpuset). Tries
-// them on the calling thread and puts its mask back.
-Status CheckWorkerCpus(const std::vector<int>& cpus);
-
 // RAII: the calling thread runs on `cpus` until destruction, then on its
-// previous mask again. An empty list changes nothing.
+// previous mask again. An empty list changes nothing. The kernel, not the
+// calling thread's own mask, decides which CPUs are allowed.
 class ScopedAffinity {
  public:
   explicit ScopedAffinity(const std::vector<int>& cpus);
@@ -30,7 +26,9 @@ class ScopedAffinity {
   ScopedAffinity& operator=(const ScopedAffinity&) = delete;
 
   // Ok, or why the mask could not be narrowed (threads started meanwhile
-  // would run anywhere: the caller fails instead).
+  // would run anywhere: the caller fails instead): InvalidArgument naming the
+  // CPUs when the kernel will not run this process there (offline, or outside
+  // its cpuset).
   const Status& status() const { return status_; }
 
  private:

@@ -48,14 +48,14 @@ AgentImpl::AgentImpl(const AgentOptions& options)
 
 Result<std::unique_ptr<AgentImpl>> AgentImpl::Create(const AgentOptions& options) {
   KVLANE_RETURN_IF_ERROR(options.Validate());
-  KVLANE_RETURN_IF_ERROR(CheckWorkerCpus(options.worker_cpus));
   std::unique_ptr<AgentImpl> impl(new AgentImpl(options));
   KVLANE_RETURN_IF_ERROR(impl->Init());
   return impl;
 }
 
 Status AgentImpl::Init() {
-  ScopedAffinity on_workers(ctx_.options.worker_cpus);  // listener and accept threads inherit it
+  // Listener and accept threads inherit it; a CPU the kernel refuses fails Create here.
+  ScopedAffinity on_workers(ctx_.options.worker_cpus);
   KVLANE_RETURN_IF_ERROR(on_workers.status());
   for (const std::string& name : ctx_.options.transports) {
     std::unique_ptr<Transport> t = MakeTransport(name, &ctx_);

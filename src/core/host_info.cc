@@ -2,11 +2,7 @@
 
 #include <fstream>
 
-#include "kvlane/provenance.h"
-
 namespace kvlane::core {
-
-std::string HostName() { return kvlane::HostName(); }
 
 std::string BootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");

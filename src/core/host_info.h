@@ -3,9 +3,11 @@
 
 #include <string>
 
+#include "kvlane/provenance.h"
+
 namespace kvlane::core {
 
-std::string HostName();
+using kvlane::HostName;  // the host's name (provenance.h)
 // /proc/sys/kernel/random/boot_id; equal values mean the same running kernel.
 std::string BootId();
 
