@@ -5,6 +5,7 @@
 #include "kvlane/agent.h"
 #include "pinning.h"
 #include "stats.h"
+#include "tail.h"
 
 namespace lanebench {
 namespace {
@@ -57,6 +58,9 @@ Doc RunDoc(const Case& c, const RunRecord& r) {
   d["done_sweep"] = res.value("done_sweep", nlohmann::json::object());
   d["window_us"] = res.value("window_us", nlohmann::json::array());
   d["gap_us"] = res.value("gap_us", nlohmann::json::array());
+  d["post_us"] = res.value("post_us", nlohmann::json::object());
+  d["stall_us"] = res.value("stall_us", nlohmann::json::object());
+  if (res.contains("host_stalls")) d["host_stalls"] = res["host_stalls"];
   return d;
 }
 
@@ -71,7 +75,7 @@ Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& 
       if (run["valid"].get<bool>()) v.push_back(run["metrics"][m.key].get<double>());
     median[m.key] = Median(v);
   }
-  return {{"median", median}, {"runs", runs}};
+  return {{"median", median}, {"tail", TailDoc(c, arm, records)}, {"runs", runs}};
 }
 
 Doc CaseDoc(const Case& c, const std::vector<RunRecord>& records) {
@@ -124,11 +128,17 @@ Doc Isolation(const BenchConfig& cfg, const Doc& cases) {
   for (const char* arm : {kBaseline, kCandidate}) {
     double m = (*mixed)["arms"][arm]["median"].value("small_p99_us", NAN);
     double s = (*single)["arms"][arm]["median"].value("p99_us", NAN);
+    // Diagnostic beside the ratio: the same with stalled iterations left out.
+    double mu = (*mixed)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
+    double su = (*single)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
     out.push_back({{"arm", arm},
                    {"mixed_small_p99_us", m},
                    {"single_case", single_id},
                    {"single_p99_us", s},
-                   {"ratio", m / s}});
+                   {"ratio", m / s},
+                   {"mixed_small_p99_unstalled_us", mu},
+                   {"single_p99_unstalled_us", su},
+                   {"ratio_unstalled", mu / su}});
   }
   return out;
 }
@@ -153,6 +163,14 @@ Doc MethodDoc() {
            "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
            "post first, so global-fifo reads 0 by construction)"},
           {"summary", "each cell is the median of the per-run values; every run's value is kept"},
+          {"tail",
+           "per arm and case, over all runs: iterations whose watched transfer (mixed: small; "
+           "single: the transfer) took over twice its run's median, split into: the polling "
+           "thread went 5 us or more without looking at the clock after its Post() returned "
+           "(it did not run: stalled), Post() took 5 us or more, neither. The host-stall "
+           "probe spins on the poller's CPU before the run's transfers and counts such gaps "
+           "with no transfer in flight. The p99 with stalled iterations left out is a "
+           "diagnostic beside the target's p99, not a replacement"},
           {"processes",
            "fresh processes per run (fork+exec of lanebench: one source, one target "
            "per peer); arm order rotates between process pairs"},
@@ -216,7 +234,8 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"pairs", cfg.pairs},
                  {"spin_us", cfg.spin_us},
                  {"pin", cfg.pin},
-                 {"proxy_renew_us", cfg.proxy_renew_us}};
+                 {"proxy_renew_us", cfg.proxy_renew_us},
+                 {"stall_probe_ms", cfg.stall_probe_ms}};
   {
     const RunSpec spec =
         cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike

@@ -48,6 +48,10 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--proxy-renew-us", cfg.proxy_renew_us,
                  "cuda: AgentOptions::cuda_proxy_renew_every in us, 0 off (-1: engine default)")
       ->capture_default_str();
+  app.add_option("--stall-probe-ms", cfg.stall_probe_ms,
+                 "each source first spins this long on its polling thread's CPU and records "
+                 "when that thread did not run (host stalls, no kvlane involved); 0: no probe")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }
 

@@ -37,6 +37,9 @@ struct BenchConfig {
   // cuda: AgentOptions::cuda_proxy_renew_every in us (0: no renewal); -1: the
   // engine's default. To see what the proxy's hand-overs cost the tail.
   int64_t proxy_renew_us = -1;
+  // Each source first spins this long on its polling thread's CPU, recording
+  // the gaps when it did not run (stall_probe.h); 0: no probe.
+  int stall_probe_ms = 100;
   std::string json = "lanebench.json";
 
   kvlane::Status Validate() const;

@@ -72,6 +72,32 @@ void PrintIsolation(const Doc& doc, std::FILE* out) {
     fmt::print(out, "  {:<12} {:>10} / {:>8} = {}x\n", r["arm"].get<std::string>(),
                Num(Get(r, "mixed_small_p99_us")), Num(Get(r, "single_p99_us")),
                Num(Get(r, "ratio")));
+  fmt::print(out,
+             "  diagnostic, not the target: the same over iterations whose poller did not "
+             "stall (see tail)\n");
+  for (const Doc& r : doc["isolation"])
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}x\n", r["arm"].get<std::string>(),
+               Num(Get(r, "mixed_small_p99_unstalled_us")), Num(Get(r, "single_p99_unstalled_us")),
+               Num(Get(r, "ratio_unstalled")));
+}
+
+// One line per case and arm: the slow iterations and what the source saw in them.
+void PrintTail(const Doc& doc, std::FILE* out) {
+  fmt::print(out,
+             "\ntail: iterations over 2x their run's median (pooled over runs), and what the "
+             "source saw in them;\n      host stalls: the probe on the poller's CPU before "
+             "the transfers (gaps >= 5 us, >= 10 us per second; time lost)\n");
+  for (const Doc& c : doc["cases"])
+    for (const auto& [arm, a] : c["arms"].items()) {
+      const Doc& t = a["tail"];
+      fmt::print(out,
+                 "  {:<18} {:<12} {:>3}/{:<4} slow: poller stalled {}, Post() slow {}, "
+                 "neither {}; host stalls {}/s, {}/s, {}%\n",
+                 c["id"].get<std::string>(), arm, t.value("slow", 0), t.value("measured", 0),
+                 t.value("slow_stalled", 0), t.value("slow_post", 0), t.value("slow_other", 0),
+                 Num(Get(t, "host_stalls_5us_per_s")), Num(Get(t, "host_stalls_10us_per_s")),
+                 Num(Get(t, "host_stalled_pct")));
+    }
 }
 
 }  // namespace
@@ -129,6 +155,7 @@ void PrintResults(const Doc& doc, std::FILE* out) {
              doc["baseline"].get<std::string>(), doc["candidate"].get<std::string>());
   PrintTable(doc, out);
   PrintIsolation(doc, out);
+  PrintTail(doc, out);
   const Doc& v = doc["verification"];
   fmt::print(out, "\nload average at the end: {}\n",
              doc["environment"].value("loadavg_end", std::string("?")));

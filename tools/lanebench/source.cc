@@ -7,6 +7,7 @@
 
 #include "oracle.h"
 #include "source_rig.h"
+#include "stall_probe.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -19,6 +20,10 @@ struct IterTimes {
   std::array<double, kMaxXfers> lat_us{};   // own post to own completion
   std::array<double, kMaxXfers> done_us{};  // first post to own completion
   std::array<uint32_t, kMaxXfers> sweep{};  // Check() sweep that saw it done
+  std::array<double, kMaxXfers> post_us{};  // inside its own Post() call
+  // The longest the polling thread went without a look (Post() calls aside)
+  // between its own Post() returning and its completion being seen.
+  std::array<double, kMaxXfers> stall_us{};
   double window_us = 0;                     // first post to last completion
   double gap_us =
       -1;  // previous iteration's last completion to this first post; -1: none before it
@@ -28,22 +33,58 @@ double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(
 
 using Stamps = std::array<Clock::time_point, kMaxXfers>;
 using Sweeps = std::array<uint32_t, kMaxXfers>;
+using Gaps = std::array<Clock::duration, kMaxXfers>;
+
+// The polling thread's own timeline: every look at the clock between the
+// transfers' Post() calls and their completions. A long gap between two looks
+// is time this thread did not run (preempted, interrupted), not engine time:
+// Post() calls are left out, and a sweep of Check() calls is a few host-memory
+// reads.
+class Looks {
+ public:
+  explicit Looks(size_t n) : n_(n) {}
+  // Transfer i's Post() returned at `now`: its watch starts. The time since
+  // the last look was spent inside Post(), the engine's time: not a gap.
+  void PostReturned(size_t i, Clock::time_point now) {
+    prev_ = now;
+    watching_[i] = true;
+  }
+  void Look(Clock::time_point now) {
+    if (prev_ != Clock::time_point{}) {
+      const Clock::duration gap = now - prev_;
+      for (size_t i = 0; i < n_; ++i)
+        if (watching_[i] && gap > longest_[i]) longest_[i] = gap;
+    }
+    prev_ = now;
+  }
+  void Finished(size_t i) { watching_[i] = false; }
+  const Gaps& longest() const { return longest_; }
+
+ private:
+  size_t n_;
+  Clock::time_point prev_{};
+  std::array<bool, kMaxXfers> watching_{};
+  Gaps longest_{};
+};
 
 // Polls Check() on every open transfer, the latest post first, until all are
 // terminal; yields the CPU only after a sweep that saw nothing finish. done[i]
 // is when transfer i was first seen terminal, sweep[i] in which sweep. Under
 // global-fifo an earlier post is published first, so it is seen in the same
 // sweep as a later one at the latest: a lower sweep is a real "done first".
-kvlane::Status AwaitAll(SourceRig& rig, Stamps& done, Sweeps& sweep) {
+kvlane::Status AwaitAll(SourceRig& rig, Stamps& done, Sweeps& sweep, Looks& looks) {
   std::array<bool, kMaxXfers> finished{};
   size_t left = rig.xfers.size();
   for (uint32_t k = 0; left > 0; ++k) {
     const size_t before = left;
+    looks.Look(Clock::now());
     for (size_t i = rig.xfers.size(); i-- > 0;) {
       if (finished[i]) continue;
       kvlane::Status s = rig.agent->Check(rig.xfers[i].handle);
       if (s.in_progress()) continue;
       done[i] = Clock::now();
+      looks.Look(done[i]);
+      looks.Finished(i);
       if (s.is_error()) return s;
       finished[i] = true;
       sweep[i] = k;
@@ -57,18 +98,24 @@ kvlane::Status AwaitAll(SourceRig& rig, Stamps& done, Sweeps& sweep) {
 // The timed region: post every transfer in order, then await them all.
 // `*last_done`: the previous iteration's last completion (in), this one's (out).
 kvlane::Result<IterTimes> TimedIteration(SourceRig& rig, Clock::time_point* last_done) {
-  Stamps post{}, done{};
+  Stamps post{}, posted{}, done{};
   Sweeps sweep{};
+  Looks looks(rig.xfers.size());
   for (size_t i = 0; i < rig.xfers.size(); ++i) {
     post[i] = Clock::now();
+    looks.Look(post[i]);
     KVLANE_RETURN_IF_ERROR(rig.agent->Post(&rig.xfers[i].handle));
+    posted[i] = Clock::now();
+    looks.PostReturned(i, posted[i]);
   }
-  KVLANE_RETURN_IF_ERROR(AwaitAll(rig, done, sweep));
+  KVLANE_RETURN_IF_ERROR(AwaitAll(rig, done, sweep, looks));
   IterTimes t;
   Clock::time_point last = post[0];
   for (size_t i = 0; i < rig.xfers.size(); ++i) {
     t.lat_us[i] = Us(done[i] - post[i]);
     t.done_us[i] = Us(done[i] - post[0]);
+    t.post_us[i] = Us(posted[i] - post[i]);
+    t.stall_us[i] = Us(looks.longest()[i]);
     t.sweep[i] = sweep[i];
     last = std::max(last, done[i]);
   }
@@ -128,14 +175,18 @@ kvlane::Result<std::string> Verify(SourceRig& rig, uint64_t epoch) {
 
 // The measured samples of one run, per transfer.
 struct Samples {
-  std::vector<std::vector<double>> lat, done;
+  std::vector<std::vector<double>> lat, done, post, stall;
   std::vector<std::vector<uint32_t>> sweep;
   std::vector<double> window, gap;
-  explicit Samples(size_t n) : lat(n), done(n), sweep(n) {}
+  explicit Samples(size_t n) : lat(n), done(n), post(n), stall(n), sweep(n) {}
   void Add(const IterTimes& t) {
-    for (size_t i = 0; i < sweep.size(); ++i) sweep[i].push_back(t.sweep[i]);
-    for (size_t i = 0; i < lat.size(); ++i) lat[i].push_back(t.lat_us[i]);
-    for (size_t i = 0; i < done.size(); ++i) done[i].push_back(t.done_us[i]);
+    for (size_t i = 0; i < sweep.size(); ++i) {
+      sweep[i].push_back(t.sweep[i]);
+      lat[i].push_back(t.lat_us[i]);
+      done[i].push_back(t.done_us[i]);
+      post[i].push_back(t.post_us[i]);
+      stall[i].push_back(t.stall_us[i]);
+    }
     window.push_back(t.window_us);
     gap.push_back(t.gap_us);
   }
@@ -167,6 +218,8 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
     out["lat_us"][rig.xfers[i].spec.name] = samples.lat[i];
     out["done_us"][rig.xfers[i].spec.name] = samples.done[i];
     out["done_sweep"][rig.xfers[i].spec.name] = samples.sweep[i];
+    out["post_us"][rig.xfers[i].spec.name] = samples.post[i];
+    out["stall_us"][rig.xfers[i].spec.name] = samples.stall[i];
   }
   out["window_us"] = samples.window;
   // Idle time before each measured iteration (staging, verification): read
@@ -196,6 +249,8 @@ kvlane::Status Drive(const std::string& dir, nlohmann::json& out) {
     KVLANE_RETURN_IF_ERROR(RunOn({spec.poller_cpu}));
     out["poller_cpu"] = spec.poller_cpu;
   }
+  if (spec.stall_probe_ms > 0)  // on the polling thread's CPU, before any transfer
+    out["host_stalls"] = ProbeHostStalls(std::chrono::milliseconds(spec.stall_probe_ms));
   kvlane::Status s = RunIterations(*rig, out);
   for (size_t i = 0; i < spec.target_bytes.size(); ++i)  // best effort: the orchestrator reaps
     (void)rig->link->Send(TargetName(static_cast<int>(i)), "quit");

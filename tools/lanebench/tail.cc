@@ -1,0 +1,82 @@
+#include "tail.h"
+
+#include "stats.h"
+
+namespace lanebench {
+namespace {
+
+std::vector<double> Series(const nlohmann::json& result, const char* series, const char* name) {
+  if (!result.contains(series) || !result[series].contains(name)) return {};
+  return result[series][name].get<std::vector<double>>();
+}
+
+struct Counts {
+  int measured = 0, slow = 0, stalled = 0, slow_post = 0, other = 0;
+};
+
+void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c) {
+  const char* x = WatchedXfer(shape);
+  const std::vector<double> lat = Series(result, "lat_us", x);
+  const std::vector<double> post = Series(result, "post_us", x);
+  const std::vector<double> stall = Series(result, "stall_us", x);
+  if (lat.empty() || post.size() != lat.size() || stall.size() != lat.size()) return;
+  const double median = Median(lat);
+  c->measured += static_cast<int>(lat.size());
+  for (size_t i = 0; i < lat.size(); ++i) {
+    if (lat[i] <= kSlowFactor * median) continue;
+    ++c->slow;
+    if (stall[i] >= kStallUs) ++c->stalled;
+    else if (post[i] >= kStallUs) ++c->slow_post;
+    else ++c->other;
+  }
+}
+
+bool Valid(const nlohmann::json& r) {
+  return r.value("ok", false) && r.value("verified", 0) == r.value("iterations", -1);
+}
+
+}  // namespace
+
+const char* WatchedXfer(const std::string& shape) { return shape == "mixed" ? "small" : "xfer"; }
+
+double UnstalledP99(const std::string& shape, const nlohmann::json& result) {
+  const char* x = WatchedXfer(shape);
+  const std::vector<double> lat = Series(result, "lat_us", x);
+  const std::vector<double> stall = Series(result, "stall_us", x);
+  if (stall.size() != lat.size()) return Percentile({}, 99);
+  std::vector<double> kept;
+  for (size_t i = 0; i < lat.size(); ++i)
+    if (stall[i] < kStallUs) kept.push_back(lat[i]);
+  return Percentile(kept, 99);
+}
+
+nlohmann::ordered_json TailDoc(const Case& c, const std::string& arm,
+                               const std::vector<RunRecord>& records) {
+  Counts n;
+  std::vector<double> unstalled, per_s_5, per_s_10, lost_pct;
+  for (const RunRecord& r : records) {
+    if (r.case_id != c.id || r.arm != arm || !Valid(r.result)) continue;
+    CountRun(c.shape, r.result, &n);
+    unstalled.push_back(UnstalledP99(c.shape, r.result));
+    if (!r.result.contains("host_stalls")) continue;
+    const nlohmann::json& h = r.result["host_stalls"];
+    const double s = h.value("spin_ms", 0.0) / 1e3;
+    if (s <= 0) continue;
+    per_s_5.push_back(h.value("over_5us", 0.0) / s);
+    per_s_10.push_back(h.value("over_10us", 0.0) / s);
+    lost_pct.push_back(h.value("stalled_pct", 0.0));
+  }
+  return {{"watched", WatchedXfer(c.shape)},
+          {"measured", n.measured},
+          {"slow", n.slow},
+          {"slow_stalled", n.stalled},
+          {"slow_post", n.slow_post},
+          {"slow_other", n.other},
+          {"p99_unstalled_us", Median(unstalled)},
+          {"p99_unstalled_runs", unstalled},
+          {"host_stalls_5us_per_s", Median(per_s_5)},
+          {"host_stalls_10us_per_s", Median(per_s_10)},
+          {"host_stalled_pct", Median(lost_pct)}};
+}
+
+}  // namespace lanebench
