@@ -42,13 +42,15 @@ void Channel::BeginClose() {
   for (auto& q : queues_) q->Wake();
 }
 
-void Channel::RetireDirect(int lane, uint64_t bytes) {
+WorkItem Channel::TakeDirect(int lane, uint64_t bytes) {
   LaneQueue& q = *queues_[lane];
   const WorkItem w = *q.PeekRetire();
   q.AddBytes(-static_cast<int64_t>(bytes));
   q.AdvanceRetire();
-  completer_->Settle(w.req, w.gen);  // last: the owner may post or release it from here on
+  return w;
 }
+
+void Channel::SettleDirect(const WorkItem& w) { completer_->Settle(w.req, w.gen); }
 
 bool Channel::direct_publication() const { return completer_->policy() == ProgressPolicy::kIndependent; }
 

@@ -60,10 +60,12 @@ class Channel {
   // Retires the oldest issued item of `lane` with status `s`.
   void RetireHead(int lane, const Status& s);
   // Retires the oldest issued item of `lane`, a whole post that a device
-  // published itself (its record reads done): the request is left untouched but
-  // for Request::settled, since its owner may post it again at once. `bytes`:
-  // what the item carried, counted when it was issued.
-  void RetireDirect(int lane, uint64_t bytes);
+  // published itself (its record reads done), and returns it: the request is
+  // left untouched. `bytes`: what the item carried, counted when it was issued.
+  // The caller then lets go of it with SettleDirect, after its own bookkeeping
+  // of the lane: from there on the owner may post it again or release it.
+  WorkItem TakeDirect(int lane, uint64_t bytes);
+  void SettleDirect(const WorkItem& w);
   // Whether a device may publish a post itself: the records are published as
   // each request finishes (independent policy), not in global order.
   bool direct_publication() const;

@@ -37,7 +37,12 @@ void Completer::DropPending(Request* r, int64_t n) {
 }
 
 void Completer::Settle(Request* r, uint32_t gen) {
-  r->settled.store(gen, std::memory_order_release);
+  // Never backwards: the owner may have posted again without waiting for this
+  // lane (AgentImpl::Post), and that post may have settled first on another.
+  uint32_t cur = r->settled.load(std::memory_order_relaxed);
+  while (static_cast<int32_t>(gen - cur) > 0 &&
+         !r->settled.compare_exchange_weak(cur, gen, std::memory_order_release, std::memory_order_relaxed)) {
+  }
   WakeWaiters();  // Wait() sleepers: the device's record write woke nobody
 }
 

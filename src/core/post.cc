@@ -40,7 +40,10 @@ Status AgentImpl::Post(XferHandle* h) {
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire)) return Status::Canceled("agent is shutting down");
   auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;
-  KVLANE_RETURN_IF_ERROR(AwaitSettled(*r, h->gen, deadline));
+  // No wait for Request::settled: a record reads terminal only once the lanes
+  // are done with the request's fields (the host publishes after the last
+  // retire), or, when a device published it, once the data moved; that lane
+  // then only retires its own queue slot and settles (Channel::TakeDirect).
 
   const uint32_t nchunks = static_cast<uint32_t>(r->chunks.size());
   r->gen = h->gen + 1;
@@ -80,7 +83,8 @@ Status AgentImpl::Post(XferHandle* h) {
 }
 
 // A device may publish a post itself (Request::settled): the lane that moved
-// it lets go a moment later. Spins, then yields; kTimeout at the deadline.
+// it lets go a moment later. Release waits for that before the slot is reused.
+// Spins, then yields; kTimeout at the deadline.
 Status AgentImpl::AwaitSettled(const Request& r, uint32_t gen, std::chrono::steady_clock::time_point deadline) {
   for (uint32_t n = 0; r.settled.load(std::memory_order_acquire) != gen; ++n) {
     if (n < 1024) continue;

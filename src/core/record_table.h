@@ -1,7 +1,7 @@
 // RecordTable: the terminal records of an agent's request slots (Request::record),
 // one per 64-byte line in one page-aligned block of host memory. A transport may
 // map the block for a device: the cuda transport's GPU writes a record itself,
-// after the data it copied is visible (see Channel::RetireDirect).
+// after the data it copied is visible (see Channel::TakeDirect).
 //
 // Thread-safety: the records are atomics; the table itself is fixed after
 // construction.

@@ -79,8 +79,10 @@ struct alignas(64) Request {
   std::atomic<bool> done_unpublished{false};  // global-fifo: finished, waiting for order
   // The generation of the last post the lanes have let go of: equal to the
   // record's generation except for a moment after a device published a post
-  // itself, while its lane's retire thread still holds the request. Post and
-  // Release wait for it (see AgentImpl::AwaitSettled).
+  // itself, while its lane's retire thread still holds the request (only to
+  // retire its queue slot). Release waits for it (AgentImpl::AwaitSettled);
+  // Post need not: that lane touches nothing of the request a post writes.
+  // Never decreases (Completer::Settle).
   std::atomic<uint32_t> settled{0};
 
   // Records the first error of this post.

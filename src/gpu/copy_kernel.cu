@@ -24,8 +24,7 @@ __device__ void SignalWhenLast(const CopyDone& done) {
   unsigned prev = atomicAdd(done.blocks_finished, 1u);
   if (prev != gridDim.x - 1) return;
   *done.blocks_finished = 0;  // the next launch on this stream starts from zero
-  if (done.record != nullptr) StoreSystem(done.record, done.record_value);  // before `done`: see CopyDone
-  StoreSystem(done.done, done.value);
+  StoreRecordAndDone(done.record, done.record_value, done.done, done.value);
 }
 
 __global__ void __launch_bounds__(kCopyThreads)
@@ -102,8 +101,7 @@ __global__ void __launch_bounds__(kTmaThreads)
 }
 
 __global__ void SignalKernel(CopyDone done) {
-  if (done.record != nullptr) StoreSystem(done.record, done.record_value);
-  StoreSystem(done.done, done.value);
+  StoreRecordAndDone(done.record, done.record_value, done.done, done.value);
 }
 
 }  // namespace

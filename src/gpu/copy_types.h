@@ -28,7 +28,8 @@ struct CopyDone {
   uint64_t* done;             // pinned host memory (mapped); written by the GPU
   uint64_t value;             // what the host waits for
   // Optional (nullptr: none): the request's terminal record (mapped host memory),
-  // which gets `record_value` just before `done` gets `value`.
+  // which gets `record_value` when `done` gets `value`, behind the same fence;
+  // the two may land in either order (the host waits for both).
   uint64_t* record;
   uint64_t record_value;
 };

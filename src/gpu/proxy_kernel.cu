@@ -167,13 +167,15 @@ __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
 }
 
 // The request's terminal record (status ok) when the entry names one and was
-// copied, then the lane's completion word: the host lets go of the request
-// only after the word, so a record write never lands after a later post began.
+// copied, and the lane's completion word, behind one system fence. The host
+// lets go of the request only once it has seen both, so a record write never
+// lands after a later post began.
 __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
-  if (!skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr)
-    StoreSystem(reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride),
-                uint64_t{e.gen} << 32);
-  StoreSystem(&a.done[(e.value - 1) % kProxyRing], skip ? e.value | kDoneSkipped : e.value);
+  uint64_t* record = !skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr
+                         ? reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride)
+                         : nullptr;
+  StoreRecordAndDone(record, uint64_t{e.gen} << 32, &a.done[(e.value - 1) % kProxyRing],
+                     skip ? e.value | kDoneSkipped : e.value);
 }
 
 // Publishes entry number `n`: with several blocks the last to arrive does

@@ -185,9 +185,12 @@ std::vector<double> ProbeTimes(Bench& b, const std::function<cudaError_t(int)>& 
   return t;
 }
 
-// A probe's rate over `bytes` beside the reference (cudaMemcpyPeerAsync of the same bytes).
-void ProbeRow(Bench& b, const char* name, uint64_t bytes, const std::vector<double>& t, bool write = true) {
-  Row(name, bytes / Pct(t, 50) / 1e3, bytes / Pct(b.RefTimes(write, bytes, 1, 5), 50) / 1e3, "GB/s");
+// A probe's rate over `bytes` beside the reference (cudaMemcpyPeerAsync of the
+// same bytes; p50 of ref_n samples after ref_warm warm-ups).
+void ProbeRow(Bench& b, const char* name, uint64_t bytes, const std::vector<double>& t,
+              bool write = true, int ref_warm = 1, int ref_n = 5) {
+  const double ref = Pct(b.RefTimes(write, bytes, ref_warm, ref_n), 50);
+  Row(name, bytes / Pct(t, 50) / 1e3, bytes / ref / 1e3, "GB/s");
 }
 
 // Probe (not kvlane): the bare copy kernel over the scattered list, GPU 0 ->
@@ -387,15 +390,23 @@ void CopyEngineProbe(Bench& b) {
   cudaFreeHost(word);
 }
 
+// Slots of the scattered list: descriptor i goes from local slot (*ls)[i] to
+// remote slot (*rs)[i], both shuffled permutations of 2n slots (seed 1).
+void ShuffledSlots(uint64_t n, std::vector<uint32_t>* ls, std::vector<uint32_t>* rs) {
+  ls->resize(2 * n);
+  rs->resize(2 * n);
+  std::iota(ls->begin(), ls->end(), 0);
+  std::iota(rs->begin(), rs->end(), 0);
+  std::mt19937 rng(1);
+  std::shuffle(ls->begin(), ls->end(), rng);
+  std::shuffle(rs->begin(), rs->end(), rng);
+}
+
 // 6,146 descriptors of 37,440 B at shuffled slots of a pool on each side.
 void Scattered(Bench& b) {
   const uint64_t n = 6146, d = 37440, total = n * d;
-  std::vector<uint32_t> ls(2 * n), rs(2 * n);
-  std::iota(ls.begin(), ls.end(), 0);
-  std::iota(rs.begin(), rs.end(), 0);
-  std::mt19937 rng(1);
-  std::shuffle(ls.begin(), ls.end(), rng);
-  std::shuffle(rs.begin(), rs.end(), rng);
+  std::vector<uint32_t> ls, rs;
+  ShuffledSlots(n, &ls, &rs);
   for (Op op : {Op::kWrite, Op::kRead}) {
     DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
     for (uint64_t i = 0; i < n; ++i) {
@@ -419,6 +430,247 @@ void Scattered(Bench& b) {
     (void)b.agent->Release(&hc);
   }
   KernelSweep(b, ls, rs, n, d);
+}
+
+// ---- --probes2: bare mechanisms beside the reference, in this process only.
+
+// Makes `dev` the calling thread's current device while it lives (a kernel
+// launches only into a stream of the current device), then restores the old one.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int dev) : dev_(dev) {
+    cudaGetDevice(&prev_);
+    if (dev_ != prev_) cudaSetDevice(dev_);
+  }
+  ~DeviceGuard() {
+    if (dev_ != prev_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int dev_, prev_ = 0;
+};
+
+// Launches of the copy kernel on one GPU: a stream of its own, the segment
+// table and the CopyDone counter in that GPU's memory, a done word in pinned
+// host memory. Owns all of them; not thread-safe.
+class KernelSide {
+ public:
+  // `high`: the stream gets the device's greatest priority (else the default).
+  KernelSide(int dev, std::vector<gpu::CopySeg> segs, bool high = false)
+      : dev_(dev), host_(std::move(segs)) {
+    DeviceGuard g(dev_);
+    int least = 0, greatest = 0;
+    Note(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    Note(high ? cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest)
+              : cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    const size_t table = host_.size() * sizeof(gpu::CopySeg);
+    Note(cudaMalloc(reinterpret_cast<void**>(&segs_), table));
+    Note(cudaMalloc(reinterpret_cast<void**>(&fin_), sizeof(uint32_t)));
+    Note(cudaHostAlloc(reinterpret_cast<void**>(&done_), 64,
+                       cudaHostAllocMapped | cudaHostAllocPortable));
+    if (err_ != cudaSuccess) return;
+    *done_ = 0;
+    Note(cudaMemset(fin_, 0, sizeof(uint32_t)));  // CopyDone: 0 between launches
+    Note(cudaMemcpy(segs_, host_.data(), table, cudaMemcpyHostToDevice));
+    Note(cudaDeviceSynchronize());  // the memset and the copy landed before any launch
+  }
+  ~KernelSide() {
+    DeviceGuard g(dev_);
+    if (stream_ != nullptr) {
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+    }
+    cudaFree(segs_);
+    cudaFree(fin_);
+    cudaFreeHost(done_);
+  }
+  KernelSide(const KernelSide&) = delete;
+  KernelSide& operator=(const KernelSide&) = delete;
+
+  cudaError_t status() const { return err_; }  // the first setup error
+  const std::vector<gpu::CopySeg>& segs() const { return host_; }
+
+  // The copy kernel over segs[begin, end), each cut into `parts`, `blocks`
+  // blocks; its done value is one more than the previous launch's.
+  cudaError_t Launch(uint32_t begin, uint32_t end, uint32_t parts, int blocks) {
+    DeviceGuard g(dev_);
+    const gpu::CopyDone done{fin_, done_, ++value_, nullptr, 0};
+    return gpu::LaunchCopySegments(segs_, begin, end, parts, blocks, done, stream_);
+  }
+  cudaError_t Sync() { return cudaStreamSynchronize(stream_); }
+  // Spins until the done word holds the last launch's value; false after 1 s.
+  bool WaitDone() const {
+    const auto t0 = Clock::now();
+    for (uint32_t spin = 1; !Done(); ++spin)
+      if (spin % 4096 == 0 && Clock::now() - t0 > std::chrono::seconds(1)) return false;
+    return true;
+  }
+  bool Done() const {
+    // Acquire: pairs with the last block's fence + store of `done` (StoreSystem).
+    return std::atomic_ref<uint64_t>(*done_).load(std::memory_order_acquire) == value_;
+  }
+
+ private:
+  void Note(cudaError_t e) {
+    if (err_ == cudaSuccess) err_ = e;
+  }
+
+  int dev_;
+  std::vector<gpu::CopySeg> host_;  // host copy of segs_
+  cudaStream_t stream_ = nullptr;
+  gpu::CopySeg* segs_ = nullptr;  // device memory of dev_
+  uint32_t* fin_ = nullptr;       // device memory of dev_: CopyDone::blocks_finished
+  uint64_t* done_ = nullptr;      // pinned host (mapped, portable): CopyDone::done
+  uint64_t value_ = 0;            // the last launch's done value
+  cudaError_t err_ = cudaSuccess;
+};
+
+// The list of Scattered as segments from b.local (GPU 0) to b.ref_dst (GPU 1).
+std::vector<gpu::CopySeg> ScatteredSegs(const Bench& b, uint64_t n, uint64_t d) {
+  std::vector<uint32_t> ls, rs;
+  ShuffledSlots(n, &ls, &rs);
+  std::vector<gpu::CopySeg> segs(n);
+  for (uint64_t i = 0; i < n; ++i)
+    segs[i] = {reinterpret_cast<uint64_t>(b.local) + ls[i] * d,
+               reinterpret_cast<uint64_t>(b.ref_dst) + rs[i] * d, d};
+  return segs;
+}
+
+// The first segment whose destination bytes differ from its source; -1: none,
+// -2: a copy to the host failed.
+int64_t FirstBadSeg(const std::vector<gpu::CopySeg>& segs) {
+  std::vector<uint8_t> hs, hd;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    hs.resize(segs[i].len), hd.resize(segs[i].len);
+    if (cudaMemcpy(hs.data(), reinterpret_cast<void*>(segs[i].src), segs[i].len,
+                   cudaMemcpyDefault) != cudaSuccess ||
+        cudaMemcpy(hd.data(), reinterpret_cast<void*>(segs[i].dst), segs[i].len,
+                   cudaMemcpyDefault) != cudaSuccess)
+      return -2;
+    if (hs != hd) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+// GPU 0 pushes segments [0, split), GPU 1 pulls [split, n) (one block per
+// segment each), launched back to back; returns when both finished.
+cudaError_t PushPull(KernelSide& push, KernelSide& pull, uint32_t split, uint32_t n) {
+  const cudaError_t lp =
+      split > 0 ? push.Launch(0, split, 1, static_cast<int>(split)) : cudaSuccess;
+  const cudaError_t ll =
+      split < n ? pull.Launch(split, n, 1, static_cast<int>(n - split)) : cudaSuccess;
+  const cudaError_t sp = push.Sync(), sl = pull.Sync();
+  for (cudaError_t e : {lp, ll, sp, sl})
+    if (e != cudaSuccess) return e;
+  return cudaSuccess;
+}
+
+// `peer`'s memory becomes accessible from `dev` (already so: fine).
+cudaError_t EnablePeer(int dev, int peer) {
+  DeviceGuard g(dev);
+  cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) e = cudaSuccess, (void)cudaGetLastError();
+  return e;
+}
+
+// Every destination byte of a 50/50 push+pull, checked once on a sentinel;
+// "PASS" or why not.
+std::string VerifyPushPull(Bench& b, KernelSide& push, KernelSide& pull) {
+  const auto& segs = push.segs();
+  const uint32_t n = static_cast<uint32_t>(segs.size());
+  {
+    DeviceGuard g(b.peer_dev);
+    cudaMemset(b.ref_dst, 0xab, 2 * n * segs[0].len);  // every slot ScatteredSegs uses
+    cudaDeviceSynchronize();
+  }
+  const cudaError_t e = PushPull(push, pull, n / 2, n);
+  const int64_t bad = e == cudaSuccess ? FirstBadSeg(segs) : -2;
+  (void)cudaGetLastError();
+  if (bad == -1) return "PASS";
+  return bad == -2 ? "FAIL (CUDA error)" : "FAIL at desc " + std::to_string(bad);
+}
+
+// Probe (not kvlane): the copy kernel over the list of Scattered, pushed by
+// GPU 0 (NVLink stores), pulled by GPU 1 (NVLink loads), and split between
+// both at once; GB/s over all bytes beside the reference (GPU 0 -> GPU 1).
+// Returns the verification ("PASS" or why not).
+std::string PushPullProbe(Bench& b) {
+  const uint64_t n = 6146, d = 37440;
+  cudaError_t err = EnablePeer(b.peer_dev, 0);
+  KernelSide push(0, ScatteredSegs(b, n, d)), pull(b.peer_dev, push.segs());
+  for (cudaError_t e : {push.status(), pull.status()}) err = err != cudaSuccess ? err : e;
+  if (err != cudaSuccess) return std::string("FAIL (setup: ") + cudaGetErrorString(err) + ")";
+  for (uint32_t pct : {100u, 0u, 50u, 60u, 70u}) {  // push share of the descriptors
+    const uint32_t split = static_cast<uint32_t>(n * pct / 100);
+    auto run = [&](int) { return PushPull(push, pull, split, n); };
+    auto t = ProbeTimes(b, run, &err);
+    char name[96];
+    if (pct == 100 || pct == 0)
+      std::snprintf(name, sizeof(name), "probe %s 6146x37440B GB/s",
+                    pct == 100 ? "push (GPU0 kernel)" : "pull (GPU1 kernel)");
+    else
+      std::snprintf(name, sizeof(name), "probe push+pull %u/%u 6146x37440B GB/s", pct, 100 - pct);
+    if (err != cudaSuccess)
+      return std::string("FAIL (") + name + ": " + cudaGetErrorString(err) + ")";
+    ProbeRow(b, name, n * d, t, /*write=*/true, 3, 15);
+  }
+  return VerifyPushPull(b, push, pull);
+}
+
+// Host-observed microseconds from before a launch of s's copy kernel over its
+// first segment (`grid` blocks, `grid` parts) to this thread seeing the done
+// word: `warm` warm-ups, then `n` samples. Stops at a launch error or a
+// timeout (cudaErrorTimeout), which lands in *err.
+std::vector<double> KernelDoneTimes(Bench& b, KernelSide& s, int grid, int warm, int n,
+                                    cudaError_t* err) {
+  std::vector<double> t;
+  *err = cudaSuccess;
+  for (int i = 0; i < warm + n && *err == cudaSuccess; ++i) {
+    const auto t0 = Clock::now();
+    *err = s.Launch(0, 1, static_cast<uint32_t>(grid), grid);
+    if (*err == cudaSuccess && !s.WaitDone()) *err = cudaErrorTimeout;
+    if (i >= warm) t.push_back(b.Us(t0, Clock::now()));
+  }
+  return t;
+}
+
+// p50 and p99 rows of KernelDoneTimes beside the reference of the same bytes.
+void KernelDoneRows(Bench& b, KernelSide& s, int grid, const char* label) {
+  const uint64_t len = s.segs()[0].len;
+  char name[96];
+  std::snprintf(name, sizeof(name), "probe SM kernel %s grid=%d", label, grid);
+  cudaError_t err = cudaSuccess;
+  auto t = KernelDoneTimes(b, s, grid, 100, 500, &err);
+  if (err != cudaSuccess) {
+    std::printf("%s: %s\n", name, cudaGetErrorString(err));
+    (void)cudaGetLastError();
+    return;
+  }
+  auto ref = b.RefTimes(true, len, 100, 500);
+  for (int p : {50, 99}) {
+    std::snprintf(name, sizeof(name), "probe SM kernel %s grid=%d p%d us", label, grid, p);
+    Row(name, Pct(t, p), Pct(ref, p), "us");
+  }
+}
+
+// Probe (not kvlane): a contiguous copy GPU 0 -> GPU 1 by the copy kernel and
+// a done word in pinned host memory, instead of the copy engine; latency.
+void KernelDoneProbe(Bench& b) {
+  auto seg = [&](uint64_t len) {
+    return std::vector<gpu::CopySeg>{
+        {reinterpret_cast<uint64_t>(b.local), reinterpret_cast<uint64_t>(b.ref_dst), len}};
+  };
+  KernelSide mib2(0, seg(2 << 20)), high(0, seg(2 << 20), /*high=*/true), kib256(0, seg(256 << 10));
+  for (const KernelSide* s : {&mib2, &high, &kib256}) {
+    if (s->status() == cudaSuccess) continue;
+    std::printf("probe SM kernel: %s\n", cudaGetErrorString(s->status()));
+    return;
+  }
+  for (int grid : {32, 64, 128, 132, 264}) KernelDoneRows(b, mib2, grid, "2MiB");
+  KernelDoneRows(b, high, 132, "2MiB hi-prio");
+  for (int grid : {4, 16}) KernelDoneRows(b, kib256, grid, "256KiB");
 }
 
 // Trace build only (KVLANE_HOP_TRACE): where a 4 KiB request's time goes,
@@ -469,10 +721,42 @@ void HopRows(Bench& b) {
   }
 }
 
+void Header() {
+  std::printf("| %-44s | %10s | %10s | %-5s | %6s |\n", "metric", "kvlane", "reference", "unit",
+              "ratio");
+  std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(12, '-').c_str(),
+              std::string(12, '-').c_str(), std::string(7, '-').c_str(),
+              std::string(8, '-').c_str());
+}
+
+// What a run measures: the kvlane rows and the probes, the hop trace (--hops),
+// or only the probes of PushPullProbe and KernelDoneProbe (--probes2).
+enum class Mode { kFull, kHops, kProbes2 };
+
+const char* ModeName(Mode m) {
+  return m == Mode::kHops ? "hops" : m == Mode::kProbes2 ? "probes2" : "full";
+}
+
+// --probes2: in this process only (no target process, no agent).
+int Probes2(Bench& b, int ndev, nlohmann::json* run) {
+  if (ndev < 2) {
+    std::printf("cuda_bench --probes2: needs 2 GPUs\n");
+    (*run)["error"] = "needs 2 GPUs";
+    return 1;
+  }
+  std::printf("probes2: this process only, GPU 0 and GPU 1; no kvlane rows\n");
+  Header();
+  const std::string verify = PushPullProbe(b);
+  std::printf("probe push+pull verify: %s\n", verify.c_str());
+  (*run)["verify_push_pull"] = verify;
+  KernelDoneProbe(b);
+  return verify == "PASS" ? 0 : 1;
+}
+
 // Runs the benchmark; what it ran on and the verification go into `run`.
-int Main(bool hops, nlohmann::json* run) {
+int Main(Mode mode, nlohmann::json* run) {
   int ndev = 0;
-  *run = {{"mode", hops ? "hops" : "full"}};
+  *run = {{"mode", ModeName(mode)}};
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
     std::printf("cuda_bench: no CUDA device\n");
     (*run)["error"] = "no CUDA device";
@@ -494,6 +778,7 @@ int Main(bool hops, nlohmann::json* run) {
   cudaGetDeviceProperties(&prop, 0);
   std::printf("cuda_bench: %s, %d GPUs, initiator GPU 0, target GPU %d (other process), %s\n", prop.name, ndev,
               b.peer_dev, VersionString().c_str());
+  if (mode == Mode::kProbes2) return Probes2(b, ndev, run);
   b.target = TargetProc::Spawn(b.peer_dev);
   std::istringstream in(b.target.Call("alloc " + std::to_string(kPool)));
   in >> b.remote;
@@ -507,10 +792,8 @@ int Main(bool hops, nlohmann::json* run) {
     (void)b.agent->LoadPeer(Unhex(b.target.Call("meta")));
   };
   make_agent({});
-  std::printf("| %-44s | %10s | %10s | %-5s | %6s |\n", "metric", "kvlane", "reference", "unit", "ratio");
-  std::printf("|%s|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(12, '-').c_str(),
-              std::string(12, '-').c_str(), std::string(7, '-').c_str(), std::string(8, '-').c_str());
-  if (hops) {
+  Header();
+  if (mode == Mode::kHops) {
     HopRows(b);
     b.agent.reset();
     return 0;
@@ -547,7 +830,7 @@ int Main(bool hops, nlohmann::json* run) {
 }
 
 struct Args {
-  bool hops = false;
+  Mode mode = Mode::kFull;  // --hops, --probes2
   std::string json;     // --json PATH; empty: no JSON
   std::string command;  // the command line, for the JSON
 };
@@ -559,7 +842,9 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     std::string arg = argv[i];
     a->command += " " + arg;
     if (arg == "--hops") {
-      a->hops = true;
+      a->mode = Mode::kHops;
+    } else if (arg == "--probes2") {
+      a->mode = Mode::kProbes2;
     } else if (arg == "--json" && i + 1 < argc) {
       a->json = argv[++i];
       a->command += " " + a->json;
@@ -573,13 +858,13 @@ bool ParseArgs(int argc, char** argv, Args* a) {
 }  // namespace
 }  // namespace kvlane::test
 
-// usage: cuda_bench [--hops] [--json PATH]
+// usage: cuda_bench [--hops | --probes2] [--json PATH]
 int main(int argc, char** argv) {
   int rc = kvlane::test::MaybeRunTarget(argc, argv);
   if (rc >= 0) return rc;
   kvlane::test::Args args;
   if (!kvlane::test::ParseArgs(argc, argv, &args)) {
-    std::fprintf(stderr, "usage: %s [--hops] [--json PATH]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--hops | --probes2] [--json PATH]\n", argv[0]);
     return 2;
   }
   if (!args.json.empty() && !std::ofstream(args.json)) {  // fail before the run, not after
@@ -587,7 +872,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   nlohmann::json run;
-  rc = kvlane::test::Main(args.hops, &run);
+  rc = kvlane::test::Main(args.mode, &run);
   run["exit_code"] = rc;
   if (!args.json.empty() &&
       !kvlane::test::WriteBenchJson(args.json, args.command, run, kvlane::test::Rows()))

@@ -71,10 +71,18 @@ class CudaChannel final : public Channel {
     uint32_t items = 0;    // tickets it retires
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
-    // A whole post whose terminal record the GPU writes (ok) before the
-    // completion word; then the retire thread only lets go of it.
+    // A whole post whose terminal record the GPU writes (ok) with the
+    // completion word; then the retire thread only lets go of it, once the
+    // record (`record` reads `record_value`) has landed too.
+    // Atomics (relaxed, written before `launched`): the control thread reads
+    // them in BatchFinished while the slot may be reused.
     bool direct = false;
-    uint64_t bytes = 0;    // what it carried (RetireDirect)
+    std::atomic<uint64_t*> record{nullptr};
+    std::atomic<uint64_t> record_value{0};
+    // The GPU writes only the record (a copy-engine post): it is the batch's
+    // completion word.
+    std::atomic<bool> record_only{false};
+    uint64_t bytes = 0;    // what it carried (TakeDirect)
   };
   struct Lane {
     cudaStream_t sm = nullptr;            // high priority: copy kernels
@@ -90,9 +98,11 @@ class CudaChannel final : public Channel {
     std::mutex issue_mu;
     std::atomic<uint32_t> bell{0};                 // wakes the retire thread
     std::atomic<bool> issuer_done{false};
-    std::atomic<bool> retire_asleep{false};        // the retire thread waits on `bell`
     bool wedged = false;                           // a wait timed out (retire thread)
     CudaProxy proxy;                               // small transfers
+    // 1 + the newest batch the GPU does not publish from the proxy (issued
+    // under issue_mu): a direct proxy post must not overtake it (FIFO).
+    uint64_t host_after = 0;
     // The request whose later chunks were moved by an earlier batch (issue thread).
     const Request* ahead_req = nullptr;
     uint32_t ahead_gen = 0, ahead_last = 0;
@@ -112,12 +122,14 @@ class CudaChannel final : public Channel {
   Route RouteOf(const Lane& l, const WorkItem& w) const;
   uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
   // `record`: the request's record as the GPU addresses it, which gets
-  // `record_value` before the completion word (nullptr: none).
+  // `record_value` with the completion word (nullptr: none), or instead of it
+  // (*record_only set: the copy-engine path).
   Status Launch(Lane& l, const XferTable& t, uint32_t seg_begin, uint32_t seg_end, uint64_t bytes,
-                uint64_t seq, uint64_t* record, uint64_t record_value);
+                uint64_t seq, uint64_t* record, uint64_t record_value, bool* record_only);
   uint64_t* RecordOf(const Request& r) const;
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
+  Status WaitRecord(Lane& l, const Batch& b);
   Status PollErrors(Lane& l);
 
   // xfer_table.cc

@@ -182,7 +182,7 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   Batch& b = l.batches[seq % kBatchRing];
   uint32_t last = first.chunk + first.count - 1;
-  bool launched = false, direct = false;
+  bool launched = false, direct = false, record_only = false;
   uint64_t bytes = 0;
   Status s;
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
@@ -211,30 +211,39 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       const uint32_t end = static_cast<uint32_t>(r->chunks.size()) - 1;
       for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
       const uint32_t sb = r->chunks[first.chunk].seg_begin, se = r->chunks[end].seg_end;
-      // The GPU publishes the post itself when the retire thread sleeps (its
-      // wake-up, tens of us on a VM, would come after a copy of MiBs): nothing
-      // else in flight on the lane (FIFO holds), one item carrying the whole
-      // post, no notification (sent after the data, by the retire thread),
-      // records published as each request finishes (not in global order).
-      // A running retire thread publishes sooner than a second GPU write would.
-      direct = records_ != nullptr && l.retire_asleep.load(std::memory_order_relaxed) &&
-               seq == l.retired.load(std::memory_order_acquire) && direct_publication() &&
-               first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
+      // The GPU publishes the post itself (the record with the completion
+      // word, behind one fence), so Check sees it without the retire thread's
+      // hop (and without its futex wake-up, tens of us on a VM, when it
+      // sleeps): when nothing else is in flight on the lane (FIFO holds), one
+      // item carries the whole post, it has no notification (sent after the
+      // data, by the retire thread), and records are published as each
+      // request finishes (not in global order).
+      // A proxy post may also follow other such posts still in flight: one
+      // proxy block publishes its entries in ring order.
+      const bool proxy = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
+      const uint64_t retired = l.retired.load(std::memory_order_acquire);
+      const bool in_order = seq == retired || (proxy && proxy_blocks_ == 1 && l.host_after <= retired);
+      direct = records_ != nullptr && in_order && direct_publication() && first.chunk == 0 && last == end &&
+               b.items == 1 && r->notif.empty() && r->slot < record_slots_;
       uint64_t* record = direct ? RecordOf(*r) : nullptr;
       const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
-      s = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs
-              ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0, first.gen,
-                               io_timeout_)
-              : Launch(l, *t, sb, se, bytes, seq, record, record_value);
+      s = proxy ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0, first.gen,
+                                 io_timeout_)
+                : Launch(l, *t, sb, se, bytes, seq, record, record_value, &record_only);
+      if (!(proxy && direct)) l.host_after = seq + 1;
       launched = s.ok();
       if (!s.ok()) Fail(s);  // a CUDA error on a lane is fatal for the channel
       if (launched && end > last) l.ahead_req = r, l.ahead_gen = first.gen, l.ahead_last = end;
     }
   }
   KVLANE_HOP(kHopSubmitted);
+  if (!launched) l.host_after = seq + 1;
   b.status = s;
   b.direct = direct && launched;
+  b.record.store(b.direct ? RecordOf(*r) : nullptr, std::memory_order_relaxed);
+  b.record_value.store(PackRecord(first.gen, Code::kOk), std::memory_order_relaxed);
+  b.record_only.store(b.direct && record_only, std::memory_order_relaxed);
   b.bytes = bytes;
   b.launched.store(launched, std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
@@ -253,7 +262,7 @@ uint64_t* CudaChannel::RecordOf(const Request& r) const {
 }
 
 Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se, uint64_t bytes,
-                           uint64_t seq, uint64_t* record, uint64_t record_value) {
+                           uint64_t seq, uint64_t* record, uint64_t record_value, bool* record_only) {
   uint64_t* done = &l.done[seq % kBatchRing];
   const uint64_t value = seq + 1;
   if (t.contig_end[sb] >= se && bytes >= kCopyEngineMinBytes) {
@@ -261,14 +270,16 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
     KVLANE_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(g.dst), reinterpret_cast<const void*>(g.src),
                                 bytes, cudaMemcpyDefault, l.ce));
     if (Driver().write_value64 != nullptr) {
-      // Default flags: each write is fenced after the stream's earlier work
-      // (the record before the completion word: see gpu::CopyDone).
+      // Default flags: the write is fenced after the stream's earlier work.
+      // A record stands for the completion word (one stream write, not two:
+      // each costs a fence; the retire thread polls the record instead).
       auto write = [&](uint64_t* at, uint64_t v) {
         return Driver().write_value64(l.ce, reinterpret_cast<unsigned long long>(at), v, 0) == 0;
       };
-      if ((record == nullptr || write(record, record_value)) && write(done, value)) return Status::Ok();
+      if (record != nullptr ? (*record_only = write(record, record_value)) : write(done, value))
+        return Status::Ok();
       // A failed write leaves nothing half done that matters: the kernel
-      // below writes both again.
+      // below writes both.
     }
     KVLANE_CUDA(gpu::LaunchSignal({nullptr, done, value, record, record_value}, l.ce));
     return Status::Ok();
@@ -298,35 +309,69 @@ void CudaChannel::RetireLoop(int i) {
       while (l.bell.load(std::memory_order_acquire) == bell &&
              (Clock::now() < until || l.proxy.running()) && !l.issuer_done.load(std::memory_order_acquire))
         CpuRelax();
-      l.retire_asleep.store(true, std::memory_order_relaxed);  // posts now publish themselves (IssueBatch)
       if (l.bell.load(std::memory_order_acquire) == bell) l.bell.wait(bell, std::memory_order_acquire);
-      l.retire_asleep.store(false, std::memory_order_relaxed);
       continue;
     }
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
     KVLANE_HOP(kHopDoneSeen);
+    if (b.direct && s.ok()) s = WaitRecord(l, b);
     if (b.direct && s.ok()) {
-      RetireDirect(i, b.bytes);  // the GPU wrote the record before the word
-    } else {
-      for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
+      // The lane's count first: the owner may post again once settled, and
+      // that post is published by the GPU only on a lane with nothing in flight.
+      const WorkItem w = TakeDirect(i, b.bytes);
+      l.retired.store(++seq, std::memory_order_release);
+      SettleDirect(w);
+      KVLANE_HOP(kHopPublished);
+      continue;
     }
+    for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
+}
+
+// Whether a direct batch's record word `w` shows it done: it reads the batch's
+// {gen, ok}, or the owner has moved on to a later post, which it may do only
+// after it read {gen, ok} (AgentImpl::Post).
+static bool RecordLanded(uint64_t w, uint64_t want) { return w == want || RecordGen(w) != RecordGen(want); }
+
+// A direct batch's record lands with its completion word, in either order
+// (one fence before both): wait for it too before letting go of the request,
+// or a Wait() woken by the settle could read the record still in progress and
+// sleep on. Bounded like WaitDone.
+Status CudaChannel::WaitRecord(Lane& l, const Batch& b) {
+  std::atomic_ref<uint64_t> word(*b.record.load(std::memory_order_relaxed));
+  const uint64_t want = b.record_value.load(std::memory_order_relaxed);
+  const auto deadline = Clock::now() + io_timeout_;
+  for (uint32_t n = 1; !RecordLanded(word.load(std::memory_order_acquire), want); ++n) {
+    CpuRelax();
+    if (n % 4096 != 0 || Clock::now() < deadline) continue;
+    l.wedged = true;
+    Status s = Status::Timeout("cuda lane: a request's record did not land within io_timeout");
+    Fail(s);
+    return latch().Get();
+  }
+  return Status::Ok();
 }
 
 // Polls the batch's pinned completion word. Every few thousand polls it asks
 // the streams (non-blocking) whether the GPU hit an error, which then latches;
 // a batch that stays unfinished for io_timeout latches a timeout (GPU wedged).
 Status CudaChannel::WaitDone(Lane& l, uint64_t seq) {
-  std::atomic_ref<uint64_t> word(l.done[seq % kBatchRing]);
+  const Batch& b = l.batches[seq % kBatchRing];
+  const bool record_only = b.record_only.load(std::memory_order_relaxed);
+  const uint64_t want = b.record_value.load(std::memory_order_relaxed);
+  std::atomic_ref<uint64_t> word(record_only ? *b.record.load(std::memory_order_relaxed)
+                                             : l.done[seq % kBatchRing]);
   Clock::time_point deadline = Clock::time_point::max();
   for (uint32_t n = 1;; ++n) {
     // Acquire pairs with the GPU's system fence before it stored the word: the
     // data is visible once the word is.
     const uint64_t w = word.load(std::memory_order_acquire);
-    if ((w & ~gpu::kDoneSkipped) >= seq + 1) {
+    if (record_only) {
+      if (RecordLanded(w, want)) return Status::Ok();
+    } else if ((w & ~gpu::kDoneSkipped) >= seq + 1) {
       if ((w & gpu::kDoneSkipped) == 0) return Status::Ok();
       MirrorErrors(l);  // skipped by the proxy: the host latched, or the proxy raised an error
       Status s = latch().Get();
