@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 5's device call: GPU tests, old/new cuda_bench A/B, lanebench on cuda
+# Session 5's device call: GPU tests, old/(prev)/new cuda_bench A/B, lanebench on cuda
 # with tail attribution. Everything lands in $OUT/s5.tar.gz (one file back).
 #   usage (on the GPU machine, from the repo root): bash scripts/dev-session5.sh
 set -u
@@ -8,6 +8,7 @@ LANEBENCH_RUNS="cuda cuda-warm" OUT=$G/check bash scripts/gpu-check.sh gpu-bin >
 tail -9 $G/gpu-check.txt
 for i in 1 2 3; do
   gpu-bin/cuda_bench_old > $G/ab_old$i.txt 2>&1
+  [ -x gpu-bin/cuda_bench_prev ] && gpu-bin/cuda_bench_prev > $G/ab_prev$i.txt 2>&1
   gpu-bin/cuda_bench --json $G/ab_new$i.json > $G/ab_new$i.txt 2>&1
 done
 [ -x gpu-bin/cuda_bench_trace ] && gpu-bin/cuda_bench_trace --hops > $G/hops.txt 2>&1

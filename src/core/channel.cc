@@ -22,9 +22,9 @@ bool Channel::BeginChunk(const WorkItem& w) {
 void Channel::RetireHead(int lane, const Status& s) {
   LaneQueue& q = *queues_[lane];
   const WorkItem w = *q.PeekRetire();
-  const auto bytes = static_cast<int64_t>(ChunkBytes(w));  // before the caller may free the request
+  const uint64_t bytes = ChunkBytes(w);  // before the caller may free the request
   completer_->FinishChunk(w, s);  // publishes first: the slot is freed off the completion path
-  q.AddBytes(-bytes);
+  q.TakeBytes(bytes);
   q.AdvanceRetire();  // the slot may be reused from here on
 }
 
@@ -45,7 +45,7 @@ void Channel::BeginClose() {
 WorkItem Channel::TakeDirect(int lane, uint64_t bytes) {
   LaneQueue& q = *queues_[lane];
   const WorkItem w = *q.PeekRetire();
-  q.AddBytes(-static_cast<int64_t>(bytes));
+  q.TakeBytes(bytes);
   q.AdvanceRetire();
   return w;
 }

@@ -32,7 +32,9 @@ void Completer::DropPending(Request* r, int64_t n) {
   if (n == 0) return;
   // acq_rel: the last dropper sees every other lane's writes to the request.
   if (r->pending.fetch_sub(n, std::memory_order_acq_rel) != n) return;
-  r->settled.store(r->gen, std::memory_order_release);  // no lane holds it any more
+  // This post's lanes are done with it (a lane may still hold an older post a
+  // device published: Settle never moves backwards).
+  r->settled.store(r->gen, std::memory_order_release);
   Done(r);
 }
 

@@ -38,6 +38,8 @@ class LaneQueue {
   // Issue side: the next published item, or nullptr.
   WorkItem* PeekIssue();
   void AdvanceIssue() { issue_.fetch_add(1, std::memory_order_release); }
+  // The ticket PeekIssue() looks at.
+  uint64_t issue_ticket() const { return issue_.load(std::memory_order_relaxed); }
   // Sleeps until an item may be available or Wake() is called (also a Wake()
   // that came before this call, since the previous one returned). Spins first.
   // REQUIRES: one waiting thread per queue (the issue side).
@@ -51,8 +53,16 @@ class LaneQueue {
   // Wakes any thread sleeping in WaitForIssue (stop, error latch).
   void Wake();
 
-  uint64_t queued_bytes() const { return queued_bytes_.load(std::memory_order_relaxed); }
-  void AddBytes(int64_t delta) { queued_bytes_.fetch_add(delta, std::memory_order_relaxed); }
+  // Bytes posted to this lane and not yet retired (a hint for lane choice).
+  // Two counters, each on its side's cache line: posting threads add, the
+  // retire side (or a post that failed to queue) takes away.
+  uint64_t queued_bytes() const {
+    const uint64_t taken = bytes_taken_.load(std::memory_order_relaxed);
+    const uint64_t added = bytes_added_.load(std::memory_order_relaxed);
+    return added > taken ? added - taken : 0;
+  }
+  void AddBytes(uint64_t n) { bytes_added_.fetch_add(n, std::memory_order_relaxed); }
+  void TakeBytes(uint64_t n) { bytes_taken_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   struct Cell {
@@ -61,13 +71,16 @@ class LaneQueue {
   };
   const uint64_t mask_;
   std::unique_ptr<Cell[]> cells_;
+  // One cache line per side, so that a post does not pull lines the issue or
+  // retire side keeps reading.
   alignas(64) std::atomic<uint64_t> tail_{0};   // next ticket to reserve
+  std::atomic<uint64_t> bytes_added_{0};        // posting threads
   alignas(64) std::atomic<uint64_t> issue_{0};  // next ticket to issue
   alignas(64) uint64_t retire_ = 0;             // next ticket to retire
+  std::atomic<uint64_t> bytes_taken_{0};        // the retire side
   alignas(64) std::atomic<uint32_t> doorbell_{0};
   std::atomic<uint32_t> sleepers_{0};
   std::atomic<bool> woken_{false};  // a Wake() not yet seen by WaitForIssue
-  std::atomic<uint64_t> queued_bytes_{0};
 };
 
 }  // namespace kvlane::core

@@ -63,11 +63,11 @@ Status AgentImpl::Post(XferHandle* h) {
     if (launched > 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
     LaneQueue& q = ch->queue(lane);
     const WorkItem item{r, launched, r->gen, per_item};
-    const auto bytes = static_cast<int64_t>(ChunkBytes(item));
+    const uint64_t bytes = ChunkBytes(item);
     q.AddBytes(bytes);
     failure = q.Push(item, deadline, ch->closing());
     if (!failure.ok()) {
-      q.AddBytes(-bytes);
+      q.TakeBytes(bytes);
       r->SetError(failure);
       break;
     }
@@ -174,7 +174,11 @@ void AgentImpl::FreeSlot(Request* r) {
   r->segs.clear();
   r->chunks.clear();
   r->notif.clear();
+  // Poisoned: a wedged device may still read its state and write its record,
+  // so both stay and the slot is never reused (a bounded leak per wedge).
+  if (r->poisoned.load(std::memory_order_acquire)) return;
   r->transport_state.reset();
+  r->transport_ready.store(nullptr, std::memory_order_relaxed);
   std::lock_guard lock(free_mu_);
   free_slots_.push_back(r->slot);
 }

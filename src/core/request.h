@@ -68,6 +68,13 @@ struct alignas(64) Request {
   // Built by a transport on the first post (e.g. a segment table uploaded to a
   // GPU) and reused by later posts; dropped when the slot is released.
   std::shared_ptr<void> transport_state;
+  // transport_state.get() once built, stored with release: a post on another
+  // lane reads the state through this (acquire), since a record the device
+  // wrote orders nothing on the host.
+  std::atomic<void*> transport_ready{nullptr};
+  // A post of this slot ended with an error while a device might still write
+  // its record (a wedged GPU): Release does not reuse the slot.
+  std::atomic<bool> poisoned{false};
 
   // Per post.
   uint32_t gen = 0;

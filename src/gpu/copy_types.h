@@ -55,7 +55,7 @@ struct alignas(64) ProxyEntry {
   uint64_t segs;    // pinned host (mapped): the entry's CopySeg list (used when nsegs > 1)
   CopySeg seg;      // the segment itself when nsegs == 1
   uint64_t value;   // stored into done[(value - 1) % kProxyRing] when finished
-  uint32_t record;  // 1 + the slot whose terminal record the proxy writes first (0: none)
+  uint32_t record;  // 1 + the slot whose terminal record the proxy writes too (0: none)
   uint32_t gen;     // the generation that record gets (status ok)
 };
 static_assert(sizeof(ProxyEntry) == 64, "one cache line");
@@ -94,11 +94,11 @@ KVLANE_HOST_DEVICE inline bool TaggedFlag(uint64_t w) { return (w & 1) != 0; }
 // caller's cudaFree holds back every launch, the successor's included, until
 // the running kernels return.
 struct ProxyCtl {
-  // Read by the proxy at every poll, with one load: keep these three together.
+  // Read by the proxy at every poll, with one load: keep these four together.
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
   uint32_t alive_gen;     // GPU: the newest launch that started (low 32 bits of its generation)
-  uint32_t gpu_error;     // GPU -> host: nonzero once the proxy raised an error (a code)
+  uint32_t gpu_error;     // GPU -> host (and later launches): nonzero once the proxy raised an error
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
   uint64_t handoff;       // PackTagged() record of the launch that stopped last

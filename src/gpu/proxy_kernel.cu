@@ -88,8 +88,8 @@ __device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop,
 }
 
 // Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
-// memory with one 64-byte read per poll (lanes 0-7) while lanes 8-10 read the
-// control flags (one 12-byte read). Raises the GPU-side error and mirrors the
+// memory with one 64-byte read per poll (lanes 0-7) while lanes 8-11 read the
+// control flags (one 16-byte read). Raises the GPU-side error and mirrors the
 // host latch. Stops before the entry when a successor is alive and the entry
 // is not here yet, or at once when the launch is past its life.
 // Sets *cmd and *decider.
@@ -102,10 +102,14 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     uint64_t w = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
-    else if (lane < 11) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
+    else if (lane < 12) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
     const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
     const uint32_t inject = __shfl_sync(0xffffffffu, f, 9);
     const uint32_t alive = __shfl_sync(0xffffffffu, f, 10);
+    // An error an earlier launch of the chain raised: copy nothing more
+    // either, even before the host mirrors its latch.
+    const uint32_t raised = __shfl_sync(0xffffffffu, f, 11);
+    if (raised != 0 && *failed == 0) *failed = raised;
     if (lane < 8) words[lane] = w;
     __syncwarp();
     if (inject != 0 && *failed == 0) {

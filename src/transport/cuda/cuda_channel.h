@@ -7,8 +7,10 @@
 // one kernel over the uploaded segment table; its later chunks retire behind
 // it. A posting thread issues its own request itself when that needs no
 // set-up (Kick), under the lane's issue mutex, so tickets stay in order. The
-// GPU then writes the batch's number into a pinned host word; the retire
-// thread polls that host word (never the GPU) and retires FIFO.
+// GPU then writes the batch's number into a pinned host word (and, for a post
+// it publishes itself, the request's record; a copy-engine post only the
+// record); the retire thread polls that host word (never the GPU) and retires
+// FIFO.
 //
 // Thread-safety: Notify and Close are thread-safe; lanes run on their own threads.
 #pragma once
@@ -67,7 +69,7 @@ class CudaChannel final : public Channel {
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
 
-  struct Batch {
+  struct alignas(64) Batch {  // own lines: the retire thread reads one while the issuer fills the next
     uint32_t items = 0;    // tickets it retires
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
@@ -90,22 +92,25 @@ class CudaChannel final : public Channel {
     uint32_t* blocks_finished = nullptr;  // device memory: the kernel's arrival counter
     uint64_t* done = nullptr;             // pinned host: kBatchRing completion words
     std::unique_ptr<Batch[]> batches{new Batch[kBatchRing]};
-    alignas(64) std::atomic<uint64_t> issued{0};   // batches published (issue thread)
-    alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
-    std::atomic<bool> issuing{false};              // inside a batch's live check + launch
-    // Held while issuing: by the issue thread, or by a posting thread in Kick.
-    // Guards the issue cursor, `batches` being filled, `proxy` and `ahead_*`.
-    std::mutex issue_mu;
-    std::atomic<uint32_t> bell{0};                 // wakes the retire thread
+    // A cache line per writer: the retire thread spins on the first, the
+    // issuer (a posting thread in Kick, or the issue thread) owns the third.
+    alignas(64) std::atomic<uint64_t> issued{0};   // batches published (issuer)
+    std::atomic<uint32_t> bell{0};                 // wakes the retire thread (issuer)
     std::atomic<bool> issuer_done{false};
+    alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
     bool wedged = false;                           // a wait timed out (retire thread)
-    CudaProxy proxy;                               // small transfers
+    // Held while issuing: by the issue thread, or by a posting thread in Kick.
+    // Guards the issue cursor, `batches` being filled, `proxy`, `host_after`
+    // and `ahead_*`.
+    alignas(64) std::mutex issue_mu;
+    std::atomic<bool> issuing{false};              // inside a batch's live check + launch
     // 1 + the newest batch the GPU does not publish from the proxy (issued
     // under issue_mu): a direct proxy post must not overtake it (FIFO).
     uint64_t host_after = 0;
     // The request whose later chunks were moved by an earlier batch (issue thread).
     const Request* ahead_req = nullptr;
     uint32_t ahead_gen = 0, ahead_last = 0;
+    CudaProxy proxy;  // small transfers
     std::thread issuer, retirer;
   };
 

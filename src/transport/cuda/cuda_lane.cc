@@ -27,6 +27,11 @@ void CpuRelax() {
 #endif
 }
 
+// Whether a direct batch's record word `w` shows it done: it reads the batch's
+// {gen, ok}, or the owner has moved on to a later post, which it may do only
+// after it read {gen, ok} (AgentImpl::Post).
+bool RecordLanded(uint64_t w, uint64_t want) { return w == want || RecordGen(w) != RecordGen(want); }
+
 }  // namespace
 
 void CudaChannel::IssueLoop(int i) {
@@ -34,6 +39,7 @@ void CudaChannel::IssueLoop(int i) {
   LaneQueue& q = queue(i);
   Lane& l = *lanes_[i];
   Clock::time_point active = Clock::now();
+  uint64_t seen = UINT64_MAX;  // the head ticket found at the last look
   while (!closing().load(std::memory_order_acquire)) {
     MirrorErrors(l);
     if (l.proxy.running()) {  // renewal, or a relaunch after the kernel left on its own
@@ -41,6 +47,15 @@ void CudaChannel::IssueLoop(int i) {
     }
     if (q.PeekIssue() == nullptr) {
       IdleWait(i, &active);
+      continue;
+    }
+    // A posting thread issues its own post right after queuing it (Kick):
+    // leave a head alone until it was there at the previous look too, so that
+    // this thread neither races the poster for the lock nor pulls the
+    // queue's lines away from it. Posts Kick cannot issue wait one look.
+    if (const uint64_t head = q.issue_ticket(); head != seen) {
+      seen = head;
+      for (int k = 0; k < kIdlePauses; ++k) CpuRelax();
       continue;
     }
     if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing) {
@@ -78,7 +93,7 @@ void CudaChannel::IssueLoop(int i) {
 CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const {
   if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
     return Route::kNotYet;
-  const auto* t = static_cast<const XferTable*>(w.req->transport_state.get());
+  const auto* t = static_cast<const XferTable*>(w.req->transport_ready.load(std::memory_order_acquire));
   if (t == nullptr || !t->error.ok()) return Route::kNotYet;
   const Request& r = *w.req;
   const uint32_t end = static_cast<uint32_t>(r.chunks.size()) - 1;
@@ -195,10 +210,9 @@ void CudaChannel::IssueBatch(int i, bool closing) {
     s = !started ? Status::Canceled("canceled before a lane started it")
         : closing ? Status::Canceled("channel closed")
                   : latch().Get();
-    // Built once, by the request's first post; a request has one post in
-    // flight, and the previous one's completion (release/acquire on the
-    // record) ordered the build before this read: no build_mu_ needed.
-    auto* t = static_cast<XferTable*>(r->transport_state.get());
+    // Built once, by the request's first post (under build_mu_), published
+    // with release; read with acquire: no build_mu_ needed.
+    auto* t = static_cast<XferTable*>(r->transport_ready.load(std::memory_order_acquire));
     if (s.ok()) s = t != nullptr ? t->error : TableFor(r, &t);
     if (s.ok()) {
       for (const RemotePiece* p : t->pieces)
@@ -315,26 +329,34 @@ void CudaChannel::RetireLoop(int i) {
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
     KVLANE_HOP(kHopDoneSeen);
-    if (b.direct && s.ok()) s = WaitRecord(l, b);
-    if (b.direct && s.ok()) {
-      // The lane's count first: the owner may post again once settled, and
-      // that post is published by the GPU only on a lane with nothing in flight.
-      const WorkItem w = TakeDirect(i, b.bytes);
-      l.retired.store(++seq, std::memory_order_release);
-      SettleDirect(w);
-      KVLANE_HOP(kHopPublished);
-      continue;
+    if (b.direct) {
+      // The GPU may have finished this post before the lane saw an error
+      // (record and word land in either order): then it stands, and the
+      // owner may already have posted again, so the host must not touch it.
+      if (!s.ok() && RecordLanded(std::atomic_ref<uint64_t>(*b.record.load(std::memory_order_relaxed))
+                                      .load(std::memory_order_acquire),
+                                  b.record_value.load(std::memory_order_relaxed)))
+        s = Status::Ok();
+      if (s.ok()) s = WaitRecord(l, b);
+      if (s.ok()) {
+        // The lane's count first: a post of the owner that follows is
+        // published by the GPU only behind batches the lane counts as retired.
+        const WorkItem w = TakeDirect(i, b.bytes);
+        l.retired.store(++seq, std::memory_order_release);
+        SettleDirect(w);
+        KVLANE_HOP(kHopPublished);
+        continue;
+      }
+      // No record, and none will come: a CUDA error is sticky and a skipped
+      // entry gets none. Only a wedged GPU might still write it: that slot is
+      // never reused. The host publishes the error.
+      if (l.wedged) queue(i).PeekRetire()->req->poisoned.store(true, std::memory_order_release);
     }
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
 }
-
-// Whether a direct batch's record word `w` shows it done: it reads the batch's
-// {gen, ok}, or the owner has moved on to a later post, which it may do only
-// after it read {gen, ok} (AgentImpl::Post).
-static bool RecordLanded(uint64_t w, uint64_t want) { return w == want || RecordGen(w) != RecordGen(want); }
 
 // A direct batch's record lands with its completion word, in either order
 // (one fence before both): wait for it too before letting go of the request,
@@ -345,8 +367,11 @@ Status CudaChannel::WaitRecord(Lane& l, const Batch& b) {
   const uint64_t want = b.record_value.load(std::memory_order_relaxed);
   const auto deadline = Clock::now() + io_timeout_;
   for (uint32_t n = 1; !RecordLanded(word.load(std::memory_order_acquire), want); ++n) {
+    if (l.wedged) return latch().Get();
     CpuRelax();
-    if (n % 4096 != 0 || Clock::now() < deadline) continue;
+    if (n % 4096 != 0) continue;
+    KVLANE_RETURN_IF_ERROR(PollErrors(l));
+    if (Clock::now() < deadline) continue;
     l.wedged = true;
     Status s = Status::Timeout("cuda lane: a request's record did not land within io_timeout");
     Fail(s);

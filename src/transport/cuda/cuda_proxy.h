@@ -59,9 +59,10 @@ class CudaProxy {
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
-  // `value` into done[(value - 1) % kProxyRing], and first, when `record` is
-  // nonzero and the copy was made, generation `gen` with status ok into the
-  // record of slot record - 1. Starts a chain first when none runs.
+  // `value` into done[(value - 1) % kProxyRing] and, when `record` is nonzero
+  // and the copy was made, generation `gen` with status ok into the record of
+  // slot record - 1, both behind one fence, in either order. Starts a chain
+  // first when none runs.
   // REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
   Status Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
                 uint32_t gen, std::chrono::milliseconds timeout);
@@ -113,17 +114,19 @@ class CudaProxy {
   uint64_t max_life_ns_ = 0;
   uint8_t* records_ = nullptr;        // mapped host: request records (see Init)
   uint32_t record_slots_ = 0;
+  // Written per entry by the posting side: a line of their own, apart from
+  // `running_`, which the lane's threads poll.
+  alignas(64) uint64_t next_ = 0;     // the next entry number
+  std::atomic<uint64_t> uses_{0};     // copy entries submitted (the lane's idle clock watches it)
   // The newest launched generation (0: none yet). Written by Submit (no chain
   // running) and Tend (a chain running): never at once.
-  std::atomic<uint64_t> gen_{0};
+  alignas(64) std::atomic<uint64_t> gen_{0};
+  std::atomic<bool> running_{false};  // a chain serves the ring (no exit entry sent)
+  bool wedged_ = false;               // a kernel did not exit: leak, never free
   uint64_t serving_noted_ = 0;        // Tend: the generation whose take-over set renew_at_
-  uint64_t next_ = 0;                 // the next entry number
   // When the next successor is due; max while one waits. Tend's and Quiesce's
   // (the issue thread, or Shutdown once it joined).
   TimePoint renew_at_ = TimePoint::max();
-  std::atomic<bool> running_{false};  // a chain serves the ring (no exit entry sent)
-  bool wedged_ = false;               // a kernel did not exit: leak, never free
-  std::atomic<uint64_t> uses_{0};     // copy entries submitted (the lane's idle clock watches it)
 };
 
 }  // namespace kvlane::core

@@ -36,6 +36,7 @@ Status CudaChannel::TableFor(Request* r, XferTable** out) {
     Status s = BuildTable(r, t.get());
     if (!s.ok()) t->error = s;
     r->transport_state = t;
+    r->transport_ready.store(t.get(), std::memory_order_release);
   }
   *out = static_cast<XferTable*>(r->transport_state.get());
   return (*out)->error;
