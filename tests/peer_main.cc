@@ -103,12 +103,16 @@ int Main(int argc, char** argv) {
       stall.reset();
     } else if (cmd == "quit") {
       std::cout << "ok" << std::endl;
-      return 0;
+      break;
     } else {
       reply = "err unknown-command";
     }
     std::cout << reply << std::endl;
   }
+  // The agent before `buf`: its server threads may still be in a call that
+  // reads the buffer (a reply the initiator already has).
+  stall.reset();
+  agent.value().reset();
   return 0;
 }
 

@@ -43,7 +43,8 @@ void Completer::Settle(Request* r, uint32_t gen) {
   // lane (AgentImpl::Post), and that post may have settled first on another.
   uint32_t cur = r->settled.load(std::memory_order_relaxed);
   while (static_cast<int32_t>(gen - cur) > 0 &&
-         !r->settled.compare_exchange_weak(cur, gen, std::memory_order_release, std::memory_order_relaxed)) {
+         !r->settled.compare_exchange_weak(cur, gen, std::memory_order_release,
+                                           std::memory_order_relaxed)) {
   }
   WakeWaiters();  // Wait() sleepers: the device's record write woke nobody
 }

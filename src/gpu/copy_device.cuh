@@ -55,8 +55,8 @@ __device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
 // word, both after everything this thread wrote before, behind one system fence:
 // a second fence between them would cost as much as the first. They may land in
 // either order; the host waits for both (see CopyDone).
-__device__ __forceinline__ void StoreRecordAndDone(uint64_t* record, uint64_t record_value, uint64_t* done,
-                                                   uint64_t value) {
+__device__ __forceinline__ void StoreRecordAndDone(uint64_t* record, uint64_t record_value,
+                                                   uint64_t* done, uint64_t value) {
   __threadfence_system();
   if (record != nullptr) *reinterpret_cast<volatile uint64_t*>(record) = record_value;
   *reinterpret_cast<volatile uint64_t*>(done) = value;

@@ -98,7 +98,7 @@ struct ProxyCtl {
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
   uint32_t alive_gen;     // GPU: the newest launch that started (low 32 bits of its generation)
-  uint32_t gpu_error;     // GPU -> host (and later launches): nonzero once the proxy raised an error
+  uint32_t gpu_error;     // GPU -> host, later launches: nonzero once the proxy raised an error
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
   uint64_t handoff;       // PackTagged() record of the launch that stopped last

@@ -102,7 +102,8 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     uint64_t w = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
-    else if (lane < 12) f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
+    else if (lane < 12)
+      f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
     const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
     const uint32_t inject = __shfl_sync(0xffffffffu, f, 9);
     const uint32_t alive = __shfl_sync(0xffffffffu, f, 10);
@@ -175,9 +176,10 @@ __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
 // lets go of the request only once it has seen both, so a record write never
 // lands after a later post began.
 __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
-  uint64_t* record = !skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr
-                         ? reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride)
-                         : nullptr;
+  uint64_t* record =
+      !skip && e.record != 0 && e.record <= a.record_slots && a.records != nullptr
+          ? reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride)
+          : nullptr;
   StoreRecordAndDone(record, uint64_t{e.gen} << 32, &a.done[(e.value - 1) % kProxyRing],
                      skip ? e.value | kDoneSkipped : e.value);
 }

@@ -18,7 +18,9 @@ HostStalls ProbeHostStalls(std::chrono::milliseconds duration) {
     if (gap > longest) longest = gap;
     stalled += gap;
   }
-  const auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  const auto us = [](Clock::duration d) {
+    return std::chrono::duration<double, std::micro>(d).count();
+  };
   h.spin_ms = us(prev - start) / 1e3;
   h.max_us = us(longest);
   h.stalled_pct = h.spin_ms > 0 ? us(stalled) / (h.spin_ms * 1e3) * 100.0 : 0;

@@ -9,17 +9,16 @@
 
 #include <chrono>
 #include <cstdint>
-
 #include <nlohmann/json.hpp>
 
 namespace lanebench {
 
 struct HostStalls {
-  double spin_ms = 0;         // how long the probe ran
-  uint64_t over_5us = 0;      // gaps of at least 5 us
-  uint64_t over_10us = 0;     // gaps of at least 10 us
-  double max_us = 0;          // the longest gap
-  double stalled_pct = 0;     // time inside gaps of at least 5 us, percent of spin_ms
+  double spin_ms = 0;      // how long the probe ran
+  uint64_t over_5us = 0;   // gaps of at least 5 us
+  uint64_t over_10us = 0;  // gaps of at least 10 us
+  double max_us = 0;       // the longest gap
+  double stalled_pct = 0;  // time inside gaps of at least 5 us, percent of spin_ms
 };
 
 // Spins on the calling thread for `duration`, reading the steady clock.

@@ -25,9 +25,12 @@ void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c)
   for (size_t i = 0; i < lat.size(); ++i) {
     if (lat[i] <= kSlowFactor * median) continue;
     ++c->slow;
-    if (stall[i] >= kStallUs) ++c->stalled;
-    else if (post[i] >= kStallUs) ++c->slow_post;
-    else ++c->other;
+    if (stall[i] >= kStallUs)
+      ++c->stalled;
+    else if (post[i] >= kStallUs)
+      ++c->slow_post;
+    else
+      ++c->other;
   }
 }
 

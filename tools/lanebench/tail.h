@@ -20,8 +20,8 @@
 
 namespace lanebench {
 
-inline constexpr double kStallUs = 5;      // a gap this long is a stall
-inline constexpr double kSlowFactor = 2;   // slow: over this many times the run's median
+inline constexpr double kStallUs = 5;     // a gap this long is a stall
+inline constexpr double kSlowFactor = 2;  // slow: over this many times the run's median
 
 // The watched transfer's name in a case of `shape`.
 const char* WatchedXfer(const std::string& shape);

@@ -181,12 +181,12 @@ bool CudaChannel::BatchFinished(const Lane& l, uint64_t seq) {
   if (!launched) return true;
   const Batch& b = l.batches[seq % kBatchRing];
   if (b.record_only.load(std::memory_order_acquire)) {  // its record stands for the word
-    // Acquire: these reads stay before the re-check of `retired` below.
+    // Acquire loads: they stay before the re-check of `retired`, past which
+    // the fields may be another batch's (and `record` null).
     uint64_t* record = b.record.load(std::memory_order_acquire);
     const uint64_t want = b.record_value.load(std::memory_order_acquire);
-    if (l.retired.load(std::memory_order_acquire) > seq) return true;  // the fields may be another batch's
-    const uint64_t w = std::atomic_ref<uint64_t>(*record).load(std::memory_order_acquire);
-    return w == want || RecordGen(w) != RecordGen(want);  // or the owner posted again since
+    if (l.retired.load(std::memory_order_acquire) > seq) return true;
+    return Batch::Landed(std::atomic_ref<uint64_t>(*record).load(std::memory_order_acquire), want);
   }
   uint64_t w = std::atomic_ref<uint64_t>(l.done[seq % kBatchRing]).load(std::memory_order_acquire);
   return (w & ~gpu::kDoneSkipped) >= seq + 1;

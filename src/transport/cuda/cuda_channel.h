@@ -29,6 +29,7 @@
 
 #include "core/channel.h"
 #include "core/metadata.h"
+#include "core/request.h"
 #include "transport/cuda/cuda_blob.h"
 #include "transport/cuda/cuda_proxy.h"
 #include "transport/cuda/vmm.h"
@@ -69,7 +70,8 @@ class CudaChannel final : public Channel {
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
 
-  struct alignas(64) Batch {  // own lines: the retire thread reads one while the issuer fills the next
+  struct alignas(
+      64) Batch {          // own lines: the retire thread reads one while the issuer fills the next
     uint32_t items = 0;    // tickets it retires
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
@@ -84,7 +86,14 @@ class CudaChannel final : public Channel {
     // The GPU writes only the record (a copy-engine post): it is the batch's
     // completion word.
     std::atomic<bool> record_only{false};
-    uint64_t bytes = 0;    // what it carried (TakeDirect)
+    // A direct batch's record word `w` reads {gen, ok} (`want`), or its owner
+    // has posted again, which it does only after it read {gen, ok}
+    // (AgentImpl::Post). RecordLanded() reads the record.
+    static bool Landed(uint64_t w, uint64_t want) {
+      return w == want || RecordGen(w) != RecordGen(want);
+    }
+    bool RecordLanded() const;
+    uint64_t bytes = 0;  // what it carried (TakeDirect)
   };
   struct Lane {
     cudaStream_t sm = nullptr;            // high priority: copy kernels
@@ -94,8 +103,8 @@ class CudaChannel final : public Channel {
     std::unique_ptr<Batch[]> batches{new Batch[kBatchRing]};
     // A cache line per writer: the retire thread spins on the first, the
     // issuer (a posting thread in Kick, or the issue thread) owns the third.
-    alignas(64) std::atomic<uint64_t> issued{0};   // batches published (issuer)
-    std::atomic<uint32_t> bell{0};                 // wakes the retire thread (issuer)
+    alignas(64) std::atomic<uint64_t> issued{0};  // batches published (issuer)
+    std::atomic<uint32_t> bell{0};                // wakes the retire thread (issuer)
     std::atomic<bool> issuer_done{false};
     alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
     bool wedged = false;                           // a wait timed out (retire thread)
@@ -103,7 +112,7 @@ class CudaChannel final : public Channel {
     // Guards the issue cursor, `batches` being filled, `proxy`, `host_after`
     // and `ahead_*`.
     alignas(64) std::mutex issue_mu;
-    std::atomic<bool> issuing{false};              // inside a batch's live check + launch
+    std::atomic<bool> issuing{false};  // inside a batch's live check + launch
     // 1 + the newest batch the GPU does not publish from the proxy (issued
     // under issue_mu): a direct proxy post must not overtake it (FIFO).
     uint64_t host_after = 0;

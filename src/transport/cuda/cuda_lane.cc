@@ -27,11 +27,6 @@ void CpuRelax() {
 #endif
 }
 
-// Whether a direct batch's record word `w` shows it done: it reads the batch's
-// {gen, ok}, or the owner has moved on to a later post, which it may do only
-// after it read {gen, ok} (AgentImpl::Post).
-bool RecordLanded(uint64_t w, uint64_t want) { return w == want || RecordGen(w) != RecordGen(want); }
-
 }  // namespace
 
 void CudaChannel::IssueLoop(int i) {
@@ -93,7 +88,8 @@ void CudaChannel::IssueLoop(int i) {
 CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const {
   if (l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) >= kBatchRing)
     return Route::kNotYet;
-  const auto* t = static_cast<const XferTable*>(w.req->transport_ready.load(std::memory_order_acquire));
+  const auto* t =
+      static_cast<const XferTable*>(w.req->transport_ready.load(std::memory_order_acquire));
   if (t == nullptr || !t->error.ok()) return Route::kNotYet;
   const Request& r = *w.req;
   const uint32_t end = static_cast<uint32_t>(r.chunks.size()) - 1;
@@ -234,16 +230,18 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       // request finishes (not in global order).
       // A proxy post may also follow other such posts still in flight: one
       // proxy block publishes its entries in ring order.
-      const bool proxy = l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
+      const bool proxy =
+          l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
       const uint64_t retired = l.retired.load(std::memory_order_acquire);
-      const bool in_order = seq == retired || (proxy && proxy_blocks_ == 1 && l.host_after <= retired);
-      direct = records_ != nullptr && in_order && direct_publication() && first.chunk == 0 && last == end &&
-               b.items == 1 && r->notif.empty() && r->slot < record_slots_;
+      const bool in_order =
+          seq == retired || (proxy && proxy_blocks_ == 1 && l.host_after <= retired);
+      direct = records_ != nullptr && in_order && direct_publication() && first.chunk == 0 &&
+               last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
       uint64_t* record = direct ? RecordOf(*r) : nullptr;
       const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
-      s = proxy ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0, first.gen,
-                                 io_timeout_)
+      s = proxy ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0,
+                                 first.gen, io_timeout_)
                 : Launch(l, *t, sb, se, bytes, seq, record, record_value, &record_only);
       if (!(proxy && direct)) l.host_after = seq + 1;
       launched = s.ok();
@@ -276,7 +274,8 @@ uint64_t* CudaChannel::RecordOf(const Request& r) const {
 }
 
 Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se, uint64_t bytes,
-                           uint64_t seq, uint64_t* record, uint64_t record_value, bool* record_only) {
+                           uint64_t seq, uint64_t* record, uint64_t record_value,
+                           bool* record_only) {
   uint64_t* done = &l.done[seq % kBatchRing];
   const uint64_t value = seq + 1;
   if (t.contig_end[sb] >= se && bytes >= kCopyEngineMinBytes) {
@@ -323,7 +322,8 @@ void CudaChannel::RetireLoop(int i) {
       while (l.bell.load(std::memory_order_acquire) == bell &&
              (Clock::now() < until || l.proxy.running()) && !l.issuer_done.load(std::memory_order_acquire))
         CpuRelax();
-      if (l.bell.load(std::memory_order_acquire) == bell) l.bell.wait(bell, std::memory_order_acquire);
+      if (l.bell.load(std::memory_order_acquire) == bell)
+        l.bell.wait(bell, std::memory_order_acquire);
       continue;
     }
     Batch& b = l.batches[seq % kBatchRing];
@@ -333,10 +333,7 @@ void CudaChannel::RetireLoop(int i) {
       // The GPU may have finished this post before the lane saw an error
       // (record and word land in either order): then it stands, and the
       // owner may already have posted again, so the host must not touch it.
-      if (!s.ok() && RecordLanded(std::atomic_ref<uint64_t>(*b.record.load(std::memory_order_relaxed))
-                                      .load(std::memory_order_acquire),
-                                  b.record_value.load(std::memory_order_relaxed)))
-        s = Status::Ok();
+      if (!s.ok() && b.RecordLanded()) s = Status::Ok();
       if (s.ok()) s = WaitRecord(l, b);
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
@@ -362,11 +359,16 @@ void CudaChannel::RetireLoop(int i) {
 // (one fence before both): wait for it too before letting go of the request,
 // or a Wait() woken by the settle could read the record still in progress and
 // sleep on. Bounded like WaitDone.
+bool CudaChannel::Batch::RecordLanded() const {
+  const uint64_t want = record_value.load(std::memory_order_acquire);
+  return Landed(std::atomic_ref<uint64_t>(*record.load(std::memory_order_acquire))
+                    .load(std::memory_order_acquire),
+                want);
+}
+
 Status CudaChannel::WaitRecord(Lane& l, const Batch& b) {
-  std::atomic_ref<uint64_t> word(*b.record.load(std::memory_order_relaxed));
-  const uint64_t want = b.record_value.load(std::memory_order_relaxed);
   const auto deadline = Clock::now() + io_timeout_;
-  for (uint32_t n = 1; !RecordLanded(word.load(std::memory_order_acquire), want); ++n) {
+  for (uint32_t n = 1; !b.RecordLanded(); ++n) {
     if (l.wedged) return latch().Get();
     CpuRelax();
     if (n % 4096 != 0) continue;
@@ -385,17 +387,15 @@ Status CudaChannel::WaitRecord(Lane& l, const Batch& b) {
 // a batch that stays unfinished for io_timeout latches a timeout (GPU wedged).
 Status CudaChannel::WaitDone(Lane& l, uint64_t seq) {
   const Batch& b = l.batches[seq % kBatchRing];
-  const bool record_only = b.record_only.load(std::memory_order_relaxed);
-  const uint64_t want = b.record_value.load(std::memory_order_relaxed);
-  std::atomic_ref<uint64_t> word(record_only ? *b.record.load(std::memory_order_relaxed)
-                                             : l.done[seq % kBatchRing]);
+  const bool record_only = b.record_only.load(std::memory_order_relaxed);  // the record is the word
+  std::atomic_ref<uint64_t> word(l.done[seq % kBatchRing]);
   Clock::time_point deadline = Clock::time_point::max();
   for (uint32_t n = 1;; ++n) {
     // Acquire pairs with the GPU's system fence before it stored the word: the
     // data is visible once the word is.
-    const uint64_t w = word.load(std::memory_order_acquire);
+    const uint64_t w = record_only ? 0 : word.load(std::memory_order_acquire);
     if (record_only) {
-      if (RecordLanded(w, want)) return Status::Ok();
+      if (b.RecordLanded()) return Status::Ok();
     } else if ((w & ~gpu::kDoneSkipped) >= seq + 1) {
       if ((w & gpu::kDoneSkipped) == 0) return Status::Ok();
       MirrorErrors(l);  // skipped by the proxy: the host latched, or the proxy raised an error

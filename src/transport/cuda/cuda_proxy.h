@@ -116,8 +116,8 @@ class CudaProxy {
   uint32_t record_slots_ = 0;
   // Written per entry by the posting side: a line of their own, apart from
   // `running_`, which the lane's threads poll.
-  alignas(64) uint64_t next_ = 0;     // the next entry number
-  std::atomic<uint64_t> uses_{0};     // copy entries submitted (the lane's idle clock watches it)
+  alignas(64) uint64_t next_ = 0;  // the next entry number
+  std::atomic<uint64_t> uses_{0};  // copy entries submitted (the lane's idle clock watches it)
   // The newest launched generation (0: none yet). Written by Submit (no chain
   // running) and Tend (a chain running): never at once.
   alignas(64) std::atomic<uint64_t> gen_{0};
