@@ -18,6 +18,8 @@
 
 namespace kvlane::core {
 
+struct Request;
+
 class Channel {
  public:
   Channel(int lanes, uint32_t ring_slots, Completer* completer);
@@ -47,6 +49,16 @@ class Channel {
   // transport may issue it on that thread, in ticket order (bounded work, no
   // allocation, no waiting for the lane's threads).
   virtual void Kick(int lane) { (void)lane; }
+  // Called by a posting thread before it queues anything: a transport may
+  // move the whole post `r` (its generation and records set, every chunk
+  // pending) on `lane` at once, without a queue item, when nothing is queued
+  // there ahead of it. True: it owns the post (its lane publishes or fails
+  // it); false: nothing happened, queue it. Bounded work, no allocation, no
+  // waiting for the lane's threads.
+  virtual bool PostWhole(Request* r, int lane) {
+    (void)r, (void)lane;
+    return false;
+  }
 
   int lane_count() const { return static_cast<int>(queues_.size()); }
   LaneQueue& queue(int lane) { return *queues_[lane]; }
@@ -71,6 +83,9 @@ class Channel {
   bool direct_publication() const;
   // Issues and retires everything published on `lane` with `s` (no data moves).
   void DrainLane(int lane, const Status& s);
+  // Retires a whole post a transport moved without a queue item (PostWhole):
+  // FinishChunk for all of `w`'s chunks with `s`.
+  void RetireWhole(const WorkItem& w, const Status& s) { completer_->FinishChunk(w, s); }
   // Sets closing and wakes every lane.
   void BeginClose();
 

@@ -56,6 +56,10 @@ Status AgentImpl::Post(XferHandle* h) {
 
   uint32_t rotation = rotation_.fetch_add(1, std::memory_order_relaxed);
   int lane = PickLane(*r, 0, rotation);
+  if (ch->whole_requests() && ch->PostWhole(r, lane)) {
+    completer_.DropPending(r, 1);  // Post's own reference; the lane holds the chunks'
+    return Status::InProgress();
+  }
   uint32_t launched = 0;
   Status failure;
   const uint32_t per_item = ch->whole_requests() ? nchunks : 1;

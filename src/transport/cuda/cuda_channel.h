@@ -58,6 +58,9 @@ class CudaChannel final : public Channel {
   // be built or started first (table uploaded; the proxy running for a small
   // request): the post skips the hop through the issue thread.
   void Kick(int lane) override;
+  // A small post on a lane whose proxy runs, with nothing queued there: the
+  // posting thread writes the proxy's ring entry itself (no queue item).
+  bool PostWhole(Request* r, int lane) override;
   Status Notify(std::string_view bytes) override;
   void Close() override;
   // Joins the lane threads and stops the proxies (bounded by io_timeout).
@@ -70,9 +73,11 @@ class CudaChannel final : public Channel {
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
 
-  struct alignas(
-      64) Batch {          // own lines: the retire thread reads one while the issuer fills the next
-    uint32_t items = 0;    // tickets it retires
+  // A cache line or two of its own: the retire thread reads one while the
+  // issuer fills the next.
+  struct alignas(64) Batch {
+    uint32_t items = 0;    // tickets it retires; 0: a post moved by PostWhole (no queue item)
+    WorkItem whole;        // that post (items == 0)
     std::atomic<bool> launched{false};  // the GPU will write its completion word
     Status status;         // outcome when not launched (or the launch error)
     // A whole post whose terminal record the GPU writes (ok) with the

@@ -119,6 +119,56 @@ void CudaChannel::Kick(int i) {
   }
 }
 
+// The hop through the lane queue costs a posting thread about 1 us of cache
+// traffic (ticket, queue item, issue cursor) before the proxy sees the entry;
+// a small post on an idle lane skips it. Same conditions as a direct proxy post
+// in IssueBatch (FIFO: nothing queued on the lane, nothing in flight the host
+// publishes), plus a running proxy and a built table; else the caller queues.
+bool CudaChannel::PostWhole(Request* r, int i) {
+  Lane& l = *lanes_[i];
+  if (!l.proxy.running() || records_ == nullptr || proxy_blocks_ != 1 || !direct_publication() ||
+      !r->notif.empty() || r->slot >= record_slots_ || r->total_bytes > proxy_max_bytes_)
+    return false;
+  const auto* t = static_cast<const XferTable*>(r->transport_ready.load(std::memory_order_acquire));
+  const uint32_t sb = r->chunks.front().seg_begin, se = r->chunks.back().seg_end;
+  if (t == nullptr || !t->error.ok() || se - sb > gpu::kProxyMaxSegs) return false;
+  std::unique_lock lock(l.issue_mu, std::try_to_lock);
+  if (!lock.owns_lock() || closing().load(std::memory_order_acquire) || latch().latched() ||
+      queue(i).PeekIssue() != nullptr || !l.proxy.running())
+    return false;
+  const uint64_t seq = l.issued.load(std::memory_order_relaxed);
+  const uint64_t retired = l.retired.load(std::memory_order_acquire);
+  if (seq - retired >= kBatchRing || (seq != retired && l.host_after > retired)) return false;
+  l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
+  const WorkItem whole{r, 0, r->gen, static_cast<uint32_t>(r->chunks.size())};
+  bool stale = !BeginChunk(whole);  // a Cancel racing the post: the queued path reports it
+  for (const RemotePiece* p : t->pieces) stale = stale || p->revoked.load(std::memory_order_seq_cst);
+  if (stale) {
+    l.issuing.store(false, std::memory_order_seq_cst);
+    return false;
+  }
+  Batch& b = l.batches[seq % kBatchRing];
+  const Status s = l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
+  if (!s.ok()) {
+    Fail(s);
+    l.host_after = seq + 1;
+  }
+  b.items = 0;
+  b.whole = whole;
+  b.status = s;
+  b.direct = s.ok();
+  b.record.store(s.ok() ? RecordOf(*r) : nullptr, std::memory_order_relaxed);
+  b.record_value.store(PackRecord(r->gen, Code::kOk), std::memory_order_relaxed);
+  b.record_only.store(false, std::memory_order_relaxed);
+  b.bytes = r->total_bytes;
+  b.launched.store(s.ok(), std::memory_order_release);
+  l.issued.store(seq + 1, std::memory_order_release);
+  l.issuing.store(false, std::memory_order_seq_cst);
+  l.bell.fetch_add(1, std::memory_order_release);
+  l.bell.notify_one();
+  return true;
+}
+
 // Nothing queued. The thread keeps spinning (pause, then yield) while the lane
 // has batches in flight and for `spin` after: the next post usually follows a
 // completion at once, and a futex wake-up costs more than the whole small
@@ -338,7 +388,7 @@ void CudaChannel::RetireLoop(int i) {
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
         // published by the GPU only behind batches the lane counts as retired.
-        const WorkItem w = TakeDirect(i, b.bytes);
+        const WorkItem w = b.items == 0 ? b.whole : TakeDirect(i, b.bytes);
         l.retired.store(++seq, std::memory_order_release);
         SettleDirect(w);
         KVLANE_HOP(kHopPublished);
@@ -347,8 +397,10 @@ void CudaChannel::RetireLoop(int i) {
       // No record, and none will come: a CUDA error is sticky and a skipped
       // entry gets none. Only a wedged GPU might still write it: that slot is
       // never reused. The host publishes the error.
-      if (l.wedged) queue(i).PeekRetire()->req->poisoned.store(true, std::memory_order_release);
+      Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
+      if (l.wedged) r->poisoned.store(true, std::memory_order_release);
     }
+    if (b.items == 0) RetireWhole(b.whole, s);
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
