@@ -40,6 +40,11 @@ class LaneQueue {
   void AdvanceIssue() { issue_.fetch_add(1, std::memory_order_release); }
   // The ticket PeekIssue() looks at.
   uint64_t issue_ticket() const { return issue_.load(std::memory_order_relaxed); }
+  // Every ticket taken has been issued (none reserved and not yet published
+  // either). Issue side.
+  bool AllIssued() const {
+    return tail_.load(std::memory_order_acquire) == issue_.load(std::memory_order_relaxed);
+  }
   // Sleeps until an item may be available or Wake() is called (also a Wake()
   // that came before this call, since the previous one returned). Spins first.
   // REQUIRES: one waiting thread per queue (the issue side).

@@ -6,7 +6,8 @@
 // ring entry for the proxy (small), one cudaMemcpyAsync (one contiguous run) or
 // one kernel over the uploaded segment table; its later chunks retire behind
 // it. A posting thread issues its own request itself when that needs no
-// set-up (Kick), under the lane's issue mutex, so tickets stay in order. The
+// set-up (Kick), under the lane's issue mutex, so tickets stay in order; a
+// small one on an idle lane it moves without a queue item (PostWhole). The
 // GPU then writes the batch's number into a pinned host word (and, for a post
 // it publishes itself, the request's record; a copy-engine post only the
 // record); the retire thread polls that host word (never the GPU) and retires
@@ -98,7 +99,7 @@ class CudaChannel final : public Channel {
       return w == want || RecordGen(w) != RecordGen(want);
     }
     bool RecordLanded() const;
-    uint64_t bytes = 0;  // what it carried (TakeDirect)
+    uint64_t bytes = 0;  // what it carried (TakeDirect; unused when items == 0)
   };
   struct Lane {
     cudaStream_t sm = nullptr;            // high priority: copy kernels
@@ -107,13 +108,14 @@ class CudaChannel final : public Channel {
     uint64_t* done = nullptr;             // pinned host: kBatchRing completion words
     std::unique_ptr<Batch[]> batches{new Batch[kBatchRing]};
     // A cache line per writer: the retire thread spins on the first, the
-    // issuer (a posting thread in Kick, or the issue thread) owns the third.
+    // issuer (a posting thread in Kick or PostWhole, or the issue thread) owns the third.
     alignas(64) std::atomic<uint64_t> issued{0};  // batches published (issuer)
     std::atomic<uint32_t> bell{0};                // wakes the retire thread (issuer)
     std::atomic<bool> issuer_done{false};
     alignas(64) std::atomic<uint64_t> retired{0};  // batches retired (retire thread)
     bool wedged = false;                           // a wait timed out (retire thread)
-    // Held while issuing: by the issue thread, or by a posting thread in Kick.
+    // Held while issuing: by the issue thread, or by a posting thread in Kick
+    // or PostWhole.
     // Guards the issue cursor, `batches` being filled, `proxy`, `host_after`
     // and `ahead_*`.
     alignas(64) std::mutex issue_mu;

@@ -121,24 +121,30 @@ void CudaChannel::Kick(int i) {
 
 // The hop through the lane queue costs a posting thread about 1 us of cache
 // traffic (ticket, queue item, issue cursor) before the proxy sees the entry;
-// a small post on an idle lane skips it. Same conditions as a direct proxy post
-// in IssueBatch (FIFO: nothing queued on the lane, nothing in flight the host
-// publishes), plus a running proxy and a built table; else the caller queues.
+// a small post on an idle lane skips it. The conditions of a direct proxy post
+// in IssueBatch (FIFO: no ticket taken on the lane and not issued, nothing in
+// flight the host publishes), plus a running proxy and a built table; else the
+// caller queues.
 bool CudaChannel::PostWhole(Request* r, int i) {
   Lane& l = *lanes_[i];
-  if (!l.proxy.running() || records_ == nullptr || proxy_blocks_ != 1 || !direct_publication() ||
-      !r->notif.empty() || r->slot >= record_slots_ || r->total_bytes > proxy_max_bytes_)
+  if (!l.proxy.running() || records_ == nullptr || !direct_publication() || !r->notif.empty() ||
+      r->slot >= record_slots_ || r->total_bytes > proxy_max_bytes_)
     return false;
   const auto* t = static_cast<const XferTable*>(r->transport_ready.load(std::memory_order_acquire));
   const uint32_t sb = r->chunks.front().seg_begin, se = r->chunks.back().seg_end;
   if (t == nullptr || !t->error.ok() || se - sb > gpu::kProxyMaxSegs) return false;
   std::unique_lock lock(l.issue_mu, std::try_to_lock);
   if (!lock.owns_lock() || closing().load(std::memory_order_acquire) || latch().latched() ||
-      queue(i).PeekIssue() != nullptr || !l.proxy.running())
+      !queue(i).AllIssued() || !l.proxy.running())
     return false;
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   const uint64_t retired = l.retired.load(std::memory_order_acquire);
-  if (seq - retired >= kBatchRing || (seq != retired && l.host_after > retired)) return false;
+  if (seq - retired >= kBatchRing ||
+      (seq != retired && (proxy_blocks_ != 1 || l.host_after > retired)))
+    return false;
+  KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step)
+  KVLANE_HOP(kHopIssue);
+  KVLANE_HOP_BY_POSTER(1);
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
   const WorkItem whole{r, 0, r->gen, static_cast<uint32_t>(r->chunks.size())};
   bool stale = !BeginChunk(whole);  // a Cancel racing the post: the queued path reports it
@@ -148,8 +154,11 @@ bool CudaChannel::PostWhole(Request* r, int i) {
     return false;
   }
   Batch& b = l.batches[seq % kBatchRing];
-  const Status s = l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
-  if (!s.ok()) {
+  KVLANE_HOP(kHopBuilt);
+  const Status s =
+      l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
+  KVLANE_HOP(kHopSubmitted);
+  if (!s.ok()) {  // not with the chain running (Submit only writes the entry); kept for safety
     Fail(s);
     l.host_after = seq + 1;
   }
@@ -199,6 +208,11 @@ void CudaChannel::IdleWait(int i, Clock::time_point* active) {
   {
     std::unique_lock lock(l.issue_mu, std::try_to_lock);
     if (!lock.owns_lock()) return;  // a poster is issuing: not idle
+    // A post issued between the looks above and the lock: not idle either (an
+    // exit entry right behind it would cost the next post a relaunch).
+    if (l.issued.load(std::memory_order_relaxed) != l.retired.load(std::memory_order_acquire) ||
+        l.proxy.uses() != uses_seen)
+      return;
     l.proxy.Quiesce();
   }
   queue(i).WaitForIssue(std::chrono::microseconds(0));
