@@ -6,8 +6,8 @@
 // ring entry for the proxy (small), one cudaMemcpyAsync (one contiguous run) or
 // one kernel over the uploaded segment table; its later chunks retire behind
 // it. A posting thread issues its own request itself when that needs no
-// set-up (Kick), under the lane's issue mutex, so tickets stay in order; a
-// small one on an idle lane it moves without a queue item (PostWhole). The
+// set-up (Kick), under the lane's issue mutex, so tickets stay in order; one
+// on an idle lane it moves without a queue item (PostWhole). The
 // GPU then writes the batch's number into a pinned host word (and, for a post
 // it publishes itself, the request's record; a copy-engine post only the
 // record); the retire thread polls that host word (never the GPU) and retires
@@ -59,8 +59,9 @@ class CudaChannel final : public Channel {
   // be built or started first (table uploaded; the proxy running for a small
   // request): the post skips the hop through the issue thread.
   void Kick(int lane) override;
-  // A small post on a lane whose proxy runs, with nothing queued there: the
-  // posting thread writes the proxy's ring entry itself (no queue item).
+  // A post on an idle lane (for a small one: its proxy runs, only proxy posts
+  // the GPU publishes in flight): the posting thread writes the proxy's ring
+  // entry, or launches the copy, itself (no queue item).
   bool PostWhole(Request* r, int lane) override;
   Status Notify(std::string_view bytes) override;
   void Close() override;

@@ -120,27 +120,30 @@ void CudaChannel::Kick(int i) {
 }
 
 // The hop through the lane queue costs a posting thread about 1 us of cache
-// traffic (ticket, queue item, issue cursor) before the proxy sees the entry;
-// a small post on an idle lane skips it. The conditions of a direct proxy post
-// in IssueBatch (FIFO: no ticket taken on the lane and not issued, nothing in
-// flight the host publishes), plus a running proxy and a built table; else the
+// traffic (ticket, queue item, issue cursor, Kick) before the GPU sees the
+// work; a post on an idle lane skips it. The conditions of a direct post in
+// IssueBatch (FIFO: no ticket taken on the lane and not issued; for a proxy
+// post nothing in flight the host publishes, for any other nothing in flight
+// at all), plus a built table and, for the proxy, a running chain; else the
 // caller queues.
 bool CudaChannel::PostWhole(Request* r, int i) {
   Lane& l = *lanes_[i];
-  if (!l.proxy.running() || records_ == nullptr || !direct_publication() || !r->notif.empty() ||
-      r->slot >= record_slots_ || r->total_bytes > proxy_max_bytes_)
+  if (records_ == nullptr || !direct_publication() || !r->notif.empty() || r->slot >= record_slots_)
     return false;
   const auto* t = static_cast<const XferTable*>(r->transport_ready.load(std::memory_order_acquire));
+  if (t == nullptr || !t->error.ok()) return false;
   const uint32_t sb = r->chunks.front().seg_begin, se = r->chunks.back().seg_end;
-  if (t == nullptr || !t->error.ok() || se - sb > gpu::kProxyMaxSegs) return false;
+  const bool proxy =
+      l.proxy.enabled() && r->total_bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
+  if (proxy && !l.proxy.running()) return false;
   std::unique_lock lock(l.issue_mu, std::try_to_lock);
   if (!lock.owns_lock() || closing().load(std::memory_order_acquire) || latch().latched() ||
-      !queue(i).AllIssued() || !l.proxy.running())
+      !queue(i).AllIssued() || (proxy && !l.proxy.running()))
     return false;
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   const uint64_t retired = l.retired.load(std::memory_order_acquire);
   if (seq - retired >= kBatchRing ||
-      (seq != retired && (proxy_blocks_ != 1 || l.host_after > retired)))
+      (seq != retired && (!proxy || proxy_blocks_ != 1 || l.host_after > retired)))
     return false;
   KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step)
   KVLANE_HOP(kHopIssue);
@@ -155,20 +158,25 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   }
   Batch& b = l.batches[seq % kBatchRing];
   KVLANE_HOP(kHopBuilt);
-  const Status s =
-      l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
-  KVLANE_HOP(kHopSubmitted);
-  if (!s.ok()) {  // not with the chain running (Submit only writes the entry); kept for safety
-    Fail(s);
-    l.host_after = seq + 1;
+  const uint64_t record_value = PackRecord(r->gen, Code::kOk);
+  bool record_only = false;
+  Status s;
+  if (proxy) {
+    s = l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
+  } else {
+    DeviceGuard guard(device_);  // launches go to the channel's GPU
+    s = Launch(l, *t, sb, se, r->total_bytes, seq, RecordOf(*r), record_value, &record_only);
   }
+  KVLANE_HOP(kHopSubmitted);
+  if (!proxy || !s.ok()) l.host_after = seq + 1;  // a later proxy post must not overtake it
+  if (!s.ok()) Fail(s);                           // a CUDA error on a lane is fatal for the channel
   b.items = 0;
   b.whole = whole;
   b.status = s;
   b.direct = s.ok();
   b.record.store(s.ok() ? RecordOf(*r) : nullptr, std::memory_order_relaxed);
-  b.record_value.store(PackRecord(r->gen, Code::kOk), std::memory_order_relaxed);
-  b.record_only.store(false, std::memory_order_relaxed);
+  b.record_value.store(record_value, std::memory_order_relaxed);
+  b.record_only.store(s.ok() && record_only, std::memory_order_relaxed);
   b.bytes = r->total_bytes;
   b.launched.store(s.ok(), std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
