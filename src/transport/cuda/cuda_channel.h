@@ -100,6 +100,10 @@ class CudaChannel final : public Channel {
       return w == want || RecordGen(w) != RecordGen(want);
     }
     bool RecordLanded() const;
+    // Who publishes this batch's post: the GPU, which writes `value` to the
+    // record at `at` (`only`: instead of the completion word), or, with `at`
+    // null, the host.
+    void SetRecord(uint64_t* at, uint64_t value, bool only);
     uint64_t bytes = 0;  // what it carried (TakeDirect; unused when items == 0)
   };
   struct Lane {
@@ -142,6 +146,15 @@ class CudaChannel final : public Channel {
   void IssueBatch(int lane, bool closing);
   enum class Route { kNotYet, kProxy, kStartProxy, kLaunch };
   Route RouteOf(const Lane& l, const WorkItem& w) const;
+  // A post of `bytes` in `segs` segments goes to the lane's proxy.
+  bool FitsProxy(const Lane& l, uint64_t bytes, uint32_t segs) const;
+  // The GPU may publish batch `seq` without overtaking one the host publishes
+  // (FIFO on the lane): the lane is empty, or only single-block proxy posts
+  // the GPU publishes are in flight and this is one too. REQUIRES: l.issue_mu.
+  bool InOrder(const Lane& l, uint64_t seq, bool proxy) const;
+  // Batch `seq` is filled: publishes it to the retire thread (and ends the
+  // issue that set l.issuing). REQUIRES: l.issue_mu.
+  void Issued(Lane& l, uint64_t seq, bool launched);
   uint32_t Gather(int lane, const WorkItem& first, uint32_t* last);
   // `record`: the request's record as the GPU addresses it, which gets
   // `record_value` with the completion word (nullptr: none), or instead of it

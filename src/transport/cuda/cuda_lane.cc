@@ -27,6 +27,13 @@ void CpuRelax() {
 #endif
 }
 
+// A region of the transfer that the peer deregistered since the table was built.
+bool AnyRevoked(const XferTable& t) {
+  for (const RemotePiece* p : t.pieces)
+    if (p->revoked.load(std::memory_order_seq_cst)) return true;
+  return false;
+}
+
 }  // namespace
 
 void CudaChannel::IssueLoop(int i) {
@@ -92,10 +99,8 @@ CudaChannel::Route CudaChannel::RouteOf(const Lane& l, const WorkItem& w) const 
       static_cast<const XferTable*>(w.req->transport_ready.load(std::memory_order_acquire));
   if (t == nullptr || !t->error.ok()) return Route::kNotYet;
   const Request& r = *w.req;
-  const uint32_t end = static_cast<uint32_t>(r.chunks.size()) - 1;
-  const bool small = r.total_bytes <= proxy_max_bytes_ &&
-                     r.chunks[end].seg_end - r.chunks[w.chunk].seg_begin <= gpu::kProxyMaxSegs;
-  if (!l.proxy.enabled() || !small) return Route::kLaunch;
+  if (!FitsProxy(l, r.total_bytes, r.chunks.back().seg_end - r.chunks[w.chunk].seg_begin))
+    return Route::kLaunch;
   if (l.proxy.running()) return Route::kProxy;
   return l.proxy.Exited() ? Route::kStartProxy : Route::kNotYet;
 }
@@ -133,26 +138,22 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   const auto* t = static_cast<const XferTable*>(r->transport_ready.load(std::memory_order_acquire));
   if (t == nullptr || !t->error.ok()) return false;
   const uint32_t sb = r->chunks.front().seg_begin, se = r->chunks.back().seg_end;
-  const bool proxy =
-      l.proxy.enabled() && r->total_bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
+  const bool proxy = FitsProxy(l, r->total_bytes, se - sb);
   if (proxy && !l.proxy.running()) return false;
   std::unique_lock lock(l.issue_mu, std::try_to_lock);
   if (!lock.owns_lock() || closing().load(std::memory_order_acquire) || latch().latched() ||
       !queue(i).AllIssued() || (proxy && !l.proxy.running()))
     return false;
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
-  const uint64_t retired = l.retired.load(std::memory_order_acquire);
-  if (seq - retired >= kBatchRing ||
-      (seq != retired && (!proxy || proxy_blocks_ != 1 || l.host_after > retired)))
+  if (seq - l.retired.load(std::memory_order_acquire) >= kBatchRing || !InOrder(l, seq, proxy))
     return false;
   KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step)
   KVLANE_HOP(kHopIssue);
   KVLANE_HOP_BY_POSTER(1);
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
   const WorkItem whole{r, 0, r->gen, static_cast<uint32_t>(r->chunks.size())};
-  bool stale = !BeginChunk(whole);  // a Cancel racing the post: the queued path reports it
-  for (const RemotePiece* p : t->pieces) stale = stale || p->revoked.load(std::memory_order_seq_cst);
-  if (stale) {
+  // A Cancel racing the post, or a revoked region: the queued path reports it.
+  if (!BeginChunk(whole) || AnyRevoked(*t)) {
     l.issuing.store(false, std::memory_order_seq_cst);
     return false;
   }
@@ -173,17 +174,34 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   b.items = 0;
   b.whole = whole;
   b.status = s;
-  b.direct = s.ok();
-  b.record.store(s.ok() ? RecordOf(*r) : nullptr, std::memory_order_relaxed);
-  b.record_value.store(record_value, std::memory_order_relaxed);
-  b.record_only.store(s.ok() && record_only, std::memory_order_relaxed);
+  b.SetRecord(s.ok() ? RecordOf(*r) : nullptr, record_value, record_only);
   b.bytes = r->total_bytes;
-  b.launched.store(s.ok(), std::memory_order_release);
+  Issued(l, seq, s.ok());
+  return true;
+}
+
+bool CudaChannel::FitsProxy(const Lane& l, uint64_t bytes, uint32_t segs) const {
+  return l.proxy.enabled() && bytes <= proxy_max_bytes_ && segs <= gpu::kProxyMaxSegs;
+}
+
+bool CudaChannel::InOrder(const Lane& l, uint64_t seq, bool proxy) const {
+  const uint64_t retired = l.retired.load(std::memory_order_acquire);
+  return seq == retired || (proxy && proxy_blocks_ == 1 && l.host_after <= retired);
+}
+
+void CudaChannel::Batch::SetRecord(uint64_t* at, uint64_t value, bool only) {
+  direct = at != nullptr;
+  record.store(at, std::memory_order_relaxed);
+  record_value.store(value, std::memory_order_relaxed);
+  record_only.store(direct && only, std::memory_order_relaxed);
+}
+
+void CudaChannel::Issued(Lane& l, uint64_t seq, bool launched) {
+  l.batches[seq % kBatchRing].launched.store(launched, std::memory_order_release);
   l.issued.store(seq + 1, std::memory_order_release);
   l.issuing.store(false, std::memory_order_seq_cst);
   l.bell.fetch_add(1, std::memory_order_release);
   l.bell.notify_one();
-  return true;
 }
 
 // Nothing queued. The thread keeps spinning (pause, then yield) while the lane
@@ -282,13 +300,8 @@ void CudaChannel::IssueBatch(int i, bool closing) {
     // with release; read with acquire: no build_mu_ needed.
     auto* t = static_cast<XferTable*>(r->transport_ready.load(std::memory_order_acquire));
     if (s.ok()) s = t != nullptr ? t->error : TableFor(r, &t);
-    if (s.ok()) {
-      for (const RemotePiece* p : t->pieces)
-        if (p->revoked.load(std::memory_order_seq_cst)) {
-          s = Status::RemoteStale("peer '" + peer_name_ + "' deregistered a region of this transfer");
-          break;
-        }
-    }
+    if (s.ok() && AnyRevoked(*t))
+      s = Status::RemoteStale("peer '" + peer_name_ + "' deregistered a region of this transfer");
     if (s.ok()) {
       const uint32_t end = static_cast<uint32_t>(r->chunks.size()) - 1;
       for (uint32_t c = first.chunk; c <= end; ++c) bytes += r->chunks[c].bytes;
@@ -302,13 +315,10 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       // request finishes (not in global order).
       // A proxy post may also follow other such posts still in flight: one
       // proxy block publishes its entries in ring order.
-      const bool proxy =
-          l.proxy.enabled() && bytes <= proxy_max_bytes_ && se - sb <= gpu::kProxyMaxSegs;
-      const uint64_t retired = l.retired.load(std::memory_order_acquire);
-      const bool in_order =
-          seq == retired || (proxy && proxy_blocks_ == 1 && l.host_after <= retired);
-      direct = records_ != nullptr && in_order && direct_publication() && first.chunk == 0 &&
-               last == end && b.items == 1 && r->notif.empty() && r->slot < record_slots_;
+      const bool proxy = FitsProxy(l, bytes, se - sb);
+      direct = records_ != nullptr && InOrder(l, seq, proxy) && direct_publication() &&
+               first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() &&
+               r->slot < record_slots_;
       uint64_t* record = direct ? RecordOf(*r) : nullptr;
       const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
@@ -324,16 +334,10 @@ void CudaChannel::IssueBatch(int i, bool closing) {
   KVLANE_HOP(kHopSubmitted);
   if (!launched) l.host_after = seq + 1;
   b.status = s;
-  b.direct = direct && launched;
-  b.record.store(b.direct ? RecordOf(*r) : nullptr, std::memory_order_relaxed);
-  b.record_value.store(PackRecord(first.gen, Code::kOk), std::memory_order_relaxed);
-  b.record_only.store(b.direct && record_only, std::memory_order_relaxed);
+  b.SetRecord(direct && launched ? RecordOf(*r) : nullptr, PackRecord(first.gen, Code::kOk),
+              record_only);
   b.bytes = bytes;
-  b.launched.store(launched, std::memory_order_release);
-  l.issued.store(seq + 1, std::memory_order_release);
-  l.issuing.store(false, std::memory_order_seq_cst);
-  l.bell.fetch_add(1, std::memory_order_release);
-  l.bell.notify_one();
+  Issued(l, seq, launched);
 }
 
 // The proxy kernel writes a record as generation << 32 (status ok) at
@@ -429,10 +433,6 @@ void CudaChannel::RetireLoop(int i) {
   }
 }
 
-// A direct batch's record lands with its completion word, in either order
-// (one fence before both): wait for it too before letting go of the request,
-// or a Wait() woken by the settle could read the record still in progress and
-// sleep on. Bounded like WaitDone.
 bool CudaChannel::Batch::RecordLanded() const {
   const uint64_t want = record_value.load(std::memory_order_acquire);
   return Landed(std::atomic_ref<uint64_t>(*record.load(std::memory_order_acquire))
@@ -440,6 +440,10 @@ bool CudaChannel::Batch::RecordLanded() const {
                 want);
 }
 
+// A direct batch's record lands with its completion word, in either order
+// (one fence before both): wait for it too before letting go of the request,
+// or a Wait() woken by the settle could read the record still in progress and
+// sleep on. Bounded like WaitDone.
 Status CudaChannel::WaitRecord(Lane& l, const Batch& b) {
   const auto deadline = Clock::now() + io_timeout_;
   for (uint32_t n = 1; !b.RecordLanded(); ++n) {
@@ -467,10 +471,10 @@ Status CudaChannel::WaitDone(Lane& l, uint64_t seq) {
   for (uint32_t n = 1;; ++n) {
     // Acquire pairs with the GPU's system fence before it stored the word: the
     // data is visible once the word is.
-    const uint64_t w = record_only ? 0 : word.load(std::memory_order_acquire);
     if (record_only) {
       if (b.RecordLanded()) return Status::Ok();
-    } else if ((w & ~gpu::kDoneSkipped) >= seq + 1) {
+    } else if (const uint64_t w = word.load(std::memory_order_acquire);
+               (w & ~gpu::kDoneSkipped) >= seq + 1) {
       if ((w & gpu::kDoneSkipped) == 0) return Status::Ok();
       MirrorErrors(l);  // skipped by the proxy: the host latched, or the proxy raised an error
       Status s = latch().Get();
