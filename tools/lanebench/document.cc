@@ -4,6 +4,7 @@
 
 #include "kvlane/agent.h"
 #include "pinning.h"
+#include "run_result.h"
 #include "stats.h"
 #include "tail.h"
 
@@ -25,25 +26,15 @@ const std::vector<MetricDef>& Defs(const std::string& shape) {
   return shape == "mixed" ? kMixed : kSingle;
 }
 
-std::vector<double> Samples(const nlohmann::json& result, const char* name,
-                            const char* series = "lat_us") {
-  if (!result.contains(series) || !result[series].contains(name)) return {};
-  return result[series][name].get<std::vector<double>>();
-}
-
 // Percent of iterations in which the small transfer was seen done in an earlier
 // Check() sweep than the bulk one.
 double SmallFirstPct(const nlohmann::json& result) {
-  std::vector<double> small = Samples(result, "small", "done_sweep");
-  std::vector<double> bulk = Samples(result, "bulk", "done_sweep");
+  std::vector<double> small = RunSeries(result, "done_sweep", "small");
+  std::vector<double> bulk = RunSeries(result, "done_sweep", "bulk");
   if (small.empty() || small.size() != bulk.size()) return NAN;
   int first = 0;
   for (size_t i = 0; i < small.size(); ++i) first += small[i] < bulk[i] ? 1 : 0;
   return 100.0 * first / static_cast<double>(small.size());
-}
-
-bool RunValid(const nlohmann::json& r) {
-  return r.value("ok", false) && r.value("verified", 0) == r.value("iterations", -1);
 }
 
 Doc RunDoc(const Case& c, const RunRecord& r) {
@@ -197,10 +188,11 @@ Doc VerificationDoc(const std::vector<RunRecord>& records) {
 
 Doc RunMetrics(const Case& c, const nlohmann::json& result) {
   if (c.shape != "mixed") {
-    std::vector<double> v = Samples(result, "xfer");
+    std::vector<double> v = RunSeries(result, "lat_us", "xfer");
     return {{"p50_us", Percentile(v, 50)}, {"p99_us", Percentile(v, 99)}};
   }
-  std::vector<double> small = Samples(result, "small"), bulk = Samples(result, "bulk");
+  std::vector<double> small = RunSeries(result, "lat_us", "small");
+  std::vector<double> bulk = RunSeries(result, "lat_us", "bulk");
   std::vector<double> window = result.value("window_us", std::vector<double>{});
   double w50 = Percentile(window, 50);
   return {{"small_p50_us", Percentile(small, 50)},

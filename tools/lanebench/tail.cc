@@ -1,14 +1,10 @@
 #include "tail.h"
 
+#include "run_result.h"
 #include "stats.h"
 
 namespace lanebench {
 namespace {
-
-std::vector<double> Series(const nlohmann::json& result, const char* series, const char* name) {
-  if (!result.contains(series) || !result[series].contains(name)) return {};
-  return result[series][name].get<std::vector<double>>();
-}
 
 struct Counts {
   int measured = 0, slow = 0, stalled = 0, slow_post = 0, other = 0;
@@ -16,9 +12,9 @@ struct Counts {
 
 void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c) {
   const char* x = WatchedXfer(shape);
-  const std::vector<double> lat = Series(result, "lat_us", x);
-  const std::vector<double> post = Series(result, "post_us", x);
-  const std::vector<double> stall = Series(result, "stall_us", x);
+  const std::vector<double> lat = RunSeries(result, "lat_us", x);
+  const std::vector<double> post = RunSeries(result, "post_us", x);
+  const std::vector<double> stall = RunSeries(result, "stall_us", x);
   if (lat.empty() || post.size() != lat.size() || stall.size() != lat.size()) return;
   const double median = Median(lat);
   c->measured += static_cast<int>(lat.size());
@@ -34,18 +30,14 @@ void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c)
   }
 }
 
-bool Valid(const nlohmann::json& r) {
-  return r.value("ok", false) && r.value("verified", 0) == r.value("iterations", -1);
-}
-
 }  // namespace
 
 const char* WatchedXfer(const std::string& shape) { return shape == "mixed" ? "small" : "xfer"; }
 
 double UnstalledP99(const std::string& shape, const nlohmann::json& result) {
   const char* x = WatchedXfer(shape);
-  const std::vector<double> lat = Series(result, "lat_us", x);
-  const std::vector<double> stall = Series(result, "stall_us", x);
+  const std::vector<double> lat = RunSeries(result, "lat_us", x);
+  const std::vector<double> stall = RunSeries(result, "stall_us", x);
   if (stall.size() != lat.size()) return Percentile({}, 99);
   std::vector<double> kept;
   for (size_t i = 0; i < lat.size(); ++i)
@@ -58,7 +50,7 @@ nlohmann::ordered_json TailDoc(const Case& c, const std::string& arm,
   Counts n;
   std::vector<double> unstalled, per_s_5, per_s_10, lost_pct;
   for (const RunRecord& r : records) {
-    if (r.case_id != c.id || r.arm != arm || !Valid(r.result)) continue;
+    if (r.case_id != c.id || r.arm != arm || !RunValid(r.result)) continue;
     CountRun(c.shape, r.result, &n);
     unstalled.push_back(UnstalledP99(c.shape, r.result));
     if (!r.result.contains("host_stalls")) continue;
