@@ -1,36 +1,68 @@
-// cuda_doorbell_probe: a resident kernel polls a doorbell in pinned, mapped
-// host memory; on each new value k it (optionally) writes data, then publishes
-// a record k to pinned host memory. Which publish instruction is cheapest while
-// still ordering the data stores before the record, and does keeping D polling
-// loads in flight (one per warp, staggered) still gain with it?
+// cuda_doorbell_probe: a resident kernel (1 block of 1024 threads) polls a
+// doorbell in pinned, mapped host memory; on each new value k it writes 4 KiB
+// of data to GPU 1 and then publishes a record k to pinned host memory. The
+// proxy's shape (src/gpu/proxy_kernel.cu: warp 0 polls, __syncthreads, all
+// copy, __syncthreads, thread 0 publishes) against the shape session 6 tried
+// and dropped (pollers apart from copiers, named barriers kGo/kDone, a copier
+// leader that fences and publishes, poll ahead): which element costs time?
 //
-// First a kernel times 64 blocking loads of the doorbell (the round trip, RTT).
-// Then per variant a kernel waits for doorbell == k, k = 1, 2, ...:
-//  poll:
-//   - "D=1": one warp, lane 0 polls with one load at a time.
-//   - "warps D=2/4 mirror": D warps, lane 0 of each holds one load of its own
-//     copy of the doorbell (a 64-byte line each); the warps take turns to
-//     issue, gap = RTT / D cycles apart, each waits only for its own load; the
-//     warp that sees k claims it (CAS in shared memory). (An earlier run:
-//     several loads of the SAME address did worse than mirror, and one thread
-//     holding D loads worse still, as ptxas puts them on one scoreboard; both
-//     dropped.)
-//  data, written by all 32 lanes of the warp that saw k, before publishing:
-//   - "nodata": none.
-//   - "4KiB": 4 KiB in 16-byte stores (32 lanes x 8 uint4, the value derived
-//     from k) to a buffer on GPU 1 (peer, over NVLink), or on GPU 0 where there
-//     is no peer GPU (the header says which); then __syncwarp(). At the end of
-//     each such pass (untimed) the host checks the buffer holds the last k's
-//     pattern: "check" PASS / FAIL.
-//  publish, by lane 0 of that warp, the record store:
-//   - "sc":      fence.sc.sys; st.volatile          (MEMBAR.SC.SYS)
-//   - "acqrel":  fence.acq_rel.sys; st.relaxed.sys  (MEMBAR.ALL.SYS + CCTL.IVALL)
-//   - "release": st.release.sys                     (MEMBAR.ALL.SYS)
-//   - "none":    st.volatile, no fence: does NOT order the data; a floor.
-// The host writes k to the doorbell copies and times until record == k: back
-// to back, and with a random 0-3 us busy wait before each write (a random poll
-// phase). All variants run twice, interleaved (round 1, 2), in one process;
-// then p50 by poll x publish per data, mean of the two rounds.
+// First a kernel times 64 blocking loads of the doorbell (the round trip, RTT,
+// which sets the pollers' stagger). Then per variant a kernel waits for
+// doorbell == k, k = 1, 2, .... Common to all variants:
+//  - data: 4 KiB as 256 uint4 stores (the value derived from k) to a buffer on
+//    GPU 1 (peer, over NVLink), or on GPU 0 where there is no peer GPU (the
+//    header says which); threads 0..255 (copier ranks 0..255 in "new") store
+//    one each. At the end of each pass (untimed) the host checks the buffer
+//    holds the last k's pattern: "check" PASS / FAIL.
+//  - publish "sc": __threadfence_system() (fence.sc.sys) then a volatile store
+//    of the record, by one thread, after a barrier over the copying threads.
+//  - polling loads: ld.relaxed.sys by lane 0 of a poller warp.
+// Variants:
+//  - "old": the previous engine. Warp 0 polls (lane 0, one load at a time,
+//    blocking) for k; __syncthreads; threads 0..255 copy; __syncthreads;
+//    thread 0 fences and publishes; __syncthreads; again.
+//  - "old-ahead": "old", but lane 0 of warp 0 issues one load of the doorbell
+//    right after the first __syncthreads and consumes it only after the last
+//    one (it is the first read of the next poll): a read in flight during the
+//    copy and the fence, in the publishing thread's own warp.
+//  - "old-pub32": "old", but thread 32 (warp 1) fences and publishes (warp 0
+//    still polls and copies with the others).
+//  - "old-ahead-pub32": "old-ahead" with thread 32 publishing: the read in
+//    flight is in ANOTHER warp than the fence (as in "new").
+//  - "old-1warp-copy": "old", but only warp 1 stores the data (8 uint4 per
+//    lane) and thread 32 publishes; the other warps idle at the barriers.
+//  - "new-P", P = 1, 2, 4 (the engine's structure): warps 0..P-1 poll, lane 0
+//    of each holds one load of its own copy of the doorbell (a 64-byte line
+//    each), issuing in turn RTT/P cycles apart (P = 1: at once). The poller
+//    that sees k claims it (atomicCAS on a shared counter), waits until the
+//    copiers freed k-1 (ld.acquire.cta of `freed`), writes k to shared memory
+//    and arrives at named barrier 1 (bar.arrive 1, copiers + 32, the whole
+//    warp), then polls for k+1 at once (a read in flight during the copy and
+//    the fence: poll ahead). Copiers (warps P..31) loop: bar.sync 1; ranks
+//    0..255 copy; bar.sync 2 (copiers); the leader (thread 32P) st.release.cta's
+//    freed = k, then fences and publishes. Exit: the first poller to claim
+//    the kExit value passes it to the copiers through barrier 1 and tells the
+//    other pollers to leave (another that claims it too leaves at once).
+//  - "new-1-sync", "new-1-plain", "new-1-sync-plain": "new-1", but the claimer
+//    waits at barrier 1 (bar.sync) instead of arriving, and/or claims and
+//    frees with plain shared stores and loads (no atomics, no acquire/release).
+//  - "new-P-noahead", P = 1, 4: "new-P", but no poller issues a read while a
+//    claimed k is not freed yet (claimed - 1 != freed): no read in flight
+//    during the copy and the fence (except one already issued when k was
+//    claimed, by another poller).
+// The host writes k to the doorbell copies the variant polls and times until
+// record == k: back to back, and with a random 0-3 us busy wait before each
+// write (a random poll phase). 200 warm-up + 2000 measured doorbells per
+// pass. All variants run twice, interleaved (round 1, 2), in one process;
+// then p50 and p99 by variant, mean of the two rounds.
+// SASS (sm_90a, CUDA 13): __threadfence_system() is MEMBAR.SC.SYS + ERRBAR +
+// CGAERRBAR + CCTL.IVALL; the st.release.cta of `freed` is MEMBAR.ALL.CTA +
+// STS (as in the engine). "new" pollers: the LDG is issued inside the lane-0
+// branch and first waited on by the SHFL after its BSYNC. "old-ahead*": the
+// LDG after the first BAR.SYNC is first waited on by the branch at the top of
+// the loop, after the last BAR.SYNC; nothing between (copy, fence) waits on it.
+// The earlier variant set (D=1 / warps D=2,4 x sc/acqrel/release/none x
+// nodata/4KiB, one warp doing everything) is this file at commit 2403192.
 //   usage: cuda_doorbell_probe
 #include <cuda_runtime.h>
 #include <sched.h>
@@ -55,15 +87,12 @@ constexpr int kLineWords = 64 / sizeof(uint64_t);
 constexpr int kRttSamples = 64;
 constexpr int kWarmup = 200;
 constexpr int kIters = 2000;
+constexpr int kThreads = 1024;
 constexpr int kDataBytes = 4096;
-constexpr int kDataPerLane = kDataBytes / 16 / 32;  // uint4 stores per lane
+constexpr int kDataWords = kDataBytes / 16;        // uint4 stores, one per copying thread
+constexpr int kDataPerLane = kDataWords / 32;      // uint4 stores per lane, one warp copying
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr auto kTimeout = std::chrono::seconds(1);
-
-enum class Publish { kSc, kAcqRel, kRelease, kNone };
-constexpr Publish kPublishes[] = {Publish::kSc, Publish::kAcqRel, Publish::kRelease,
-                                  Publish::kNone};
-constexpr const char* kPublishNames[] = {"sc", "acqrel", "release", "none"};
 
 bool Ok(cudaError_t e, const char* what, int line) {
   if (e != cudaSuccess)
@@ -84,14 +113,45 @@ __device__ __forceinline__ uint64_t GlobalTimerNs() {
   return t;
 }
 
+template <typename T>
+__device__ __forceinline__ T Peek(const T& v) {
+  return *reinterpret_cast<const volatile T*>(&v);
+}
+
+// Block-scope release store and acquire load (`freed`), as the engine.
+__device__ __forceinline__ void StoreRelease(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.cta.shared.u64 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))),
+               "l"(v)
+               : "memory");
+}
+__device__ __forceinline__ unsigned long long LoadAcquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.cta.shared.u64 %0, [%1];"
+               : "=l"(v)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(p)))
+               : "memory");
+  return v;
+}
+
+// Named barriers, immediate id and thread count.
+template <int kId, int kCount>
+__device__ __forceinline__ void BarSync() {
+  asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kCount) : "memory");
+}
+template <int kId, int kCount>
+__device__ __forceinline__ void BarArrive() {
+  asm volatile("bar.arrive %0, %1;" ::"n"(kId), "n"(kCount) : "memory");
+}
+
 // The pattern for doorbell k, uint4 number i of the data buffer (host too).
 __host__ __device__ __forceinline__ uint4 DataWord(uint64_t k, unsigned i) {
   const auto lo = static_cast<unsigned>(k), hi = static_cast<unsigned>(k >> 32);
   return make_uint4(lo, hi, i, lo ^ 0x9e3779b9u ^ (i << 16));
 }
 
-// Lane `lane` writes its 8 of the 256 uint4 (coalesced: uint4 j * 32 + lane).
-__device__ __forceinline__ void WriteData(uint4* data, uint64_t k, unsigned lane) {
+// Lane `lane` of the one copying warp writes its 8 of the 256 uint4
+// (coalesced: uint4 j * 32 + lane).
+__device__ __forceinline__ void WriteDataWarp(uint4* data, uint64_t k, unsigned lane) {
 #pragma unroll
   for (int j = 0; j < kDataPerLane; ++j) {
     const unsigned i = j * 32 + lane;
@@ -99,22 +159,11 @@ __device__ __forceinline__ void WriteData(uint4* data, uint64_t k, unsigned lane
   }
 }
 
-// The record store. The data stores of the other lanes are ordered before it
-// by the __syncwarp() before (a barrier orders memory among its threads) and
-// the cumulativity of the fence / release.
-template <Publish P>
-__device__ __forceinline__ void WriteRecord(uint64_t* record, uint64_t k) {
-  if constexpr (P == Publish::kSc) {
-    asm volatile("fence.sc.sys;\n\tst.volatile.global.u64 [%0], %1;" ::"l"(record), "l"(k)
-                 : "memory");
-  } else if constexpr (P == Publish::kAcqRel) {
-    asm volatile("fence.acq_rel.sys;\n\tst.relaxed.sys.global.u64 [%0], %1;" ::"l"(record), "l"(k)
-                 : "memory");
-  } else if constexpr (P == Publish::kRelease) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(record), "l"(k) : "memory");
-  } else {
-    asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(record), "l"(k) : "memory");
-  }
+// The record store, sc: the barrier before it orders the other threads' data
+// stores before it, the fence (cumulative) orders them before the record.
+__device__ __forceinline__ void Publish(uint64_t* record, uint64_t k) {
+  __threadfence_system();
+  *reinterpret_cast<volatile uint64_t*>(record) = k;
 }
 
 // Times kRttSamples blocking loads of *bell; cycles[j] per load (device memory),
@@ -130,86 +179,144 @@ __global__ void RoundTrip(const uint64_t* bell, uint64_t* cycles, uint64_t* tota
   *total_ns = GlobalTimerNs() - g0;
 }
 
-__device__ __forceinline__ void SpinUntil(uint64_t last_issue, uint64_t gap) {
-  while (static_cast<uint64_t>(clock64()) - last_issue < gap) {
-  }
-}
-
-// One warp (blockDim.x = 32): lane 0 waits for bells[0] to reach k = 1, 2, ...,
-// one load at a time, while the other lanes wait at the shuffle; then the warp
-// writes the data (kData) and lane 0 the record k. Returns on kExit.
-template <Publish P, bool kData>
-__global__ void PollOne(const uint64_t* bells, uint64_t* record, uint4* data) {
-  const unsigned lane = threadIdx.x % 32;
+// "old" and its variants (blockDim.x = 1024). kAhead: lane 0 of warp 0 has a
+// read of the doorbell in flight from the first barrier to the top of the next
+// poll. kWarp1Copy: only warp 1 copies. kPublisher: the thread that fences and
+// publishes.
+template <bool kAhead, bool kWarp1Copy, int kPublisher>
+__global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uint64_t* record, uint4* data) {
+  __shared__ unsigned long long cur;  // the k to copy, or kExit
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  uint64_t ahead = 0;  // thread 0: the read issued before the copy (kAhead)
   for (uint64_t k = 1;; ++k) {
-    uint64_t got = 0;
-    if (lane == 0) {
-      do {
-        got = LoadSys(bells);
-      } while (got < k);  // kExit is >= any k
+    if (threadIdx.x == 0) {
+      uint64_t got = ahead;  // the read in flight is consumed here, after the last barrier
+      while (got < k) got = LoadSys(bells);  // kExit is >= any k
+      cur = got;
     }
-    got = __shfl_sync(kFullMask, got, 0);
-    if (got == kExit) return;
-    if constexpr (kData) WriteData(data, k, lane);
-    __syncwarp();
-    if (lane == 0) WriteRecord<P>(record, k);
+    __syncthreads();
+    if (kAhead && threadIdx.x == 0) ahead = LoadSys(bells);
+    const uint64_t v = Peek(cur);
+    if (v == kExit) return;
+    if (kWarp1Copy) {
+      if (warp == 1) WriteDataWarp(data, v, lane);
+    } else if (threadIdx.x < kDataWords) {
+      data[threadIdx.x] = DataWord(v, threadIdx.x);
+    }
+    __syncthreads();
+    if (threadIdx.x == kPublisher) Publish(record, v);
+    __syncthreads();
   }
 }
 
-// D warps (blockDim.x = 32 * D), lane 0 of each holds one load of its own copy
-// bells[slot * kLineWords]: the warps issue in turn (`turn`), each not before
-// gap after the latest issue of any; the warp that sees k claims it (CAS on
-// next_k), writes the data (all its lanes, kData) and the record (lane 0).
-template <Publish P, bool kData>
-__global__ void PollWarps(const uint64_t* bells, uint64_t* record, uint4* data, uint64_t gap) {
-  __shared__ unsigned long long next_k;  // the value awaited
-  __shared__ uint64_t last_issue;        // clock64 of the latest issue, any warp
-  __shared__ int turn;                   // the slot that issues next
-  __shared__ int stop;                   // a warp saw kExit
-  if (threadIdx.x == 0) next_k = 1, last_issue = 0, turn = 0, stop = 0;
+// "new-P" (kAhead) and "new-P-noahead" (blockDim.x = 1024): warps 0..P-1 poll,
+// the others copy; see the top comment.
+// kMode bits (P = 1 only): 1: the claimer waits at kGo (bar.sync) instead of
+// arriving; 2: no atomics and no acquire/release (plain claim, volatile freed).
+template <int P, bool kAhead, int kMode = 0>
+__global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uint64_t* record, uint4* data,
+                                                      uint64_t gap) {
+  constexpr int kCopiers = kThreads - 32 * P;
+  constexpr int kGoCount = kCopiers + 32;  // the copiers and the claimer's warp
+  constexpr int kGo = 1, kDone = 2;
+  constexpr unsigned kLeader = 32 * P;  // copier rank 0
+  __shared__ unsigned long long claimed;  // doorbell values below it are claimed
+  __shared__ unsigned long long freed;    // the last value copied and published
+  __shared__ unsigned long long cur;      // the claimed value handed to the copiers, or kExit
+  __shared__ unsigned long long last_issue;  // clock64 of the latest read, any poller
+  __shared__ int turn;                       // the poller that reads next
+  __shared__ int stop;                       // a poller claimed kExit: the others leave
+  __shared__ int exit_taken;                 // the first poller to claim kExit passes it on
+  if (threadIdx.x == 0) claimed = 1, freed = 0, cur = 0, last_issue = 0, turn = 0, stop = 0, exit_taken = 0;
   __syncthreads();
   const unsigned lane = threadIdx.x % 32;
-  const int slot = threadIdx.x / 32, depth = blockDim.x / 32;
-  volatile int& v_turn = turn;
-  volatile int& v_stop = stop;
-  volatile uint64_t& v_last = last_issue;
-  const uint64_t* bell = bells + slot * kLineWords;
-  for (;;) {
-    unsigned long long claimed = 0;  // the k this warp claimed, or kExit
-    if (lane == 0) {
-      while (claimed == 0) {
-        if (v_stop != 0) {
-          claimed = kExit;
-          break;
-        }
-        if (v_turn != slot) continue;
-        SpinUntil(v_last, gap);
-        // Hand the turn on first: ptxas hoists the first use of `got` (and its
-        // wait for the load) above any later independent instruction.
-        v_last = clock64();
-        v_turn = (slot + 1) % depth;
-        const uint64_t got = LoadSys(bell);
-        if (got == kExit) {
-          v_stop = 1;
-          claimed = kExit;
-          break;
-        }
-        const unsigned long long k = *static_cast<volatile unsigned long long*>(&next_k);
-        if (got >= k && atomicCAS(&next_k, k, k + 1) == k) claimed = k;
+  const int w = static_cast<int>(threadIdx.x / 32);
+  if (w >= P) {  // copier
+    const unsigned rank = threadIdx.x - kLeader;
+    for (;;) {
+      BarSync<kGo, kGoCount>();
+      const uint64_t k = Peek(cur);
+      if (k == kExit) return;
+      if (rank < kDataWords) data[rank] = DataWord(k, rank);
+      BarSync<kDone, kCopiers>();
+      if (threadIdx.x == kLeader) {
+        // Free the slot before the publish: a release after the system store
+        // of the record would wait for that store (MEMBAR.ALL.CTA).
+        if (kMode & 2) *reinterpret_cast<volatile unsigned long long*>(&freed) = k;
+        else StoreRelease(&freed, k);  // the copiers' reads of cur (before kDone) come first
+        Publish(record, k);
       }
     }
-    claimed = __shfl_sync(kFullMask, claimed, 0);
-    if (claimed == kExit) return;
-    if constexpr (kData) WriteData(data, claimed, lane);
+  }
+  // poller w
+  const uint64_t* bell = bells + w * kLineWords;
+  volatile unsigned long long& v_last = last_issue;
+  volatile int& v_turn = turn;
+  volatile int& v_stop = stop;
+  for (;;) {
+    int leave = 0;
+    uint64_t got = 0;
+    if (lane == 0) {
+      // Wait for: the turn (P > 1), no claimed value pending (noahead).
+      for (;;) {
+        if (v_stop != 0) {
+          leave = 1;
+          break;
+        }
+        if (!kAhead && ((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) + 1 != Peek(claimed)) continue;
+        if (P > 1 && (v_turn != w || static_cast<uint64_t>(clock64()) - v_last < gap)) continue;
+        break;
+      }
+      if (!leave) {
+        // Hand the turn on before the read: ptxas hoists the first use of
+        // `got` (and its wait for the load) above later independent code.
+        if (P > 1) {
+          v_last = clock64();
+          v_turn = (w + 1) % P;
+        }
+        got = LoadSys(bell);
+      }
+    }
+    // The read's first use, after the lanes reconverged.
+    got = __shfl_sync(kFullMask, got, 0);
+    if (__shfl_sync(kFullMask, leave, 0) != 0) return;
+    unsigned long long n = 0;  // the value claimed, 0: none
+    if (lane == 0) {
+      const unsigned long long next = Peek(claimed);
+      if ((kMode & 2) && got >= next) {
+        claimed = next + 1;
+        n = next;
+      } else if (!(kMode & 2) && got >= next && atomicCAS(&claimed, next, next + 1) == next) {
+        n = next;
+      }
+    }
+    n = __shfl_sync(kFullMask, n, 0);
+    if (n == 0) continue;  // not here yet, or another poller has it
+    const bool exit = got == kExit;
+    // Several pollers may claim kExit (as n and n + 1 ...): only the first
+    // passes it on; the others leave (the copiers never free their n).
+    int other_exit = 0;
+    if (lane == 0 && exit) other_exit = atomicExch(&exit_taken, 1) != 0;
+    if (__shfl_sync(kFullMask, other_exit, 0) != 0) return;
+    if (lane == 0) {
+      if (exit) v_stop = 1;
+      while (((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) != n - 1) {  // the copiers are done with n - 1
+      }
+      cur = exit ? kExit : n;
+    }
     __syncwarp();
-    if (lane == 0) WriteRecord<P>(record, claimed);
+    if (kMode & 1) BarSync<kGo, kGoCount>();
+    else BarArrive<kGo, kGoCount>();
+    if (exit) return;
   }
 }
+
+enum class Kind { kOld, kOldAhead, kOldPub32, kOldAheadPub32, kOld1WarpCopy, kNew, kNewNoAhead, kNewSync, kNewPlain, kNewSyncPlain };
 
 struct Variant {
   const char* name;
-  int depth;   // D, loads in flight
-  bool warps;  // PollWarps, else PollOne
+  Kind kind;
+  int polls;  // poller warps = doorbell copies the host writes
 };
 
 struct Ctx {
@@ -243,38 +350,57 @@ bool StopKernel(Ctx& c) {
   return CUDA_OK(e);
 }
 
-template <Publish P, bool kData>
-void LaunchAs(Ctx& c, const Variant& var, uint64_t gap) {
-  uint4* const d = kData ? c.data : nullptr;
-  if (var.warps)
-    PollWarps<P, kData><<<1, 32 * var.depth, 0, c.stream>>>(c.dev_bells, c.dev_record, d, gap);
+template <int P>
+void LaunchNew(Ctx& c, bool ahead, uint64_t gap) {
+  if (ahead)
+    NewKernel<P, true><<<1, kThreads, 0, c.stream>>>(c.dev_bells, c.dev_record, c.data, gap);
   else
-    PollOne<P, kData><<<1, 32, 0, c.stream>>>(c.dev_bells, c.dev_record, d);
+    NewKernel<P, false><<<1, kThreads, 0, c.stream>>>(c.dev_bells, c.dev_record, c.data, gap);
 }
 
-template <Publish P>
-void LaunchP(Ctx& c, const Variant& var, bool data, uint64_t gap) {
-  if (data)
-    LaunchAs<P, true>(c, var, gap);
-  else
-    LaunchAs<P, false>(c, var, gap);
-}
-
-bool Launch(Ctx& c, const Variant& var, Publish pub, bool data) {
-  const uint64_t gap = var.depth == 1 ? 0 : c.rtt_cycles / var.depth;
-  switch (pub) {
-    case Publish::kSc:
-      LaunchP<Publish::kSc>(c, var, data, gap);
+bool Launch(Ctx& c, const Variant& var) {
+  const uint64_t gap = var.polls == 1 ? 0 : c.rtt_cycles / var.polls;
+  const auto b = c.dev_bells;
+  const auto r = c.dev_record;
+  const auto d = c.data;
+  switch (var.kind) {
+    case Kind::kOld:
+      OldKernel<false, false, 0><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
-    case Publish::kAcqRel:
-      LaunchP<Publish::kAcqRel>(c, var, data, gap);
+    case Kind::kOldAhead:
+      OldKernel<true, false, 0><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
-    case Publish::kRelease:
-      LaunchP<Publish::kRelease>(c, var, data, gap);
+    case Kind::kOldPub32:
+      OldKernel<false, false, 32><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
-    case Publish::kNone:
-      LaunchP<Publish::kNone>(c, var, data, gap);
+    case Kind::kOldAheadPub32:
+      OldKernel<true, false, 32><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
+    case Kind::kOld1WarpCopy:
+      OldKernel<false, true, 32><<<1, kThreads, 0, c.stream>>>(b, r, d);
+      break;
+    case Kind::kNew:
+    case Kind::kNewSync:
+      NewKernel<1, true, 1><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      break;
+    case Kind::kNewPlain:
+      NewKernel<1, true, 2><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      break;
+    case Kind::kNewSyncPlain:
+      NewKernel<1, true, 3><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      break;
+    case Kind::kNewNoAhead: {
+      const bool ahead = var.kind == Kind::kNew;
+      if (var.polls == 1)
+        LaunchNew<1>(c, ahead, gap);
+      else if (var.polls == 2)
+        LaunchNew<2>(c, ahead, gap);
+      else if (var.polls == 4)
+        LaunchNew<4>(c, ahead, gap);
+      else
+        return false;
+      break;
+    }
   }
   return CUDA_OK(cudaGetLastError());
 }
@@ -292,18 +418,15 @@ bool CheckData(const Ctx& c, uint64_t k) {
 }
 
 // One kernel, kWarmup + kIters doorbells; appends the measured latencies (us).
-// With data, clears the buffer first and sets *check to whether it ends with the
+// Clears the data buffer first and sets *check to whether it ends with the
 // last k's pattern. Exits the process if the kernel neither answers nor stops.
-bool RunPass(Ctx& c, const Variant& var, Publish pub, bool data, bool random_phase,
-             std::vector<double>& us, bool* check) {
-  if (data) {
-    const std::vector<char> zeros(kDataBytes, 0);
-    if (!CUDA_OK(cudaMemcpy(c.data, zeros.data(), kDataBytes, cudaMemcpyDefault))) return false;
-  }
+bool RunPass(Ctx& c, const Variant& var, bool random_phase, std::vector<double>& us, bool* check) {
+  const std::vector<char> zeros(kDataBytes, 0);
+  if (!CUDA_OK(cudaMemcpy(c.data, zeros.data(), kDataBytes, cudaMemcpyDefault))) return false;
   WriteBells(c, 0, kMaxCopies);
   *reinterpret_cast<volatile uint64_t*>(c.record) = 0;
-  if (!Launch(c, var, pub, data)) return false;
-  const int copies = var.depth;  // D=1 polls copy 0; warp i polls copy i
+  if (!Launch(c, var)) return false;
+  const int copies = var.polls;  // poller warp i polls copy i
   std::mt19937 rng(12345);
   std::uniform_int_distribution<int> phase_ns(0, 3000);
   const volatile uint64_t* record = c.record;
@@ -319,8 +442,8 @@ bool RunPass(Ctx& c, const Variant& var, Publish pub, bool data, bool random_pha
     const Clock::time_point deadline = t0 + kTimeout;
     for (uint32_t n = 1; *record != k; ++n) {
       if (n % 1024 == 0 && Clock::now() > deadline) {
-        std::fprintf(stderr, "cuda_doorbell_probe: %s %s: no record %llu within 1 s\n", var.name,
-                     kPublishNames[static_cast<int>(pub)], static_cast<unsigned long long>(k));
+        std::fprintf(stderr, "cuda_doorbell_probe: %s: no record %llu within 1 s\n", var.name,
+                     static_cast<unsigned long long>(k));
         if (!StopKernel(c)) std::_Exit(2);
         return false;
       }
@@ -329,7 +452,7 @@ bool RunPass(Ctx& c, const Variant& var, Publish pub, bool data, bool random_pha
     if (k > kWarmup) us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
   if (!StopKernel(c)) std::_Exit(2);
-  *check = !data || CheckData(c, kLast);
+  *check = CheckData(c, kLast);
   return true;
 }
 
@@ -425,59 +548,60 @@ int Main() {
                                             ? "on GPU 1 (peer access from GPU 0)"
                                             : "on GPU 0 (NO peer GPU: local, not NVLink)");
   std::printf(
-      "gap (cycles) D=2: %llu, D=4: %llu. Latency: host write of k -> host sees record k, us.\n",
-      static_cast<unsigned long long>(c.rtt_cycles / 2),
+      "1 block x %d threads; publish sc; 4KiB data. Poller gap (cycles) P=2: %llu, P=4: %llu.\n"
+      "Latency: host write of k -> host sees record k, us.\n",
+      kThreads, static_cast<unsigned long long>(c.rtt_cycles / 2),
       static_cast<unsigned long long>(c.rtt_cycles / 4));
   const Variant variants[] = {
-      {"D=1", 1, false}, {"warps D=2 mirror", 2, true}, {"warps D=4 mirror", 4, true}};
+      {"old", Kind::kOld, 1},
+      {"old-ahead", Kind::kOldAhead, 1},
+      {"old-pub32", Kind::kOldPub32, 1},
+      {"old-ahead-pub32", Kind::kOldAheadPub32, 1},
+      {"old-1warp-copy", Kind::kOld1WarpCopy, 1},
+      {"new-1", Kind::kNew, 1},
+      {"new-2", Kind::kNew, 2},
+      {"new-4", Kind::kNew, 4},
+      {"new-1-noahead", Kind::kNewNoAhead, 1},
+      {"new-4-noahead", Kind::kNewNoAhead, 4},
+      {"new-1-sync", Kind::kNewSync, 1},
+      {"new-1-plain", Kind::kNewPlain, 1},
+      {"new-1-sync-plain", Kind::kNewSyncPlain, 1},
+  };
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
-  constexpr int kPubs = sizeof(kPublishes) / sizeof(kPublishes[0]);
-  // p50 sums over the rounds: [data][pass][variant][publish]
-  double p50_sum[2][2][kVariants][kPubs] = {};
+  // sums over the rounds: [pass][variant][0: p50, 1: p99]
+  double sum[2][kVariants][2] = {};
   bool all_pass = true;
-  std::printf("| round | %-16s | %-7s | %-6s | %-12s | %7s | %7s | %7s | %7s | %-5s |\n", "poll",
-              "publish", "data", "pass", "p10", "p50", "p90", "p99", "check");
+  std::printf("| round | %-16s | %-12s | %7s | %7s | %7s | %7s | %-5s |\n", "variant", "pass", "p10",
+              "p50", "p90", "p99", "check");
   for (int round = 1; round <= 2; ++round) {
-    for (int data = 0; data < 2; ++data) {
-      for (int v = 0; v < kVariants; ++v) {
-        for (int p = 0; p < kPubs; ++p) {
-          for (const bool random_phase : {false, true}) {
-            std::vector<double> us;
-            bool check = true;
-            if (!RunPass(c, variants[v], kPublishes[p], data != 0, random_phase, us, &check))
-              return 1;
-            all_pass = all_pass && check;
-            std::sort(us.begin(), us.end());
-            p50_sum[data][random_phase][v][p] += Pct(us, 0.50);
-            std::printf(
-                "| %5d | %-16s | %-7s | %-6s | %-12s | %7.2f | %7.2f | %7.2f | %7.2f | %-5s |\n",
-                round, variants[v].name, kPublishNames[p], data ? "4KiB" : "nodata",
-                random_phase ? "random phase" : "back-to-back", Pct(us, 0.10), Pct(us, 0.50),
-                Pct(us, 0.90), Pct(us, 0.99), data ? (check ? "PASS" : "FAIL") : "-");
-          }
-        }
+    for (int v = 0; v < kVariants; ++v) {
+      for (const bool random_phase : {false, true}) {
+        std::vector<double> us;
+        bool check = true;
+        if (!RunPass(c, variants[v], random_phase, us, &check)) return 1;
+        all_pass = all_pass && check;
+        std::sort(us.begin(), us.end());
+        sum[random_phase][v][0] += Pct(us, 0.50);
+        sum[random_phase][v][1] += Pct(us, 0.99);
+        std::printf("| %5d | %-16s | %-12s | %7.2f | %7.2f | %7.2f | %7.2f | %-5s |\n", round,
+                    variants[v].name, random_phase ? "random phase" : "back-to-back", Pct(us, 0.10),
+                    Pct(us, 0.50), Pct(us, 0.90), Pct(us, 0.99), check ? "PASS" : "FAIL");
       }
     }
   }
-  for (const int random_phase : {1, 0}) {
-    for (int data = 0; data < 2; ++data) {
-      std::printf("\np50 (us), %s, data %s, mean of 2 rounds:\n",
-                  random_phase ? "random phase" : "back-to-back", data ? "4KiB" : "nodata");
-      std::printf("| %-16s |", "poll");
-      for (int p = 0; p < kPubs; ++p) std::printf(" %7s |", kPublishNames[p]);
-      std::printf("\n");
-      for (int v = 0; v < kVariants; ++v) {
-        std::printf("| %-16s |", variants[v].name);
-        for (int p = 0; p < kPubs; ++p)
-          std::printf(" %7.2f |", p50_sum[data][random_phase][v][p] / 2);
-        std::printf("\n");
-      }
-    }
-  }
+  std::printf("\nBy variant, us, mean of 2 rounds:\n");
+  std::printf("| %-16s | %10s | %10s | %10s | %10s |\n", "variant", "random p50", "random p99",
+              "b2b p50", "b2b p99");
+  for (int v = 0; v < kVariants; ++v)
+    std::printf("| %-16s | %10.2f | %10.2f | %10.2f | %10.2f |\n", variants[v].name, sum[1][v][0] / 2,
+                sum[1][v][1] / 2, sum[0][v][0] / 2, sum[0][v][1] / 2);
   std::printf("\n4KiB data checks: %s\n", all_pass ? "all PASS" : "some FAIL");
   return all_pass ? 0 : 1;
 }
 
 }  // namespace
 
-int main() { return Main(); }
+int main() {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // lines survive an early _Exit
+  return Main();
+}
