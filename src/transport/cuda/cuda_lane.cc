@@ -132,6 +132,8 @@ void CudaChannel::Kick(int i) {
 // at all), plus a built table and, for the proxy, a running chain; else the
 // caller queues.
 bool CudaChannel::PostWhole(Request* r, int i) {
+  KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step;
+                           // queued = Post's own part done, issue = the checks here done)
   Lane& l = *lanes_[i];
   if (records_ == nullptr || !direct_publication() || !r->notif.empty() || r->slot >= record_slots_)
     return false;
@@ -147,7 +149,6 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   const uint64_t seq = l.issued.load(std::memory_order_relaxed);
   if (seq - l.retired.load(std::memory_order_acquire) >= kBatchRing || !InOrder(l, seq, proxy))
     return false;
-  KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step)
   KVLANE_HOP(kHopIssue);
   KVLANE_HOP_BY_POSTER(1);
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
@@ -370,7 +371,14 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
       // A failed write leaves nothing half done that matters: the kernel
       // below writes both.
     }
-    KVLANE_CUDA(gpu::LaunchSignal({nullptr, done, value, record, record_value}, l.ce));
+    const cudaError_t e = gpu::LaunchSignal({nullptr, done, value, record, record_value}, l.ce);
+    if (e != cudaSuccess) {
+      // The copy is queued and nothing will say when it ends: wait for it
+      // here, so that the error published for this post never comes while
+      // the post's memory is still being read or written.
+      (void)cudaStreamSynchronize(l.ce);
+      return CudaStatus(e, "LaunchSignal", __FILE__, __LINE__);
+    }
     return Status::Ok();
   }
   // One block per unit (a segment, or kUnitBytes of a large one): the block
