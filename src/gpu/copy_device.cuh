@@ -54,7 +54,9 @@ __device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
 // A request's terminal record (when `record` is set) and the lane's completion
 // word, both after everything this thread wrote before, behind one system fence:
 // a second fence between them would cost as much as the first. They may land in
-// either order; the host waits for both (see CopyDone).
+// either order; the host waits for both (see CopyDone). The fence costs ~0.55 us
+// on H200 with nothing before it and ~1 us after a 4 KiB write to a peer GPU;
+// an acquire-release fence or a release store cost the same (cuda_doorbell_probe).
 __device__ __forceinline__ void StoreRecordAndDone(uint64_t* record, uint64_t record_value,
                                                    uint64_t* done, uint64_t value) {
   __threadfence_system();

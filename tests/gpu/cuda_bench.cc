@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "bench_json.h"
 #include "copy_probe.h"
@@ -676,9 +677,10 @@ void KernelDoneProbe(Bench& b) {
 // Trace build only (KVLANE_HOP_TRACE): where a 4 KiB request's time goes,
 // hop by hop, p50 and p99 of each (posted one at a time).
 void HopRows(Bench& b) {
-  for (Op op : {Op::kWrite, Op::kRead}) {
-    XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), 4096),
-                          Contig(MemoryKind::kCuda, b.remote, 4096));
+  for (auto [op, len, label] : {std::tuple{Op::kWrite, uint64_t{4096}, "4KiB"}, {Op::kRead, uint64_t{4096}, "4KiB"},
+                                {Op::kWrite, uint64_t{2} << 20, "2MiB"}}) {
+    XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), len),
+                          Contig(MemoryKind::kCuda, b.remote, len));
     // One interval per hop (kHopQueued..kHopPublished), then to Check, then Post's own time.
     constexpr int kHops = kvlane::core::kHopCount + 2;
     const char* names[kHops] = {"post -> queued",         "queued -> issue",      "issue -> built",
@@ -709,13 +711,13 @@ void HopRows(Bench& b) {
     }
     for (int k = 0; k < kHops; ++k) {
       char name[96];
-      std::snprintf(name, sizeof(name), "hop 4KiB %s %s us p50 (p99)", OpName(op), names[k]);
+      std::snprintf(name, sizeof(name), "hop %s %s %s us p50 (p99)", label, OpName(op), names[k]);
       Row(name, Pct(d[k], 50), Pct(d[k], 99), "us");
     }
     char name[96];
-    std::snprintf(name, sizeof(name), "hop 4KiB %s total us p50 (p99)", OpName(op));
+    std::snprintf(name, sizeof(name), "hop %s %s total us p50 (p99)", label, OpName(op));
     Row(name, Pct(total, 50), Pct(total, 99), "us");
-    std::printf("hop 4KiB %s: issued by the posting thread %llu of %zu\n", OpName(op),
+    std::printf("hop %s %s: issued by the posting thread %llu of %zu\n", label, OpName(op),
                 static_cast<unsigned long long>(by_poster), total.size());
     (void)b.agent->Release(&h);
   }
