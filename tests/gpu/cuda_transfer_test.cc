@@ -769,6 +769,46 @@ TEST_P(CudaProxyTest, SmallBehindBulkOnOneLaneRetiresInOrder) {
   EXPECT_EQ(RemoteCheck(dst.addr, kBulk + kSmall, 33), -1);
 }
 
+// A bulk post the posting thread hands to an idle lane itself (PostWhole)
+// counts as that lane's queued bytes: small posts that follow, with the
+// engine picking the lane, take the other lane and finish while the bulk
+// copy still runs (the lane rotation alone would put every other one behind it).
+TEST_P(CudaProxyTest, SmallPostsAvoidTheLaneMovingABulkPost) {
+  AgentOptions o;
+  o.lanes_per_peer = 2;
+  o.cuda_proxy_idle_exit = std::chrono::seconds(1);
+  MakeAgent(o);
+  constexpr uint64_t kBulk = 1ull << 30, kSmall = 4096;
+  uint8_t* src = DevAlloc(kBulk + kSmall);
+  FillDevice(src, kBulk + kSmall, 44);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBulk + kSmall, MemoryKind::kCuda).ok());
+  Remote dst = Alloc(kBulk + kSmall);
+  Load();
+  auto contig = [](uint64_t addr, uint64_t len) {
+    DescList d{MemoryKind::kCuda, {}};
+    d.Add(addr, len);
+    return d;
+  };
+  const uint64_t small_src = reinterpret_cast<uint64_t>(src) + kBulk, small_dst = dst.addr + kBulk;
+  // Both lanes' proxies running first (a proxy's first launch may queue
+  // behind copy-engine work).
+  for (int lane = 0; lane < 2; ++lane) {
+    XferHandle warm = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall), {}, XferOptions{lane, false});
+    ASSERT_TRUE(PostWait(&warm).ok());
+    EXPECT_TRUE(agent_->Release(&warm).ok());
+  }
+  XferHandle hb = Make(Op::kWrite, contig(reinterpret_cast<uint64_t>(src), kBulk), contig(dst.addr, kBulk), {},
+                       XferOptions{-1, false});
+  XferHandle hs = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall));
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_FALSE(agent_->Post(&hb).is_error());
+    for (int k = 0; k < 4; ++k) ASSERT_TRUE(PostWait(&hs).ok()) << "round " << round << " small " << k;
+    EXPECT_TRUE(agent_->Check(hb).in_progress()) << "round " << round << ": a small post waited for the bulk one";
+    ASSERT_TRUE(agent_->Wait(hb, 20s).ok());
+  }
+  EXPECT_EQ(RemoteCheck(dst.addr, kBulk + kSmall, 44), -1);
+}
+
 // A latch on the host reaches the proxy (it copies nothing more), and a small
 // post after it is rejected without touching the target.
 TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {

@@ -177,6 +177,10 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   b.status = s;
   b.SetRecord(s.ok() ? RecordOf(*r) : nullptr, record_value, record_only);
   b.bytes = r->total_bytes;
+  // Counted as the lane's queued bytes until it retires, like a queued post,
+  // so that the next small post picks another lane (AgentImpl::PickLane)
+  // rather than one moving a bulk copy. Before the retire thread can see it.
+  queue(i).AddBytes(b.bytes);
   Issued(l, seq, s.ok());
   return true;
 }
@@ -422,6 +426,7 @@ void CudaChannel::RetireLoop(int i) {
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
         // published by the GPU only behind batches the lane counts as retired.
+        if (b.items == 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
         const WorkItem w = b.items == 0 ? b.whole : TakeDirect(i, b.bytes);
         l.retired.store(++seq, std::memory_order_release);
         SettleDirect(w);
@@ -434,7 +439,10 @@ void CudaChannel::RetireLoop(int i) {
       Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
       if (l.wedged) r->poisoned.store(true, std::memory_order_release);
     }
-    if (b.items == 0) RetireWhole(b.whole, s);
+    if (b.items == 0) {
+      queue(i).TakeBytes(b.bytes);  // PostWhole counted it
+      RetireWhole(b.whole, s);
+    }
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
