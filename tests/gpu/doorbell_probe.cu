@@ -12,15 +12,19 @@
 //  - data: 4 KiB as 256 uint4 stores (the value derived from k) to a buffer on
 //    GPU 1 (peer, over NVLink), or on GPU 0 where there is no peer GPU (the
 //    header says which); threads 0..255 (copier ranks 0..255 in "new") store
-//    one each. At the end of each pass (untimed) the host checks the buffer
+//    one each ("old-1warp-copy", "finder": one warp, 8 per lane). At the end of each pass (untimed) the host checks the buffer
 //    holds the last k's pattern: "check" PASS / FAIL.
 //  - publish "sc": __threadfence_system() (fence.sc.sys) then a volatile store
-//    of the record, by one thread, after a barrier over the copying threads.
+//    of the record, by one thread, after a barrier over the copying threads
+//    (__syncwarp in "finder").
 //  - polling loads: ld.relaxed.sys by lane 0 of a poller warp.
 // Variants:
 //  - "old": the previous engine. Warp 0 polls (lane 0, one load at a time,
 //    blocking) for k; __syncthreads; threads 0..255 copy; __syncthreads;
 //    thread 0 fences and publishes; __syncthreads; again.
+//  - "old-bar1": "old", but each __syncthreads is bar.sync 1, 1024 (named
+//    barrier 1, immediate count): does a named barrier cost more than
+//    barrier 0? (SASS: the same code but BAR.SYNC 0x1, 0x400 for BAR.SYNC 0x0.)
 //  - "old-ahead": "old", but lane 0 of warp 0 issues one load of the doorbell
 //    right after the first __syncthreads and consumes it only after the last
 //    one (it is the first read of the next poll): a read in flight during the
@@ -50,6 +54,16 @@
 //    claimed k is not freed yet (claimed - 1 != freed): no read in flight
 //    during the copy and the fence (except one already issued when k was
 //    claimed, by another poller).
+//  - "finder-P", P = 2, 4: no copiers, no block barrier (the design of
+//    "warps D=2/4 mirror" at commit 2403192; 1024 threads launched, warps
+//    P..31 return at once). Warps 0..P-1 poll as in "new-P"; the poller that
+//    sees k claims it (atomicCAS) and finds it: lane 0 waits until k-1 is
+//    published (ld.acquire.cta of `published`), its 32 lanes store the 4 KiB
+//    (8 uint4 each), __syncwarp, lane 0 fences and publishes, then
+//    st.release.cta's published = k (records in increasing k, though different
+//    threads store them). The other pollers keep polling meanwhile (a finding
+//    poller's turns are skipped). Exit as in "new" (the first claimer of kExit
+//    tells the others to leave; another claimer of it leaves at once).
 // The host writes k to the doorbell copies the variant polls and times until
 // record == k: back to back, and with a random 0-3 us busy wait before each
 // write (a random poll phase). 200 warm-up + 2000 measured doorbells per
@@ -61,6 +75,9 @@
 // branch and first waited on by the SHFL after its BSYNC. "old-ahead*": the
 // LDG after the first BAR.SYNC is first waited on by the branch at the top of
 // the loop, after the last BAR.SYNC; nothing between (copy, fence) waits on it.
+// "finder" pollers: as "new" (LDG in the lane-0 branch, first used by the SHFL
+// after its BSYNC); published = k is MEMBAR.ALL.CTA + STS after the record's
+// STG.STRONG.SYS (it waits for that store, but after the record is issued).
 // The earlier variant set (D=1 / warps D=2,4 x sc/acqrel/release/none x
 // nodata/4KiB, one warp doing everything) is this file at commit 2403192.
 //   usage: cuda_doorbell_probe
@@ -179,11 +196,19 @@ __global__ void RoundTrip(const uint64_t* bell, uint64_t* cycles, uint64_t* tota
   *total_ns = GlobalTimerNs() - g0;
 }
 
+// The block barrier of "old": __syncthreads() (barrier 0), or named barrier 1
+// with an explicit count of all kThreads threads ("old-bar1").
+template <bool kBar1>
+__device__ __forceinline__ void BlockSync() {
+  if constexpr (kBar1) BarSync<1, kThreads>();
+  else __syncthreads();
+}
+
 // "old" and its variants (blockDim.x = 1024). kAhead: lane 0 of warp 0 has a
 // read of the doorbell in flight from the first barrier to the top of the next
 // poll. kWarp1Copy: only warp 1 copies. kPublisher: the thread that fences and
-// publishes.
-template <bool kAhead, bool kWarp1Copy, int kPublisher>
+// publishes. kBar1: every block barrier is bar.sync 1, kThreads.
+template <bool kAhead, bool kWarp1Copy, int kPublisher, bool kBar1 = false>
 __global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uint64_t* record, uint4* data) {
   __shared__ unsigned long long cur;  // the k to copy, or kExit
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -194,7 +219,7 @@ __global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uin
       while (got < k) got = LoadSys(bells);  // kExit is >= any k
       cur = got;
     }
-    __syncthreads();
+    BlockSync<kBar1>();
     if (kAhead && threadIdx.x == 0) ahead = LoadSys(bells);
     const uint64_t v = Peek(cur);
     if (v == kExit) return;
@@ -203,9 +228,9 @@ __global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uin
     } else if (threadIdx.x < kDataWords) {
       data[threadIdx.x] = DataWord(v, threadIdx.x);
     }
-    __syncthreads();
+    BlockSync<kBar1>();
     if (threadIdx.x == kPublisher) Publish(record, v);
-    __syncthreads();
+    BlockSync<kBar1>();
   }
 }
 
@@ -311,7 +336,113 @@ __global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uin
   }
 }
 
-enum class Kind { kOld, kOldAhead, kOldPub32, kOldAheadPub32, kOld1WarpCopy, kNew, kNewNoAhead, kNewSync, kNewPlain, kNewSyncPlain };
+// "finder-P" (blockDim.x = 1024; warps P.. return at once): the PollWarps
+// design of commit 2403192. Warps 0..P-1 poll as in "new-P" (lane 0 holds one
+// load of its own doorbell copy, in turn, gap apart; the load's first use is
+// after reconvergence); the poller that sees k claims it (atomicCAS) and is its
+// finder: lane 0 waits until k - 1 is published (ld.acquire.cta of
+// `published`), the 32 lanes write the 4 KiB, __syncwarp, lane 0 fences and
+// publishes, then st.release.cta's published = k (orders record k - 1 before
+// record k, another thread's store). Meanwhile the other pollers keep polling:
+// a finder is marked `busy` and its turns are skipped. No block barrier: no
+// warp ever waits for another's load.
+template <int P>
+__global__ void __launch_bounds__(kThreads) FinderKernel(const uint64_t* bells, uint64_t* record, uint4* data,
+                                                         uint64_t gap) {
+  static_assert(P >= 1 && P <= kMaxCopies && P <= 32);
+  __shared__ unsigned long long claimed;     // doorbell values below it are claimed
+  __shared__ unsigned long long published;   // the last value whose record is stored
+  __shared__ unsigned long long last_issue;  // clock64 of the latest read, any poller
+  __shared__ int turn;                       // the poller that reads next (busy ones skipped)
+  __shared__ int busy;                       // bit w: poller w is finding (copy, publish)
+  __shared__ int stop;                       // a poller claimed kExit: the others leave
+  __shared__ int exit_taken;                 // the first poller to claim kExit
+  if (threadIdx.x == 0) claimed = 1, published = 0, last_issue = 0, turn = 0, busy = 0, stop = 0, exit_taken = 0;
+  __syncthreads();
+  const unsigned lane = threadIdx.x % 32;
+  const int w = static_cast<int>(threadIdx.x / 32);
+  if (w >= P) return;  // the launch shape of the others; only P warps work
+  const uint64_t* bell = bells + w * kLineWords;
+  volatile unsigned long long& v_last = last_issue;
+  volatile int& v_turn = turn;
+  volatile int& v_busy = busy;
+  volatile int& v_stop = stop;
+  for (;;) {
+    int leave = 0;
+    uint64_t got = 0;
+    if (lane == 0) {
+      // Wait for the turn (P > 1): the first poller from `turn` on that is not
+      // busy finding.
+      for (;;) {
+        if (v_stop != 0) {
+          leave = 1;
+          break;
+        }
+        if (P > 1) {
+          const int b = v_busy;
+          int t = v_turn;
+          for (int i = 1; i < P && ((b >> t) & 1) != 0; ++i) t = (t + 1) % P;
+          if (t != w || static_cast<uint64_t>(clock64()) - v_last < gap) continue;
+        }
+        break;
+      }
+      if (!leave) {
+        // Hand the turn on before the read: ptxas hoists the first use of
+        // `got` (and its wait for the load) above later independent code.
+        if (P > 1) {
+          v_last = clock64();
+          v_turn = (w + 1) % P;
+        }
+        got = LoadSys(bell);
+      }
+    }
+    // The read's first use, after the lanes reconverged.
+    got = __shfl_sync(kFullMask, got, 0);
+    if (__shfl_sync(kFullMask, leave, 0) != 0) return;
+    unsigned long long n = 0;  // the value claimed, 0: none
+    if (lane == 0) {
+      const unsigned long long next = Peek(claimed);
+      if (got >= next && atomicCAS(&claimed, next, next + 1) == next) n = next;
+    }
+    n = __shfl_sync(kFullMask, n, 0);
+    if (n == 0) continue;  // not here yet, or another poller has it
+    if (got == kExit) {
+      // The first claimer of kExit tells the others to leave; any other
+      // claimer of it (as n + 1 ...) leaves at once. Nobody waits on an exit
+      // claim: every claim after it is kExit too.
+      if (lane == 0 && atomicExch(&exit_taken, 1) == 0) v_stop = 1;
+      return;
+    }
+    if (lane == 0) {
+      if (P > 1) atomicOr(&busy, 1 << w);
+      while (LoadAcquire(&published) != n - 1) {  // records in increasing k
+      }
+    }
+    __syncwarp();  // lane 0's acquire before the lanes' data stores
+    WriteDataWarp(data, n, lane);
+    __syncwarp();  // the lanes' data stores before lane 0's fence
+    if (lane == 0) {
+      Publish(record, n);
+      StoreRelease(&published, n);  // after the record store: off its path
+      if (P > 1) atomicAnd(&busy, ~(1 << w));
+    }
+  }
+}
+
+enum class Kind {
+  kOld,
+  kOldBar1,
+  kOldAhead,
+  kOldPub32,
+  kOldAheadPub32,
+  kOld1WarpCopy,
+  kNew,
+  kNewNoAhead,
+  kNewSync,
+  kNewPlain,
+  kNewSyncPlain,
+  kFinder
+};
 
 struct Variant {
   const char* name;
@@ -367,6 +498,9 @@ bool Launch(Ctx& c, const Variant& var) {
     case Kind::kOld:
       OldKernel<false, false, 0><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
+    case Kind::kOldBar1:
+      OldKernel<false, false, 0, true><<<1, kThreads, 0, c.stream>>>(b, r, d);
+      break;
     case Kind::kOldAhead:
       OldKernel<true, false, 0><<<1, kThreads, 0, c.stream>>>(b, r, d);
       break;
@@ -388,6 +522,14 @@ bool Launch(Ctx& c, const Variant& var) {
       break;
     case Kind::kNewSyncPlain:
       NewKernel<1, true, 3><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      break;
+    case Kind::kFinder:
+      if (var.polls == 2)
+        FinderKernel<2><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      else if (var.polls == 4)
+        FinderKernel<4><<<1, kThreads, 0, c.stream>>>(b, r, d, gap);
+      else
+        return false;
       break;
     case Kind::kNewNoAhead: {
       const bool ahead = var.kind == Kind::kNew;
@@ -554,6 +696,7 @@ int Main() {
       static_cast<unsigned long long>(c.rtt_cycles / 4));
   const Variant variants[] = {
       {"old", Kind::kOld, 1},
+      {"old-bar1", Kind::kOldBar1, 1},
       {"old-ahead", Kind::kOldAhead, 1},
       {"old-pub32", Kind::kOldPub32, 1},
       {"old-ahead-pub32", Kind::kOldAheadPub32, 1},
@@ -566,6 +709,8 @@ int Main() {
       {"new-1-sync", Kind::kNewSync, 1},
       {"new-1-plain", Kind::kNewPlain, 1},
       {"new-1-sync-plain", Kind::kNewSyncPlain, 1},
+      {"finder-2", Kind::kFinder, 2},
+      {"finder-4", Kind::kFinder, 4},
   };
   constexpr int kVariants = sizeof(variants) / sizeof(variants[0]);
   // sums over the rounds: [pass][variant][0: p50, 1: p99]
