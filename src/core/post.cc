@@ -39,7 +39,6 @@ Status AgentImpl::Post(XferHandle* h) {
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire)) return Status::Canceled("agent is shutting down");
-  auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;
   // No wait for Request::settled: a record reads terminal only once the lanes
   // are done with the request's fields (the host publishes after the last
   // retire), or, when a device published it, once the data moved; that lane
@@ -60,6 +59,7 @@ Status AgentImpl::Post(XferHandle* h) {
     completer_.DropPending(r, 1);  // Post's own reference; the lane holds the chunks'
     return Status::InProgress();
   }
+  const auto deadline = std::chrono::steady_clock::now() + ctx_.options.post_timeout;  // queueing's
   uint32_t launched = 0;
   Status failure;
   const uint32_t per_item = ch->whole_requests() ? nchunks : 1;

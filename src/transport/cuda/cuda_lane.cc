@@ -176,11 +176,14 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   b.whole = whole;
   b.status = s;
   b.SetRecord(s.ok() ? RecordOf(*r) : nullptr, record_value, record_only);
-  b.bytes = r->total_bytes;
-  // Counted as the lane's queued bytes until it retires, like a queued post,
-  // so that the next small post picks another lane (AgentImpl::PickLane)
-  // rather than one moving a bulk copy. Before the retire thread can see it.
-  queue(i).AddBytes(b.bytes);
+  // A launched post counts as the lane's queued bytes until it retires, like
+  // a queued one, so that the next small post picks another lane
+  // (AgentImpl::PickLane) rather than one moving a bulk copy; added before the
+  // retire thread can see the batch. A proxy post is not counted: it is done
+  // in microseconds, and the count would cost each small post a cache line
+  // the retire thread wrote (PickLane reads it).
+  b.bytes = proxy ? 0 : r->total_bytes;
+  if (b.bytes != 0) queue(i).AddBytes(b.bytes);
   Issued(l, seq, s.ok());
   return true;
 }
@@ -426,7 +429,7 @@ void CudaChannel::RetireLoop(int i) {
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
         // published by the GPU only behind batches the lane counts as retired.
-        if (b.items == 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
+        if (b.items == 0 && b.bytes != 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
         const WorkItem w = b.items == 0 ? b.whole : TakeDirect(i, b.bytes);
         l.retired.store(++seq, std::memory_order_release);
         SettleDirect(w);
@@ -440,7 +443,7 @@ void CudaChannel::RetireLoop(int i) {
       if (l.wedged) r->poisoned.store(true, std::memory_order_release);
     }
     if (b.items == 0) {
-      queue(i).TakeBytes(b.bytes);  // PostWhole counted it
+      if (b.bytes != 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
       RetireWhole(b.whole, s);
     }
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
