@@ -38,7 +38,8 @@ Status AgentImpl::Post(XferHandle* h) {
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
-  if (ch->closing().load(std::memory_order_acquire)) return Status::Canceled("agent is shutting down");
+  if (ch->closing().load(std::memory_order_acquire))
+    return Status::Canceled("agent is shutting down");
   // No wait for Request::settled: a record reads terminal only once the lanes
   // are done with the request's fields (the host publishes after the last
   // retire), or, when a device published it, once the data moved; that lane

@@ -5,11 +5,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
 #include <cstdio>
-#include <functional>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -18,11 +18,11 @@
 
 #include "bench_json.h"
 #include "copy_probe.h"
+#include "core/hop_trace.h"
 #include "gpu/copy_launch.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
 #include "transport/cuda/cuda_check.h"
-#include "core/hop_trace.h"
 
 namespace kvlane::test {
 namespace {
@@ -674,10 +674,11 @@ void KernelDoneProbe(Bench& b) {
   for (int grid : {4, 16}) KernelDoneRows(b, kib256, grid, "256KiB");
 }
 
-// Trace build only (KVLANE_HOP_TRACE): where a 4 KiB request's time goes,
+// Trace build only (KVLANE_HOP_TRACE): where a 4 KiB (and a 2 MiB) request's time goes,
 // hop by hop, p50 and p99 of each (posted one at a time).
 void HopRows(Bench& b) {
-  for (auto [op, len, label] : {std::tuple{Op::kWrite, uint64_t{4096}, "4KiB"}, {Op::kRead, uint64_t{4096}, "4KiB"},
+  for (auto [op, len, label] : {std::tuple{Op::kWrite, uint64_t{4096}, "4KiB"},
+                                {Op::kRead, uint64_t{4096}, "4KiB"},
                                 {Op::kWrite, uint64_t{2} << 20, "2MiB"}}) {
     XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), len),
                           Contig(MemoryKind::kCuda, b.remote, len));

@@ -793,17 +793,20 @@ TEST_P(CudaProxyTest, SmallPostsAvoidTheLaneMovingABulkPost) {
   // Both lanes' proxies running first (a proxy's first launch may queue
   // behind copy-engine work).
   for (int lane = 0; lane < 2; ++lane) {
-    XferHandle warm = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall), {}, XferOptions{lane, false});
+    XferHandle warm = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall), {},
+                           XferOptions{lane, false});
     ASSERT_TRUE(PostWait(&warm).ok());
     EXPECT_TRUE(agent_->Release(&warm).ok());
   }
-  XferHandle hb = Make(Op::kWrite, contig(reinterpret_cast<uint64_t>(src), kBulk), contig(dst.addr, kBulk), {},
-                       XferOptions{-1, false});
+  XferHandle hb = Make(Op::kWrite, contig(reinterpret_cast<uint64_t>(src), kBulk),
+                       contig(dst.addr, kBulk), {}, XferOptions{-1, false});
   XferHandle hs = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall));
   for (int round = 0; round < 3; ++round) {
     ASSERT_FALSE(agent_->Post(&hb).is_error());
-    for (int k = 0; k < 4; ++k) ASSERT_TRUE(PostWait(&hs).ok()) << "round " << round << " small " << k;
-    EXPECT_TRUE(agent_->Check(hb).in_progress()) << "round " << round << ": a small post waited for the bulk one";
+    for (int k = 0; k < 4; ++k)
+      ASSERT_TRUE(PostWait(&hs).ok()) << "round " << round << " small " << k;
+    EXPECT_TRUE(agent_->Check(hb).in_progress())
+        << "round " << round << ": a small post waited for the bulk one";
     ASSERT_TRUE(agent_->Wait(hb, 20s).ok());
   }
   EXPECT_EQ(RemoteCheck(dst.addr, kBulk + kSmall, 44), -1);

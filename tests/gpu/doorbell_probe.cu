@@ -12,8 +12,8 @@
 //  - data: 4 KiB as 256 uint4 stores (the value derived from k) to a buffer on
 //    GPU 1 (peer, over NVLink), or on GPU 0 where there is no peer GPU (the
 //    header says which); threads 0..255 (copier ranks 0..255 in "new") store
-//    one each ("old-1warp-copy", "finder": one warp, 8 per lane). At the end of each pass (untimed) the host checks the buffer
-//    holds the last k's pattern: "check" PASS / FAIL.
+//    one each ("old-1warp-copy", "finder": one warp, 8 per lane). At the end of each pass (untimed)
+//    the host checks the buffer holds the last k's pattern: "check" PASS / FAIL.
 //  - publish "sc": __threadfence_system() (fence.sc.sys) then a volatile store
 //    of the record, by one thread, after a barrier over the copying threads
 //    (__syncwarp in "finder").
@@ -106,8 +106,8 @@ constexpr int kWarmup = 200;
 constexpr int kIters = 2000;
 constexpr int kThreads = 1024;
 constexpr int kDataBytes = 4096;
-constexpr int kDataWords = kDataBytes / 16;        // uint4 stores, one per copying thread
-constexpr int kDataPerLane = kDataWords / 32;      // uint4 stores per lane, one warp copying
+constexpr int kDataWords = kDataBytes / 16;    // uint4 stores, one per copying thread
+constexpr int kDataPerLane = kDataWords / 32;  // uint4 stores per lane, one warp copying
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr auto kTimeout = std::chrono::seconds(1);
 
@@ -137,7 +137,8 @@ __device__ __forceinline__ T Peek(const T& v) {
 
 // Block-scope release store and acquire load (`freed`), as the engine.
 __device__ __forceinline__ void StoreRelease(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.release.cta.shared.u64 [%0], %1;" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(p))),
+  asm volatile("st.release.cta.shared.u64 [%0], %1;" ::"r"(
+                   static_cast<unsigned>(__cvta_generic_to_shared(p))),
                "l"(v)
                : "memory");
 }
@@ -200,8 +201,10 @@ __global__ void RoundTrip(const uint64_t* bell, uint64_t* cycles, uint64_t* tota
 // with an explicit count of all kThreads threads ("old-bar1").
 template <bool kBar1>
 __device__ __forceinline__ void BlockSync() {
-  if constexpr (kBar1) BarSync<1, kThreads>();
-  else __syncthreads();
+  if constexpr (kBar1)
+    BarSync<1, kThreads>();
+  else
+    __syncthreads();
 }
 
 // "old" and its variants (blockDim.x = 1024). kAhead: lane 0 of warp 0 has a
@@ -209,7 +212,8 @@ __device__ __forceinline__ void BlockSync() {
 // poll. kWarp1Copy: only warp 1 copies. kPublisher: the thread that fences and
 // publishes. kBar1: every block barrier is bar.sync 1, kThreads.
 template <bool kAhead, bool kWarp1Copy, int kPublisher, bool kBar1 = false>
-__global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uint64_t* record, uint4* data) {
+__global__ void __launch_bounds__(kThreads)
+    OldKernel(const uint64_t* bells, uint64_t* record, uint4* data) {
   __shared__ unsigned long long cur;  // the k to copy, or kExit
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   uint64_t ahead = 0;  // thread 0: the read issued before the copy (kAhead)
@@ -239,20 +243,21 @@ __global__ void __launch_bounds__(kThreads) OldKernel(const uint64_t* bells, uin
 // kMode bits (P = 1 only): 1: the claimer waits at kGo (bar.sync) instead of
 // arriving; 2: no atomics and no acquire/release (plain claim, volatile freed).
 template <int P, bool kAhead, int kMode = 0>
-__global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uint64_t* record, uint4* data,
-                                                      uint64_t gap) {
+__global__ void __launch_bounds__(kThreads)
+    NewKernel(const uint64_t* bells, uint64_t* record, uint4* data, uint64_t gap) {
   constexpr int kCopiers = kThreads - 32 * P;
   constexpr int kGoCount = kCopiers + 32;  // the copiers and the claimer's warp
   constexpr int kGo = 1, kDone = 2;
-  constexpr unsigned kLeader = 32 * P;  // copier rank 0
-  __shared__ unsigned long long claimed;  // doorbell values below it are claimed
-  __shared__ unsigned long long freed;    // the last value copied and published
-  __shared__ unsigned long long cur;      // the claimed value handed to the copiers, or kExit
+  constexpr unsigned kLeader = 32 * P;       // copier rank 0
+  __shared__ unsigned long long claimed;     // doorbell values below it are claimed
+  __shared__ unsigned long long freed;       // the last value copied and published
+  __shared__ unsigned long long cur;         // the claimed value handed to the copiers, or kExit
   __shared__ unsigned long long last_issue;  // clock64 of the latest read, any poller
   __shared__ int turn;                       // the poller that reads next
   __shared__ int stop;                       // a poller claimed kExit: the others leave
   __shared__ int exit_taken;                 // the first poller to claim kExit passes it on
-  if (threadIdx.x == 0) claimed = 1, freed = 0, cur = 0, last_issue = 0, turn = 0, stop = 0, exit_taken = 0;
+  if (threadIdx.x == 0)
+    claimed = 1, freed = 0, cur = 0, last_issue = 0, turn = 0, stop = 0, exit_taken = 0;
   __syncthreads();
   const unsigned lane = threadIdx.x % 32;
   const int w = static_cast<int>(threadIdx.x / 32);
@@ -267,8 +272,10 @@ __global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uin
       if (threadIdx.x == kLeader) {
         // Free the slot before the publish: a release after the system store
         // of the record would wait for that store (MEMBAR.ALL.CTA).
-        if (kMode & 2) *reinterpret_cast<volatile unsigned long long*>(&freed) = k;
-        else StoreRelease(&freed, k);  // the copiers' reads of cur (before kDone) come first
+        if (kMode & 2)
+          *reinterpret_cast<volatile unsigned long long*>(&freed) = k;
+        else
+          StoreRelease(&freed, k);  // the copiers' reads of cur (before kDone) come first
         Publish(record, k);
       }
     }
@@ -288,7 +295,8 @@ __global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uin
           leave = 1;
           break;
         }
-        if (!kAhead && ((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) + 1 != Peek(claimed)) continue;
+        if (!kAhead && ((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) + 1 != Peek(claimed))
+          continue;
         if (P > 1 && (v_turn != w || static_cast<uint64_t>(clock64()) - v_last < gap)) continue;
         break;
       }
@@ -325,13 +333,16 @@ __global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uin
     if (__shfl_sync(kFullMask, other_exit, 0) != 0) return;
     if (lane == 0) {
       if (exit) v_stop = 1;
-      while (((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) != n - 1) {  // the copiers are done with n - 1
+      while (((kMode & 2) ? Peek(freed) : LoadAcquire(&freed)) !=
+             n - 1) {  // the copiers are done with n - 1
       }
       cur = exit ? kExit : n;
     }
     __syncwarp();
-    if (kMode & 1) BarSync<kGo, kGoCount>();
-    else BarArrive<kGo, kGoCount>();
+    if (kMode & 1)
+      BarSync<kGo, kGoCount>();
+    else
+      BarArrive<kGo, kGoCount>();
     if (exit) return;
   }
 }
@@ -347,8 +358,8 @@ __global__ void __launch_bounds__(kThreads) NewKernel(const uint64_t* bells, uin
 // a finder is marked `busy` and its turns are skipped. No block barrier: no
 // warp ever waits for another's load.
 template <int P>
-__global__ void __launch_bounds__(kThreads) FinderKernel(const uint64_t* bells, uint64_t* record, uint4* data,
-                                                         uint64_t gap) {
+__global__ void __launch_bounds__(kThreads)
+    FinderKernel(const uint64_t* bells, uint64_t* record, uint4* data, uint64_t gap) {
   static_assert(P >= 1 && P <= kMaxCopies && P <= 32);
   __shared__ unsigned long long claimed;     // doorbell values below it are claimed
   __shared__ unsigned long long published;   // the last value whose record is stored
@@ -357,7 +368,8 @@ __global__ void __launch_bounds__(kThreads) FinderKernel(const uint64_t* bells, 
   __shared__ int busy;                       // bit w: poller w is finding (copy, publish)
   __shared__ int stop;                       // a poller claimed kExit: the others leave
   __shared__ int exit_taken;                 // the first poller to claim kExit
-  if (threadIdx.x == 0) claimed = 1, published = 0, last_issue = 0, turn = 0, busy = 0, stop = 0, exit_taken = 0;
+  if (threadIdx.x == 0)
+    claimed = 1, published = 0, last_issue = 0, turn = 0, busy = 0, stop = 0, exit_taken = 0;
   __syncthreads();
   const unsigned lane = threadIdx.x % 32;
   const int w = static_cast<int>(threadIdx.x / 32);
@@ -716,8 +728,8 @@ int Main() {
   // sums over the rounds: [pass][variant][0: p50, 1: p99]
   double sum[2][kVariants][2] = {};
   bool all_pass = true;
-  std::printf("| round | %-16s | %-12s | %7s | %7s | %7s | %7s | %-5s |\n", "variant", "pass", "p10",
-              "p50", "p90", "p99", "check");
+  std::printf("| round | %-16s | %-12s | %7s | %7s | %7s | %7s | %-5s |\n", "variant", "pass",
+              "p10", "p50", "p90", "p99", "check");
   for (int round = 1; round <= 2; ++round) {
     for (int v = 0; v < kVariants; ++v) {
       for (const bool random_phase : {false, true}) {
@@ -738,8 +750,8 @@ int Main() {
   std::printf("| %-16s | %10s | %10s | %10s | %10s |\n", "variant", "random p50", "random p99",
               "b2b p50", "b2b p99");
   for (int v = 0; v < kVariants; ++v)
-    std::printf("| %-16s | %10.2f | %10.2f | %10.2f | %10.2f |\n", variants[v].name, sum[1][v][0] / 2,
-                sum[1][v][1] / 2, sum[0][v][0] / 2, sum[0][v][1] / 2);
+    std::printf("| %-16s | %10.2f | %10.2f | %10.2f | %10.2f |\n", variants[v].name,
+                sum[1][v][0] / 2, sum[1][v][1] / 2, sum[0][v][0] / 2, sum[0][v][1] / 2);
   std::printf("\n4KiB data checks: %s\n", all_pass ? "all PASS" : "some FAIL");
   return all_pass ? 0 : 1;
 }

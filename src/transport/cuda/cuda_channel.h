@@ -104,7 +104,8 @@ class CudaChannel final : public Channel {
     // record at `at` (`only`: instead of the completion word), or, with `at`
     // null, the host.
     void SetRecord(uint64_t* at, uint64_t value, bool only);
-    uint64_t bytes = 0;  // what it carried (TakeDirect); items == 0: what PostWhole counted (0: none)
+    // What it carried (TakeDirect); items == 0: what PostWhole counted (0: none).
+    uint64_t bytes = 0;
   };
   struct Lane {
     cudaStream_t sm = nullptr;            // high priority: copy kernels
