@@ -199,6 +199,19 @@ __global__ void RoundTrip(const uint64_t* bell, uint64_t* cycles, uint64_t* tota
 
 // The block barrier of "old": __syncthreads() (barrier 0), or named barrier 1
 // with an explicit count of all kThreads threads ("old-bar1").
+// Lane 0 of poller `w` whose turn it is: hands the turn on, then issues its
+// read (not waited for here). Handing on first: ptxas hoists the first use of
+// the result (and its wait for the load) above later independent code.
+template <int P>
+__device__ __forceinline__ uint64_t TakeTurnAndRead(const uint64_t* bell, volatile unsigned long long& last,
+                                                    volatile int& turn, int w) {
+  if (P > 1) {
+    last = clock64();
+    turn = (w + 1) % P;
+  }
+  return LoadSys(bell);
+}
+
 template <bool kBar1>
 __device__ __forceinline__ void BlockSync() {
   if constexpr (kBar1)
@@ -300,15 +313,7 @@ __global__ void __launch_bounds__(kThreads)
         if (P > 1 && (v_turn != w || static_cast<uint64_t>(clock64()) - v_last < gap)) continue;
         break;
       }
-      if (!leave) {
-        // Hand the turn on before the read: ptxas hoists the first use of
-        // `got` (and its wait for the load) above later independent code.
-        if (P > 1) {
-          v_last = clock64();
-          v_turn = (w + 1) % P;
-        }
-        got = LoadSys(bell);
-      }
+      if (!leave) got = TakeTurnAndRead<P>(bell, v_last, v_turn, w);
     }
     // The read's first use, after the lanes reconverged.
     got = __shfl_sync(kFullMask, got, 0);
@@ -398,15 +403,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         break;
       }
-      if (!leave) {
-        // Hand the turn on before the read: ptxas hoists the first use of
-        // `got` (and its wait for the load) above later independent code.
-        if (P > 1) {
-          v_last = clock64();
-          v_turn = (w + 1) % P;
-        }
-        got = LoadSys(bell);
-      }
+      if (!leave) got = TakeTurnAndRead<P>(bell, v_last, v_turn, w);
     }
     // The read's first use, after the lanes reconverged.
     got = __shfl_sync(kFullMask, got, 0);
