@@ -153,6 +153,10 @@ class CudaChannel final : public Channel {
   // (FIFO on the lane): the lane is empty, or only single-block proxy posts
   // the GPU publishes are in flight and this is one too. REQUIRES: l.issue_mu.
   bool InOrder(const Lane& l, uint64_t seq, bool proxy) const;
+  // The GPU may publish `r`'s record itself (what does not depend on the
+  // lane): records mapped for it, the independent policy (no global order),
+  // no notification (the retire thread sends it after the data).
+  bool DevicePublishes(const Request& r) const;
   // Batch `seq` is filled: publishes it to the retire thread (and ends the
   // issue that set l.issuing). REQUIRES: l.issue_mu.
   void Issued(Lane& l, uint64_t seq, bool launched);

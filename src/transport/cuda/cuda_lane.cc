@@ -135,8 +135,7 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   KVLANE_HOP(kHopQueued);  // (the trace's hops: this path has no queue or issue step;
                            // queued = Post's own part done, issue = the checks here done)
   Lane& l = *lanes_[i];
-  if (records_ == nullptr || !direct_publication() || !r->notif.empty() || r->slot >= record_slots_)
-    return false;
+  if (!DevicePublishes(*r)) return false;
   const auto* t = static_cast<const XferTable*>(r->transport_ready.load(std::memory_order_acquire));
   if (t == nullptr || !t->error.ok()) return false;
   const uint32_t sb = r->chunks.front().seg_begin, se = r->chunks.back().seg_end;
@@ -190,6 +189,10 @@ bool CudaChannel::PostWhole(Request* r, int i) {
 
 bool CudaChannel::FitsProxy(const Lane& l, uint64_t bytes, uint32_t segs) const {
   return l.proxy.enabled() && bytes <= proxy_max_bytes_ && segs <= gpu::kProxyMaxSegs;
+}
+
+bool CudaChannel::DevicePublishes(const Request& r) const {
+  return records_ != nullptr && direct_publication() && r.notif.empty() && r.slot < record_slots_;
 }
 
 bool CudaChannel::InOrder(const Lane& l, uint64_t seq, bool proxy) const {
@@ -324,9 +327,8 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       // A proxy post may also follow other such posts still in flight: one
       // proxy block publishes its entries in ring order.
       const bool proxy = FitsProxy(l, bytes, se - sb);
-      direct = records_ != nullptr && InOrder(l, seq, proxy) && direct_publication() &&
-               first.chunk == 0 && last == end && b.items == 1 && r->notif.empty() &&
-               r->slot < record_slots_;
+      direct = DevicePublishes(*r) && InOrder(l, seq, proxy) && first.chunk == 0 && last == end &&
+               b.items == 1;
       uint64_t* record = direct ? RecordOf(*r) : nullptr;
       const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
@@ -420,6 +422,7 @@ void CudaChannel::RetireLoop(int i) {
     Batch& b = l.batches[seq % kBatchRing];
     Status s = b.launched.load(std::memory_order_acquire) ? WaitDone(l, seq) : b.status;
     KVLANE_HOP(kHopDoneSeen);
+    if (b.items == 0 && b.bytes != 0) queue(i).TakeBytes(b.bytes);  // what PostWhole counted
     if (b.direct) {
       // The GPU may have finished this post before the lane saw an error
       // (record and word land in either order): then it stands, and the
@@ -429,7 +432,6 @@ void CudaChannel::RetireLoop(int i) {
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
         // published by the GPU only behind batches the lane counts as retired.
-        if (b.items == 0 && b.bytes != 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
         const WorkItem w = b.items == 0 ? b.whole : TakeDirect(i, b.bytes);
         l.retired.store(++seq, std::memory_order_release);
         SettleDirect(w);
@@ -442,10 +444,7 @@ void CudaChannel::RetireLoop(int i) {
       Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
       if (l.wedged) r->poisoned.store(true, std::memory_order_release);
     }
-    if (b.items == 0) {
-      if (b.bytes != 0) queue(i).TakeBytes(b.bytes);  // PostWhole counted it
-      RetireWhole(b.whole, s);
-    }
+    if (b.items == 0) RetireWhole(b.whole, s);
     for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
