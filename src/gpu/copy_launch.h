@@ -13,12 +13,24 @@ namespace kvlane::gpu {
 inline constexpr int kCopyThreads = 512;    // threads per block of the bulk copy kernel
 inline constexpr int kProxyThreads = 1024;  // threads per block of the resident proxy
 
+// How each block of a copy kernel makes its stores visible before it counts
+// itself finished; the last block then fences at system scope and signals.
+// kDevice (fence.sc.gpu) suffices when every destination is the executing
+// GPU's own memory: every reader of it, the host and peer GPUs included, goes
+// through this GPU's L2, which the fence reaches. A destination anywhere else
+// (a peer GPU, host memory) needs kSystem (fence.sc.sys), which waits for the
+// stores to land there. For a pull the system fence costs ~3 % of a scattered
+// list's rate (cuda_staged_probe, session 7); for a push ~0.3 %.
+enum class BlockFence : uint32_t { kSystem, kDevice };
+
 // Copies segs[begin, end) (device memory) with `blocks` blocks of kCopyThreads
 // threads, 16-byte loads and stores where both sides allow, then signals `done`.
 // Each segment is cut into `parts` units; block b takes units b, b + blocks, ...
-// REQUIRES: blocks >= 1; parts >= 1; begin < end.
+// REQUIRES: blocks >= 1; parts >= 1; begin < end; fence == kDevice only when
+// every destination is memory of the GPU `stream` belongs to.
 cudaError_t LaunchCopySegments(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts,
-                               int blocks, const CopyDone& done, cudaStream_t stream);
+                               int blocks, const CopyDone& done, BlockFence fence,
+                               cudaStream_t stream);
 
 // The same with Hopper bulk copies (TMA): units of kTmaUnitBytes, each staged
 // through shared memory in kTmaStages pieces by one thread of a small block.
@@ -29,8 +41,9 @@ inline constexpr int kTmaThreads = 32;
 inline constexpr int kTmaStages = 3;
 inline constexpr uint32_t kTmaStageBytes = 16u << 10;
 inline constexpr uint64_t kTmaUnitBytes = uint64_t{kTmaStages} * kTmaStageBytes;
-cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts, int blocks,
-                                  const CopyDone& done, cudaStream_t stream);
+cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t end, uint32_t parts,
+                                  int blocks, const CopyDone& done, BlockFence fence,
+                                  cudaStream_t stream);
 
 // Stores done.record_value into *done.record (when set), then done.value into
 // *done.done (pinned host), after everything before it on `stream`

@@ -211,7 +211,8 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   for (uint32_t parts : {1u, 2u, 3u}) {
     for (int grid : {static_cast<int>(n * parts), 528, 1056}) {
       auto t = ProbeTimes(b, [&](int it) {
-        gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
+        gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), parts, grid,
+                                {fin, done, uint64_t(it)}, gpu::BlockFence::kSystem, b.stream);
         (void)cudaStreamSynchronize(b.stream);
         return cudaSuccess;
       });
@@ -240,8 +241,9 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
     const uint32_t parts = static_cast<uint32_t>((d + gpu::kTmaUnitBytes - 1) / gpu::kTmaUnitBytes);
     cudaMemset(b.ref_dst, 0xab, 2 * n * d);
     cudaDeviceSynchronize();
-    cudaError_t err = gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, static_cast<int>(n * parts),
-                                                 {fin, done, 99}, b.stream);
+    cudaError_t err = gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts,
+                                                 static_cast<int>(n * parts), {fin, done, 99},
+                                                 gpu::BlockFence::kSystem, b.stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(b.stream);
     int64_t bad = err == cudaSuccess ? -1 : -2;
     std::vector<uint8_t> hs(d), hd(d);
@@ -255,7 +257,8 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
     for (int grid : {static_cast<int>(n * parts), 264, 528, 1056}) {
       if (bad != -1) break;
       auto t = ProbeTimes(b, [&](int it) {
-        gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, grid, {fin, done, uint64_t(it)}, b.stream);
+        gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, grid,
+                                   {fin, done, uint64_t(it)}, gpu::BlockFence::kSystem, b.stream);
         (void)cudaStreamSynchronize(b.stream);
         return cudaSuccess;
       });
@@ -269,8 +272,14 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
     cudaMemcpy(segs, rv.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
     for (int tma = 0; tma < 2 && bad == -1; ++tma) {
       auto t = ProbeTimes(b, [&](int it) {
-        if (tma) gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts, static_cast<int>(n * parts), {fin, done, uint64_t(it)}, b.stream);
-        else gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1, static_cast<int>(n), {fin, done, uint64_t(it)}, b.stream);
+        if (tma)
+          gpu::LaunchCopySegmentsTma(segs, 0, static_cast<uint32_t>(n), parts,
+                                     static_cast<int>(n * parts), {fin, done, uint64_t(it)},
+                                     gpu::BlockFence::kDevice, b.stream);
+        else
+          gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1, static_cast<int>(n),
+                                  {fin, done, uint64_t(it)}, gpu::BlockFence::kDevice,
+                                  b.stream);  // into GPU 0: as the engine's READ
         (void)cudaStreamSynchronize(b.stream);
         return cudaSuccess;
       });
@@ -308,7 +317,7 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
       cudaError_t e = cudaMemcpyBatchAsync(dsts.data() + head, const_cast<const void* const*>(srcs.data() + head),
                                            sizes.data() + head, tail, &attr, &idx, 1, side);
       gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(head), 1, static_cast<int>(head),
-                              {fin, done, uint64_t(it)}, b.stream);
+                              {fin, done, uint64_t(it)}, gpu::BlockFence::kSystem, b.stream);
       (void)cudaStreamSynchronize(b.stream);
       (void)cudaStreamSynchronize(side);
       return e;
@@ -476,6 +485,11 @@ class KernelSide {
     Note(cudaMemset(fin_, 0, sizeof(uint32_t)));  // CopyDone: 0 between launches
     Note(cudaMemcpy(segs_, host_.data(), table, cudaMemcpyHostToDevice));
     Note(cudaDeviceSynchronize());  // the memset and the copy landed before any launch
+    // As the engine: a device-scope fence per block when the copies land in dev's memory.
+    cudaPointerAttributes a{};
+    Note(host_.empty() ? cudaSuccess
+                       : cudaPointerGetAttributes(&a, reinterpret_cast<void*>(host_[0].dst)));
+    if (a.type == cudaMemoryTypeDevice && a.device == dev_) fence_ = gpu::BlockFence::kDevice;
   }
   ~KernelSide() {
     DeviceGuard g(dev_);
@@ -498,7 +512,7 @@ class KernelSide {
   cudaError_t Launch(uint32_t begin, uint32_t end, uint32_t parts, int blocks) {
     DeviceGuard g(dev_);
     const gpu::CopyDone done{fin_, done_, ++value_, nullptr, 0};
-    return gpu::LaunchCopySegments(segs_, begin, end, parts, blocks, done, stream_);
+    return gpu::LaunchCopySegments(segs_, begin, end, parts, blocks, done, fence_, stream_);
   }
   cudaError_t Sync() { return cudaStreamSynchronize(stream_); }
   // Spins until the done word holds the last launch's value; false after 1 s.
@@ -525,6 +539,7 @@ class KernelSide {
   uint32_t* fin_ = nullptr;       // device memory of dev_: CopyDone::blocks_finished
   uint64_t* done_ = nullptr;      // pinned host (mapped, portable): CopyDone::done
   uint64_t value_ = 0;            // the last launch's done value
+  gpu::BlockFence fence_ = gpu::BlockFence::kSystem;  // kDevice: segs_ land in dev_'s memory
   cudaError_t err_ = cudaSuccess;
 };
 

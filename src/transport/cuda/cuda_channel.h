@@ -176,7 +176,7 @@ class CudaChannel final : public Channel {
   Status TableFor(Request* r, XferTable** out);
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
-  Status CheckLocal(uint64_t addr);
+  Result<bool> CheckLocal(uint64_t addr);
   Status EnablePeer(int device);
 
   // remote_piece.cc
@@ -225,7 +225,8 @@ class CudaChannel final : public Channel {
   std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
   std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> revoked_keys_;  // revoked before first use; GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, bool> local_ok_;     // local allocation checked; GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, bool>
+      local_on_device_;  // local piece checked: on this GPU?; GUARDED_BY(build_mu_)
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
   std::string blob_bytes_;                          // GUARDED_BY(build_mu_)
   CudaBlob blob_;                                   // GUARDED_BY(build_mu_)

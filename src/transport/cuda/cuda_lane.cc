@@ -395,8 +395,9 @@ Status CudaChannel::Launch(Lane& l, const XferTable& t, uint32_t sb, uint32_t se
   const uint32_t parts = static_cast<uint32_t>(std::clamp<uint64_t>((t.max_len + kUnitBytes - 1) / kUnitBytes, 1, 4096));
   const uint64_t units = uint64_t{se - sb} * parts;
   const int blocks = static_cast<int>(std::min(units, kMaxGrid));
-  KVLANE_CUDA(gpu::LaunchCopySegments(t.segs, sb, se, parts, blocks,
-                                      {l.blocks_finished, done, value, record, record_value}, l.sm));
+  KVLANE_CUDA(gpu::LaunchCopySegments(
+      t.segs, sb, se, parts, blocks, {l.blocks_finished, done, value, record, record_value},
+      t.dst_on_device ? gpu::BlockFence::kDevice : gpu::BlockFence::kSystem, l.sm));
   return Status::Ok();
 }
 

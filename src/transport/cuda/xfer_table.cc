@@ -45,6 +45,11 @@ Status CudaChannel::TableFor(Request* r, XferTable** out) {
 Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   t->host_segs.resize(r->segs.size());
   RemotePiece* rp = nullptr;
+  const bool write = r->op == Op::kWrite;
+  // A READ lands in local memory: on this GPU when every local piece is. A
+  // WRITE lands in the peer's memory, opened here: counted as elsewhere even
+  // when the peer shares this GPU (the conservative fence).
+  t->dst_on_device = !write;
   for (size_t i = 0; i < r->segs.size(); ++i) {
     const Segment& sg = r->segs[i];
     if (rp == nullptr || rp->key != sg.remote_key) {
@@ -53,12 +58,13 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
     }
     if (sg.len == 0 || sg.remote_addr < rp->base || sg.len > rp->len || sg.remote_addr - rp->base > rp->len - sg.len)
       return Status::NotAllowed("segment outside the peer's piece");
-    if (!local_ok_.contains(sg.local_key)) {  // once per local piece
-      KVLANE_RETURN_IF_ERROR(CheckLocal(sg.local_addr));
-      local_ok_[sg.local_key] = true;
+    auto local = local_on_device_.find(sg.local_key);
+    if (local == local_on_device_.end()) {  // once per local piece
+      KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(sg.local_addr));
+      local = local_on_device_.emplace(sg.local_key, on_device).first;
     }
+    t->dst_on_device = t->dst_on_device && local->second;
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
-    bool write = r->op == Op::kWrite;
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
@@ -80,12 +86,16 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
   return OpenRemote(r, key);
 }
 
-// Local memory must be device memory or pinned host memory. REQUIRES: build_mu_ held.
-Status CudaChannel::CheckLocal(uint64_t addr) {
+// Local memory must be device memory or pinned host memory; true: memory of
+// this channel's GPU. REQUIRES: build_mu_ held.
+Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
   cudaPointerAttributes a{};
   KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(addr)));
-  if (a.type == cudaMemoryTypeDevice) return EnablePeer(a.device);
-  if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged) return Status::Ok();
+  if (a.type == cudaMemoryTypeDevice) {
+    KVLANE_RETURN_IF_ERROR(EnablePeer(a.device));
+    return a.device == device_;
+  }
+  if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged) return false;
   return Status::NotSupported("local memory of a cuda transfer must be device or pinned host memory");
 }
 

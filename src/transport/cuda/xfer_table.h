@@ -33,6 +33,7 @@ struct XferTable {
   std::vector<uint32_t> contig_end;     // end of the address-contiguous run starting at i
   uint64_t max_len = 0;                 // longest segment (copy kernel work units)
   bool pooled = false;                  // `segs` is from cudaMallocAsync (freed without a device sync)
+  bool dst_on_device = false;  // every destination is memory of `device` (gpu::BlockFence::kDevice)
   std::vector<RemotePiece*> pieces;     // distinct peer pieces the transfer touches
   Status error;                         // set when the build failed: every post ends with it
 };
