@@ -20,7 +20,7 @@ inline constexpr int kProxyThreads = 1024;  // threads per block of the resident
 // through this GPU's L2, which the fence reaches. A destination anywhere else
 // (a peer GPU, host memory) needs kSystem (fence.sc.sys), which waits for the
 // stores to land there. For a pull the system fence costs ~3 % of a scattered
-// list's rate (cuda_staged_probe, session 7); for a push ~0.3 %.
+// list's rate (cuda_staged_probe, session 7); for a push ~0.5 %.
 enum class BlockFence : uint32_t { kSystem, kDevice };
 
 // Copies segs[begin, end) (device memory) with `blocks` blocks of kCopyThreads
