@@ -1,0 +1,98 @@
+// The base fixture of cuda_transfer_test: this process is the initiator on
+// GPU 0, with an agent called "init" on the cuda transport; a child process
+// (TargetProc, called "target") owns the remote memory on GPU 1, or on GPU 0
+// too (two processes sharing one device), as the parameter says: "two_gpus"
+// or "one_gpu". SetUp skips when the GPUs are not there.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvlane/kvlane.h"
+#include "target_proc.h"
+
+namespace kvlane::test {
+
+inline int DeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+// A buffer in the target process: its address and the RegionId of its
+// registration there (0: not registered).
+struct Remote {
+  uint64_t addr = 0;
+  uint64_t region = 0;
+};
+
+class CudaTransferTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    int n = DeviceCount();
+    if (n == 0) GTEST_SKIP() << "no CUDA device";
+    if (GetParam() == "two_gpus" && n < 2) GTEST_SKIP() << "needs two GPUs";
+    cudaSetDevice(0);
+    target_ = TargetProc::Spawn(GetParam() == "two_gpus" ? 1 : 0);
+    ASSERT_TRUE(target_.alive());
+  }
+  void MakeAgent(AgentOptions o = {}) {
+    o.name = "init";
+    o.transports = {"cuda"};
+    auto a = Agent::Create(o);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    agent_ = std::move(a).value();
+  }
+  Remote Alloc(uint64_t bytes) {
+    std::istringstream in(target_.Call("alloc " + std::to_string(bytes)));
+    Remote r;
+    in >> r.addr >> r.region;
+    return r;
+  }
+  void Load() {
+    auto name = agent_->LoadPeer(Unhex(target_.Call("meta")));
+    ASSERT_TRUE(name.ok()) << name.status().ToString();
+  }
+  int64_t RemoteCheck(uint64_t addr, uint64_t len, uint64_t seed) {
+    return std::stoll(target_.Call("check " + std::to_string(addr) + " " + std::to_string(len) +
+                                   " " + std::to_string(seed)));
+  }
+  uint8_t* DevAlloc(uint64_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
+    bufs_.push_back(p);
+    return static_cast<uint8_t*>(p);
+  }
+  XferHandle Make(Op op, const DescList& l, const DescList& r, std::string_view notif = {},
+                  XferOptions xo = {}, const std::string& peer = "target") {
+    auto pl = agent_->PrepareLocal(l);
+    auto pr = agent_->PrepareRemote(peer, r);
+    EXPECT_TRUE(pl.ok() && pr.ok()) << pl.status().ToString() << pr.status().ToString();
+    auto h = agent_->MakeTransfer(op, pl.value(), {}, pr.value(), {}, notif, xo);
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
+    return h.ok() ? h.value() : XferHandle{};
+  }
+  Status PostWait(XferHandle* h) {
+    Status s = agent_->Post(h);
+    if (s.is_error()) return s;
+    return agent_->Wait(*h, std::chrono::seconds(20));
+  }
+  void TearDown() override {
+    agent_.reset();
+    for (void* p : bufs_) cudaFree(p);
+  }
+
+  TargetProc target_;
+  std::unique_ptr<Agent> agent_;
+  std::vector<void*> bufs_;
+};
+
+}  // namespace kvlane::test
