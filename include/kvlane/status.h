@@ -64,9 +64,9 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {  // NOLINT
-    if (status_.ok()) status_ = Status::Backend("Result built from an ok Status without a value");
-  }
+  Result(Status status)                          // NOLINT
+      : status_(status.ok() ? Status::Backend("Result built from an ok Status without a value")
+                            : std::move(status)) {}
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
   T& value() & { return *value_; }

@@ -53,6 +53,7 @@ Status CudaChannel::CreateLanes() {
   KVLANE_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_));
   max_blocks_ = 4 * sms;
   KVLANE_CUDA(cudaDeviceGetStreamPriorityRange(&lo, &hi));
+  KVLANE_CUDA(cudaStreamCreateWithFlags(&build_stream_, cudaStreamNonBlocking));
   for (int i = 0; i < lane_count(); ++i) {
     auto l = std::make_unique<Lane>();
     lanes_.push_back(std::move(l));
@@ -105,6 +106,7 @@ void CudaChannel::DestroyGpu() {
     if (l->done) (void)cudaFreeHost(l->done);
   }
   std::lock_guard lock(build_mu_);
+  if (build_stream_) (void)cudaStreamDestroy(build_stream_), build_stream_ = nullptr;
   for (auto& [base, ptr] : opened_) (void)cudaIpcCloseMemHandle(ptr);
   opened_.clear();
   vmm_.clear();  // unmaps and frees the address ranges

@@ -211,6 +211,8 @@ class CudaChannel final : public Channel {
   std::vector<std::unique_ptr<Lane>> lanes_;
 
   std::mutex build_mu_;  // builds tables; guards the maps below
+  cudaStream_t build_stream_ =
+      nullptr;  // tables are uploaded on it (BuildTable); GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, void*> opened_;      // peer alloc base -> IPC mapping; GUARDED_BY(build_mu_)
   // A peer's VMM memory mapped here, by its (alloc_base, alloc_len), with the

@@ -68,14 +68,22 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
+  // Allocated and uploaded on the channel's build stream, then waited for:
+  // kernels on every lane's stream read the table, and none of those streams
+  // waits for another. (It was a cudaMemcpy on the legacy stream, which from
+  // pageable memory may return before its bytes land: a first post's kernel
+  // could read a stale table, move nothing or the wrong bytes, and still
+  // report success. CudaStressTest found it, session 7.)
   size_t bytes = t->host_segs.size() * sizeof(gpu::CopySeg);
-  t->pooled = cudaMallocAsync(reinterpret_cast<void**>(&t->segs), bytes, cudaStreamLegacy) == cudaSuccess;
+  t->pooled =
+      cudaMallocAsync(reinterpret_cast<void**>(&t->segs), bytes, build_stream_) == cudaSuccess;
   if (!t->pooled) {
     (void)cudaGetLastError();
     KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&t->segs), bytes));
   }
-  // On the legacy stream too: ordered after the allocation.
-  KVLANE_CUDA(cudaMemcpy(t->segs, t->host_segs.data(), bytes, cudaMemcpyHostToDevice));
+  KVLANE_CUDA(
+      cudaMemcpyAsync(t->segs, t->host_segs.data(), bytes, cudaMemcpyHostToDevice, build_stream_));
+  KVLANE_CUDA(cudaStreamSynchronize(build_stream_));
   return Status::Ok();
 }
 
