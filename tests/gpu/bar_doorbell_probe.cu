@@ -20,15 +20,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <random>
+#include <string>
 #include <vector>
+
+#include "round_trip.h"
 
 namespace {
 
@@ -51,12 +51,8 @@ __global__ void Responder(const volatile uint64_t* bell, volatile uint64_t* reco
 }
 
 __global__ void WritePattern(uint64_t* p, uint64_t n, uint64_t salt) {
-  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = i ^ salt;
-}
-
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
+  for (uint64_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    p[i] = i ^ salt;
 }
 
 // Host side of one doorbell: the store of k and what makes it leave the core.
@@ -69,40 +65,25 @@ void Ring(uint64_t* bell, uint64_t k, bool device) {
   }
 }
 
-// p50 / p90 / p99 microseconds of doorbell -> record over `n` rounds.
-void Time(const char* name, uint64_t* bell_host_view, const uint64_t* bell_dev_view, bool device, uint64_t* record) {
+// Doorbell -> record rounds (TimeRoundTrips), printed as one line.
+void Time(const char* name, uint64_t* bell_host_view, const uint64_t* bell_dev_view, bool device,
+          uint64_t* record) {
   *record = 0;
   Ring(bell_host_view, 0, device);
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   Responder<<<1, 1, 0, s>>>(bell_dev_view, record);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> wait_ns(0, 3000);
-  std::vector<double> t;
-  bool stuck = false;
-  for (uint64_t k = 1; k <= 3000 && !stuck; ++k) {
-    const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-    while (Clock::now() < until) {
-    }
-    const auto t0 = Clock::now();
-    Ring(bell_host_view, k, device);
-    while (__atomic_load_n(record, __ATOMIC_ACQUIRE) != k) {
-      if (Clock::now() - t0 > std::chrono::milliseconds(100)) {
-        stuck = true;
-        break;
-      }
-    }
-    if (k > 200) t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
+  const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
+      7,
+      [&](uint64_t k) {
+        Ring(bell_host_view, k, device);
+        return std::string();
+      },
+      [&](uint64_t k) { return __atomic_load_n(record, __ATOMIC_ACQUIRE) == k; });
   Ring(bell_host_view, kExit, device);
   const cudaError_t e = cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
-  if (stuck || t.empty()) {
-    std::printf("%-32s: STUCK (the kernel never saw a doorbell within 100 ms; %s)\n", name, cudaGetErrorString(e));
-    return;
-  }
-  std::printf("%-32s: p50 %.2f us  p90 %.2f  p99 %.2f  (n=%zu, %s)\n", name, Pct(t, 50), Pct(t, 90), Pct(t, 99),
-              t.size(), cudaGetErrorString(e));
+  kvlane::test::PrintRoundTrips(name, 32, r, cudaGetErrorString(e));
 }
 
 }  // namespace
@@ -117,7 +98,8 @@ int main() {
   std::printf("CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED = %d\n", dmabuf);
 
   uint64_t* pinned = nullptr;  // [0]: host doorbell, [8]: record
-  cudaHostAlloc(reinterpret_cast<void**>(&pinned), 4096, cudaHostAllocMapped | cudaHostAllocPortable);
+  cudaHostAlloc(reinterpret_cast<void**>(&pinned), 4096,
+                cudaHostAllocMapped | cudaHostAllocPortable);
   std::memset(pinned, 0, 4096);
   uint64_t* record = pinned + 8;
   Time("doorbell in pinned host memory", pinned, pinned, false, record);
@@ -127,13 +109,15 @@ int main() {
   cudaMemset(d, 0, kBytes);
   cudaDeviceSynchronize();
   int rc = 0;
-  for (unsigned long long flags : {0ull, static_cast<unsigned long long>(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)}) {
+  for (unsigned long long flags :
+       {0ull, static_cast<unsigned long long>(CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)}) {
     int fd = -1;
     CUresult r = cuMemGetHandleForAddressRange(&fd, reinterpret_cast<CUdeviceptr>(d), kBytes,
                                                CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, flags);
     const char* rn = nullptr;
     cuGetErrorName(r, &rn);
-    std::printf("flags %llu: cuMemGetHandleForAddressRange = %s, fd %d\n", flags, rn ? rn : "?", fd);
+    std::printf("flags %llu: cuMemGetHandleForAddressRange = %s, fd %d\n", flags, rn ? rn : "?",
+                fd);
     if (r != CUDA_SUCCESS) continue;
     void* m = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
@@ -154,13 +138,15 @@ int main() {
     WritePattern<<<4, 128>>>(static_cast<uint64_t*>(d) + 4096, 512, 0x5a5a);
     cudaDeviceSynchronize();
     int bad2 = 0;
-    for (int i = 0; i < 512; ++i) bad2 += reinterpret_cast<volatile uint64_t*>(h)[4096 + i] != (uint64_t(i) ^ 0x5a5a);
-    std::printf("flags %llu: host writes seen by the GPU: %s; GPU writes seen by the host: %s\n", flags,
-                bad ? "FAIL" : "PASS", bad2 ? "FAIL" : "PASS");
+    for (int i = 0; i < 512; ++i)
+      bad2 += reinterpret_cast<volatile uint64_t*>(h)[4096 + i] != (uint64_t(i) ^ 0x5a5a);
+    std::printf("flags %llu: host writes seen by the GPU: %s; GPU writes seen by the host: %s\n",
+                flags, bad ? "FAIL" : "PASS", bad2 ? "FAIL" : "PASS");
     if (bad == 0 && bad2 == 0) {
       const auto t0 = Clock::now();
       uint64_t sum = 0;
-      for (int i = 0; i < 1000; ++i) sum += reinterpret_cast<volatile uint64_t*>(h)[4096 + (i % 512)];
+      for (int i = 0; i < 1000; ++i)
+        sum += reinterpret_cast<volatile uint64_t*>(h)[4096 + (i % 512)];
       std::printf("flags %llu: host read through the mapping: %.2f us each (sum %llu)\n", flags,
                   std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / 1000,
                   static_cast<unsigned long long>(sum));

@@ -7,11 +7,6 @@
 
 namespace kvlane::test {
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
-}
-
 std::vector<BenchRow>& Rows() {
   static std::vector<BenchRow> rows;
   return rows;

@@ -17,15 +17,12 @@
 
 #include "bench_json.h"
 #include "kvlane/kvlane.h"
+#include "percentile.h"
 #include "target_proc.h"
 
 namespace kvlane::test {
 
 using Clock = std::chrono::steady_clock;
-
-// The p-th percentile of `v` (not empty): its sorted element at index
-// p / 100 * size, rounded down, at most the last.
-double Pct(std::vector<double> v, double p);
 
 struct Bench {
   std::unique_ptr<Agent> agent;

@@ -16,22 +16,18 @@
 //    on another line behind the same fence (the engine's StoreRecordAndDone).
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <random>
 #include <string>
-#include <vector>
 
+#include "engine_proxy_timing.h"
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_types.h"
-#include "transport/cuda/cuda_proxy.h"
+#include "round_trip.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr uint64_t kExit = ~0ull;
 constexpr uint32_t kRing = 1024;
 
@@ -174,11 +170,6 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
-}
-
 template <bool kEntry, bool kTwoStores>
 void Run(const char* name, int threads, Shared s, uint64_t src, uint64_t dst) {
   std::memset(s.ring, 0, kRing * sizeof(Entry));
@@ -189,44 +180,28 @@ void Run(const char* name, int threads, Shared s, uint64_t src, uint64_t dst) {
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   Responder<kEntry, kTwoStores><<<1, threads, 0, st>>>(s);
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> wait_ns(0, 3000);
-  std::vector<double> t;
-  bool stuck = false;
-  uint64_t k = 1;
-  for (; k <= 3000 && !stuck; ++k) {
-    const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-    while (Clock::now() < until) {
-    }
-    const auto t0 = Clock::now();
-    if (kEntry) {
-      Entry& e = s.ring[k % kRing];
-      Entry full{k, src, dst, 4096, k, k, k * 7, 0};
-      std::memcpy(reinterpret_cast<char*>(&e) + 8, reinterpret_cast<const char*>(&full) + 8,
-                  sizeof(Entry) - 8);
-      __atomic_store_n(&e.ready, k, __ATOMIC_RELEASE);
-    } else {
-      __atomic_store_n(s.bell, k, __ATOMIC_RELEASE);
-    }
-    while (__atomic_load_n(s.record, __ATOMIC_ACQUIRE) != k)
-      if (Clock::now() - t0 > std::chrono::milliseconds(100)) {
-        stuck = true;
-        break;
-      }
-    if (k > 200) t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
+  const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
+      11,
+      [&](uint64_t k) {
+        if (kEntry) {
+          Entry& e = s.ring[k % kRing];
+          Entry full{k, src, dst, 4096, k, k, k * 7, 0};
+          std::memcpy(reinterpret_cast<char*>(&e) + 8, reinterpret_cast<const char*>(&full) + 8,
+                      sizeof(Entry) - 8);
+          __atomic_store_n(&e.ready, k, __ATOMIC_RELEASE);
+        } else {
+          __atomic_store_n(s.bell, k, __ATOMIC_RELEASE);
+        }
+        return std::string();
+      },
+      [&](uint64_t k) { return __atomic_load_n(s.record, __ATOMIC_ACQUIRE) == k; });
   if (kEntry)
-    __atomic_store_n(&s.ring[k % kRing].ready, kExit, __ATOMIC_RELEASE);
+    __atomic_store_n(&s.ring[(r.issued + 1) % kRing].ready, kExit, __ATOMIC_RELEASE);
   else
     __atomic_store_n(s.bell, kExit, __ATOMIC_RELEASE);
   const cudaError_t e = cudaStreamSynchronize(st);
   cudaStreamDestroy(st);
-  if (stuck || t.empty()) {
-    std::printf("%-44s: STUCK (%s)\n", name, cudaGetErrorString(e));
-    return;
-  }
-  std::printf("%-44s: p50 %.2f us  p90 %.2f  p99 %.2f  (%s)\n", name, Pct(t, 50), Pct(t, 90),
-              Pct(t, 99), cudaGetErrorString(e));
+  kvlane::test::PrintRoundTrips(name, 44, r, cudaGetErrorString(e));
 }
 
 // EngineLike<kGeneric, kTimer> driven as CudaProxy::Write drives the engine's.
@@ -259,84 +234,21 @@ void RunEngineLike(const char* name, uint64_t src, uint64_t dst, const uint32_t*
                 sizeof(full) - 8);
     __atomic_store_n(&slot.ready, full.ready, __ATOMIC_RELEASE);
   };
-  std::mt19937 rng(11);
-  std::uniform_int_distribution<int> wait_ns(0, 3000);
-  std::vector<double> t;
-  bool stuck = false;
-  uint64_t n = 0;
-  for (; n < 3000 && !stuck; ++n) {
-    const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-    while (Clock::now() < until) {
-    }
-    const auto t0 = Clock::now();
-    const uint32_t gen = static_cast<uint32_t>(n + 1);
-    write(n, kvlane::gpu::kProxyCopy, gen);
-    while (__atomic_load_n(record, __ATOMIC_ACQUIRE) != uint64_t{gen} << 32)
-      if (Clock::now() - t0 > std::chrono::milliseconds(100)) {
-        stuck = true;
-        break;
-      }
-    if (n >= 200) t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  write(n, kvlane::gpu::kProxyExit, 0);
+  // Request k is ring entry k - 1 (the engine's numbering), its record generation k.
+  const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
+      11,
+      [&](uint64_t k) {
+        write(k - 1, kvlane::gpu::kProxyCopy, static_cast<uint32_t>(k));
+        return std::string();
+      },
+      [&](uint64_t k) { return __atomic_load_n(record, __ATOMIC_ACQUIRE) == k << 32; });
+  write(r.issued, kvlane::gpu::kProxyExit, 0);
   const cudaError_t e = cudaStreamSynchronize(st);
   cudaStreamDestroy(st);
   cudaFreeHost(ring);
   cudaFreeHost(done);
   cudaFreeHost(record);
-  if (stuck || t.empty()) {
-    std::printf("%-44s: STUCK (%s)\n", name, cudaGetErrorString(e));
-    return;
-  }
-  std::printf("%-44s: p50 %.2f us  p90 %.2f  p99 %.2f  (%s)\n", name, Pct(t, 50), Pct(t, 90),
-              Pct(t, 99), cudaGetErrorString(e));
-}
-
-// The engine's proxy (CudaProxy: its kernel, ring and Submit) on the same
-// buffers: Submit of one 4 KiB segment to its record landing.
-void EngineProxy(const char* name, uint64_t src, uint64_t dst) {
-  uint64_t* done = nullptr;
-  uint8_t* records = nullptr;
-  cudaHostAlloc(&done, kvlane::gpu::kProxyRing * sizeof(uint64_t),
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&records, 4 * kvlane::gpu::kRecordStride,
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  std::memset(done, 0, kvlane::gpu::kProxyRing * sizeof(uint64_t));
-  std::memset(records, 0, 4 * kvlane::gpu::kRecordStride);
-  {
-    kvlane::core::CudaProxy proxy;
-    const kvlane::Status init =
-        proxy.Init(1, done, 0, std::chrono::microseconds(0), std::chrono::seconds(5), records, 4);
-    std::string err = init.ok() ? "" : init.ToString();
-    const kvlane::gpu::CopySeg seg{src, dst, 4096};
-    auto* record = reinterpret_cast<uint64_t*>(records);
-    std::mt19937 rng(11);
-    std::uniform_int_distribution<int> wait_ns(0, 3000);
-    std::vector<double> t, submit;
-    for (uint32_t k = 1; k <= 3000 && err.empty(); ++k) {
-      const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-      while (Clock::now() < until) {
-      }
-      const auto t0 = Clock::now();
-      const kvlane::Status sub = proxy.Submit(&seg, 0, 1, k, 1, k, std::chrono::milliseconds(1000));
-      const auto t1 = Clock::now();
-      if (!sub.ok()) err = sub.ToString();
-      while (err.empty() && __atomic_load_n(record, __ATOMIC_ACQUIRE) != uint64_t{k} << 32)
-        if (Clock::now() - t0 > std::chrono::milliseconds(100)) err = "no record within 100 ms";
-      if (k > 200) {
-        t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-        submit.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-      }
-    }
-    const kvlane::Status sd = proxy.Shutdown(std::chrono::milliseconds(1000));
-    if (!err.empty() || t.empty())
-      std::printf("%-44s: %s\n", name, err.c_str());
-    else
-      std::printf("%-44s: p50 %.2f us  p90 %.2f  p99 %.2f  (Submit p50 %.2f us; shutdown %s)\n",
-                  name, Pct(t, 50), Pct(t, 90), Pct(t, 99), Pct(submit, 50), sd.ToString().c_str());
-  }
-  cudaFreeHost(done);
-  cudaFreeHost(records);
+  kvlane::test::PrintRoundTrips(name, 44, r, cudaGetErrorString(e));
 }
 
 }  // namespace
@@ -373,8 +285,8 @@ int main() {
     RunEngineLike<true, false>("engine entry, engine CopyRange", src, dst, s.ctl);
     RunEngineLike<true, true>("engine entry, engine CopyRange, timer", src, dst, s.ctl);
     RunEngineLike<true, true>("engine entry, CopyRange, timer, READ", dst, src, s.ctl);
-    EngineProxy("engine proxy (CudaProxy)", src, dst);
-    EngineProxy("engine proxy (CudaProxy), READ direction", dst, src);
+    kvlane::test::TimeEngineProxy("engine proxy (CudaProxy)", 44, 11, src, dst);
+    kvlane::test::TimeEngineProxy("engine proxy (CudaProxy), READ direction", 44, 11, dst, src);
     Run<false, false>("doorbell, 256 threads, record, READ direction", 256, s, dst, src);
   }
   return 0;

@@ -23,21 +23,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "gpu/copy_types.h"
-#include "transport/cuda/cuda_proxy.h"
+#include "engine_proxy_timing.h"
+#include "round_trip.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr uint64_t kExit = ~0ull;
 constexpr int kCopiers = 256;  // 16 B each: 4 KiB
 
@@ -68,11 +63,6 @@ __global__ void Responder(const volatile uint64_t* bell, volatile uint64_t* reco
 
 __global__ void CopyOnce(const uint4* src, uint4* dst) { dst[threadIdx.x] = src[threadIdx.x]; }
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
-}
-
 const char* Err(cudaError_t e) { return cudaGetErrorString(e); }
 
 // Child: a buffer on GPU 1 filled with a pattern; its IPC handle to `out`;
@@ -93,6 +83,8 @@ int Target(int in, int out) {
   return 0;
 }
 
+// Doorbell -> 4 KiB READ -> record rounds (TimeRoundTrips) of a Responder on
+// `dev`, printed as one line.
 void Time(const char* name, int dev, const uint4* src, uint4* dst, uint64_t* bell,
           uint64_t* record) {
   *bell = 0;
@@ -101,79 +93,17 @@ void Time(const char* name, int dev, const uint4* src, uint4* dst, uint64_t* bel
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   Responder<<<1, kCopiers, 0, s>>>(bell, record, src, dst);
-  std::mt19937 rng(5);
-  std::uniform_int_distribution<int> wait_ns(0, 3000);
-  std::vector<double> t;
-  bool stuck = false;
-  for (uint64_t k = 1; k <= 3000 && !stuck; ++k) {
-    const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-    while (Clock::now() < until) {
-    }
-    const auto t0 = Clock::now();
-    __atomic_store_n(bell, k, __ATOMIC_RELEASE);
-    while (__atomic_load_n(record, __ATOMIC_ACQUIRE) != k)
-      if (Clock::now() - t0 > std::chrono::milliseconds(100)) {
-        stuck = true;
-        break;
-      }
-    if (k > 200) t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
+  const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
+      5,
+      [&](uint64_t k) {
+        __atomic_store_n(bell, k, __ATOMIC_RELEASE);
+        return std::string();
+      },
+      [&](uint64_t k) { return __atomic_load_n(record, __ATOMIC_ACQUIRE) == k; });
   __atomic_store_n(bell, kExit, __ATOMIC_RELEASE);
   const cudaError_t e = cudaStreamSynchronize(s);
   cudaStreamDestroy(s);
-  if (stuck || t.empty()) {
-    std::printf("%-36s: STUCK (%s)\n", name, Err(e));
-    return;
-  }
-  std::printf("%-36s: p50 %.2f us  p90 %.2f  p99 %.2f  (n=%zu, %s)\n", name, Pct(t, 50), Pct(t, 90),
-              Pct(t, 99), t.size(), Err(e));
-}
-
-// The engine's proxy kernel itself (CudaProxy on GPU 0, one block, no
-// renewal), without the rest of the engine: Submit of one 4 KiB segment to
-// its record landing, READ (src = the target's memory) and WRITE (the reverse).
-void EngineProxy(const char* name, const void* src, void* dst) {
-  cudaSetDevice(0);
-  uint64_t* done = nullptr;
-  uint8_t* records = nullptr;
-  cudaHostAlloc(&done, kvlane::gpu::kProxyRing * sizeof(uint64_t),
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&records, 4 * kvlane::gpu::kRecordStride,
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  std::memset(done, 0, kvlane::gpu::kProxyRing * sizeof(uint64_t));
-  std::memset(records, 0, 4 * kvlane::gpu::kRecordStride);
-  {
-    kvlane::core::CudaProxy proxy;
-    const kvlane::Status init =
-        proxy.Init(1, done, 0, std::chrono::microseconds(0), std::chrono::seconds(5), records, 4);
-    std::string err = init.ok() ? "" : init.ToString();
-    const kvlane::gpu::CopySeg seg{reinterpret_cast<uint64_t>(src), reinterpret_cast<uint64_t>(dst),
-                                   4096};
-    auto* record = reinterpret_cast<uint64_t*>(records);
-    std::mt19937 rng(9);
-    std::uniform_int_distribution<int> wait_ns(0, 3000);
-    std::vector<double> t;
-    for (uint32_t k = 1; k <= 3000 && err.empty(); ++k) {
-      const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-      while (Clock::now() < until) {
-      }
-      const auto t0 = Clock::now();
-      const kvlane::Status sub = proxy.Submit(&seg, 0, 1, k, 1, k, std::chrono::milliseconds(1000));
-      if (!sub.ok()) err = sub.ToString();
-      while (err.empty() && __atomic_load_n(record, __ATOMIC_ACQUIRE) != uint64_t{k} << 32)
-        if (Clock::now() - t0 > std::chrono::milliseconds(100)) err = "no record within 100 ms";
-      if (k > 200)
-        t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    }
-    const kvlane::Status sd = proxy.Shutdown(std::chrono::milliseconds(1000));
-    if (!err.empty() || t.empty())
-      std::printf("%-36s: %s\n", name, err.c_str());
-    else
-      std::printf("%-36s: p50 %.2f us  p90 %.2f  p99 %.2f  (n=%zu, shutdown %s)\n", name,
-                  Pct(t, 50), Pct(t, 90), Pct(t, 99), t.size(), sd.ToString().c_str());
-  }
-  cudaFreeHost(done);
-  cudaFreeHost(records);
+  kvlane::test::PrintRoundTrips(name, 36, r, Err(e));
 }
 
 }  // namespace
@@ -232,8 +162,12 @@ int main() {
     Time("pull: kernel on GPU 0", 0, static_cast<const uint4*>(remote), local, host, host + 8);
     Time("push: kernel on GPU 1", 1, static_cast<const uint4*>(remote1), local, host, host + 8);
     for (int i = 0; i < 2; ++i) {
-      EngineProxy("engine proxy on GPU 0, WRITE (push)", local, remote);
-      EngineProxy("engine proxy on GPU 0, READ (pull)", remote, local);
+      kvlane::test::TimeEngineProxy("engine proxy on GPU 0, WRITE (push)", 36, 9,
+                                    reinterpret_cast<uint64_t>(local),
+                                    reinterpret_cast<uint64_t>(remote));
+      kvlane::test::TimeEngineProxy("engine proxy on GPU 0, READ (pull)", 36, 9,
+                                    reinterpret_cast<uint64_t>(remote),
+                                    reinterpret_cast<uint64_t>(local));
     }
   } else {
     rc = 1;

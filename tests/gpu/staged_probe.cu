@@ -36,6 +36,7 @@
 
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_launch.h"
+#include "percentile.h"
 
 namespace {
 
@@ -178,10 +179,7 @@ __global__ void Fill(uint64_t* p, uint64_t words, uint64_t salt) {
     p[i] = (i * 0x9E3779B97F4A7C15ull) ^ salt;
 }
 
-double Pct(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p / 100.0 * v.size()))];
-}
+using kvlane::test::Pct;
 
 // A segment table in one GPU's memory.
 Seg* Upload(int dev, const std::vector<Seg>& h) {
