@@ -85,9 +85,13 @@ void CudaStressTest::RunMixed(AgentOptions o) {
     }
   }
   std::mutex target_mu;  // TargetProc::Call is one pipe
-  auto call = [&](const std::string& c) {
+  auto remote_fill = [&](uint64_t addr, uint64_t len, uint64_t seed) {
     std::lock_guard lock(target_mu);
-    return target_.Call(c);
+    return RemoteFill(addr, len, seed);
+  };
+  auto remote_check = [&](uint64_t addr, uint64_t len, uint64_t seed) {
+    std::lock_guard lock(target_mu);
+    return RemoteCheck(addr, len, seed);
   };
   std::vector<std::string> failures(kThreads);
   auto run = [&](int t) {
@@ -110,8 +114,9 @@ void CudaStressTest::RunMixed(AgentOptions o) {
           if (ops[j] == 0) {
             FillDevice(local + at + kd.loc[i], kd.len, seed(j, i));
           } else {
-            call("fill " + std::to_string(remote.addr + at + kd.rem[i]) + " " +
-                 std::to_string(kd.len) + " " + std::to_string(seed(j, i)));
+            const std::string filled =
+                remote_fill(remote.addr + at + kd.rem[i], kd.len, seed(j, i));
+            if (filled != "ok") failures[t] = "target fill: " + filled;
           }
         }
       }
@@ -128,11 +133,9 @@ void CudaStressTest::RunMixed(AgentOptions o) {
         const Kind& kd = kinds[pick[j]];
         for (size_t i = 0; i < kd.loc.size() && failures[t].empty(); ++i) {
           const uint64_t at = t * kPerThread;
-          const int64_t bad =
-              ops[j] == 0
-                  ? std::stoll(call("check " + std::to_string(remote.addr + at + kd.rem[i]) + " " +
-                                    std::to_string(kd.len) + " " + std::to_string(seed(j, i))))
-                  : CheckDevice(local + at + kd.loc[i], kd.len, seed(j, i));
+          const int64_t bad = ops[j] == 0
+                                  ? remote_check(remote.addr + at + kd.rem[i], kd.len, seed(j, i))
+                                  : CheckDevice(local + at + kd.loc[i], kd.len, seed(j, i));
           if (bad != -1)
             failures[t] = std::string(ops[j] == 0 ? "WRITE " : "READ ") + kd.name + " round " +
                           std::to_string(round) + " descriptor " + std::to_string(i) +

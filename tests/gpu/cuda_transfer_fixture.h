@@ -61,6 +61,12 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     auto name = agent_->LoadPeer(Unhex(target_.Call("meta")));
     ASSERT_TRUE(name.ok()) << name.status().ToString();
   }
+  // Fills the target's [addr, addr + len) with the pattern of `seed`; "ok"
+  // once the bytes landed there.
+  std::string RemoteFill(uint64_t addr, uint64_t len, uint64_t seed) {
+    return target_.Call("fill " + std::to_string(addr) + " " + std::to_string(len) + " " +
+                        std::to_string(seed));
+  }
   int64_t RemoteCheck(uint64_t addr, uint64_t len, uint64_t seed) {
     return std::stoll(target_.Call("check " + std::to_string(addr) + " " + std::to_string(len) +
                                    " " + std::to_string(seed)));
