@@ -211,8 +211,8 @@ class CudaChannel final : public Channel {
   std::vector<std::unique_ptr<Lane>> lanes_;
 
   std::mutex build_mu_;  // builds tables; guards the maps below
-  cudaStream_t build_stream_ =
-      nullptr;  // tables are uploaded on it (BuildTable); GUARDED_BY(build_mu_)
+  // Tables are uploaded on it (BuildTable). GUARDED_BY(build_mu_)
+  cudaStream_t build_stream_ = nullptr;
   std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, void*> opened_;      // peer alloc base -> IPC mapping; GUARDED_BY(build_mu_)
   // A peer's VMM memory mapped here, by its (alloc_base, alloc_len), with the
@@ -227,8 +227,8 @@ class CudaChannel final : public Channel {
   std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
   std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> revoked_keys_;  // revoked before first use; GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, bool>
-      local_on_device_;  // local piece checked: on this GPU?; GUARDED_BY(build_mu_)
+  // Local pieces checked, by key: on this GPU? GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, bool> local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
   std::string blob_bytes_;                          // GUARDED_BY(build_mu_)
   CudaBlob blob_;                                   // GUARDED_BY(build_mu_)
