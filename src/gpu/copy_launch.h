@@ -11,7 +11,11 @@
 namespace kvlane::gpu {
 
 inline constexpr int kCopyThreads = 512;    // threads per block of the bulk copy kernel
-inline constexpr int kProxyThreads = 1024;  // threads per block of the resident proxy
+// Threads per block of the resident proxy: 512 with 8 vectors in flight each
+// move its largest entry by default (64 KiB) in one round; 1,024 threads made
+// a 4 KiB entry ~0.15 us slower (block barriers, issue slots; session 8's
+// cuda_proxy_phase_probe).
+inline constexpr int kProxyThreads = 512;
 
 // How each block of a copy kernel makes its stores visible before it counts
 // itself finished; the last block then fences at system scope and signals.

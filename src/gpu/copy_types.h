@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define KVLANE_HOST_DEVICE __host__ __device__
@@ -40,6 +41,10 @@ inline constexpr uint32_t kProxyRing = 1024;  // ring entries = the lane's compl
 inline constexpr uint32_t kProxyMaxSegs = 16;  // segments of one entry (more: the launch path)
 inline constexpr uint32_t kProxyCopy = 1;     // ProxyEntry::op: copy the segments
 inline constexpr uint32_t kProxyExit = 2;     // ProxyEntry::op: the kernel returns
+// ProxyEntry::op: copy the segments, every destination of which is memory of
+// the proxy's own GPU (a READ into it): a device-scope fence orders the copy
+// before the record, as in the copy kernel's blocks (BlockFence::kDevice).
+inline constexpr uint32_t kProxyCopyLocal = 3;
 // Or'ed into a completion word when the proxy acknowledged an entry without
 // copying (CPU latch mirrored to it, or its own GPU-side error).
 inline constexpr uint64_t kDoneSkipped = 1ull << 62;
@@ -60,11 +65,21 @@ struct alignas(64) ProxyEntry {
 };
 static_assert(sizeof(ProxyEntry) == 64, "one cache line");
 
+// ProxyEntry::check is the XOR of one term per 8-byte word of the entry
+// (word 1 without the check itself) and kProxyCheckSeed, so that the proxy,
+// which holds word i in lane i of a warp, checks it with one reduction.
+inline constexpr uint32_t kProxyCheckSeed = 0x5bd1e995u;
+KVLANE_HOST_DEVICE inline uint32_t ProxyCheckTerm(uint64_t word, uint32_t i) {
+  if (i == 1) word &= 0xffffffffull;  // op and nsegs
+  const uint64_t x = word * (0x9e3779b97f4a7c15ull ^ uint64_t{i} << 40);  // an odd factor per word
+  return static_cast<uint32_t>(x >> 32) ^ static_cast<uint32_t>(x);
+}
 KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {
-  uint64_t x = e.ready ^ (uint64_t{e.op} << 48 | uint64_t{e.nsegs} << 32) ^ e.segs ^ e.seg.src ^
-               (e.seg.dst * 3) ^ (e.seg.len * 5) ^ (e.value * 7) ^ (uint64_t{e.record} << 32 | e.gen) * 11 ^
-               0x9e3779b97f4a7c15ull;
-  return static_cast<uint32_t>(x ^ (x >> 32));
+  uint64_t words[8];
+  std::memcpy(words, &e, sizeof(words));
+  uint32_t c = kProxyCheckSeed;
+  for (uint32_t i = 0; i < 8; ++i) c ^= ProxyCheckTerm(words[i], i);
+  return c;
 }
 
 // Records of request slots, as the GPU addresses them: slot i's at

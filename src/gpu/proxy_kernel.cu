@@ -9,13 +9,22 @@
 // the copy and one PCIe store.
 #include <cuda_runtime.h>
 
+#include <cstddef>
+
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_launch.h"
+
+// Probe hook: cuda_proxy_phase_probe (tests/gpu/proxy_phase_probe.cu) includes
+// this file with it defined, to time the phases of an entry. Nothing here.
+#ifndef KVLANE_PROXY_MARK
+#define KVLANE_PROXY_MARK(phase)
+#endif
 
 namespace kvlane::gpu {
 namespace {
 
 enum Cmd : int { kCmdCopy = 0, kCmdSkip = 1, kCmdExit = 2, kCmdStop = 3 };
+constexpr int kProxyUnroll = 8;  // see kProxyThreads
 constexpr uint32_t kErrInjected = 1, kErrBadEntry = 2;
 
 __device__ __forceinline__ uint64_t LoadSys64(const void* p) {
@@ -38,10 +47,24 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
   return t;
 }
 
-__device__ bool ValidEntry(const ProxyEntry& e) {
-  if (e.op == kProxyExit) return true;
-  if (e.op != kProxyCopy || e.nsegs == 0) return false;
-  return e.nsegs == 1 ? e.seg.len > 0 : e.segs != 0 && e.nsegs <= kProxyMaxSegs;
+__device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_t segs, uint64_t len) {
+  if (op == kProxyExit) return true;
+  if ((op != kProxyCopy && op != kProxyCopyLocal) || nsegs == 0) return false;
+  return nsegs == 1 ? len > 0 : segs != 0 && nsegs <= kProxyMaxSegs;
+}
+
+// Word i of a ring entry, as lane i of warp 0 reads it (see Poll).
+constexpr unsigned kWordOpNsegs = 1, kWordSegs = 2, kWordLen = 5;
+static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs && offsetof(ProxyEntry, nsegs) == 8 * kWordOpNsegs + 2 &&
+              offsetof(ProxyEntry, check) == 8 * kWordOpNsegs + 4 && offsetof(ProxyEntry, segs) == 8 * kWordSegs &&
+              offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen);
+
+// This lane's part of the entry's check (copy_types.h): the XOR over lanes
+// 0-7 is kProxyCheckSeed when the eight words were read whole.
+__device__ __forceinline__ uint32_t CheckPart(uint64_t w, unsigned lane) {
+  if (lane >= 8) return 0;
+  const uint32_t t = ProxyCheckTerm(w, lane);
+  return lane == kWordOpNsegs ? t ^ static_cast<uint32_t>(w >> 32) : t;
 }
 
 // Several blocks poll the ring each on its own, so they agree on every entry
@@ -87,29 +110,79 @@ __device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop,
   }
 }
 
+// Warp 0, once entry `n` is decided (`c`) and in shared memory: stages a
+// segment list and hands the command to the block.
+__device__ void Decided(const ProxyEntry* e, CopySeg* staged, int c, int* cmd) {
+  const unsigned lane = threadIdx.x;
+  if (c == kCmdCopy && e->nsegs > 1) {
+    // The list was written before `ready`: the fence makes the relaxed read of
+    // `ready` an acquire for the reads below.
+    __threadfence_system();
+    const uint32_t words = e->nsegs * 3u;
+    const auto* list = reinterpret_cast<const uint64_t*>(e->segs);
+    for (uint32_t i = lane; i < words; i += 32) reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
+    __syncwarp();
+  }
+  if (lane == 0) *cmd = c;
+  KVLANE_PROXY_MARK(1);
+}
+
 // Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
-// memory with one 64-byte read per poll (lanes 0-7) while lanes 8-11 read the
-// control flags (one 16-byte read). Raises the GPU-side error and mirrors the
-// host latch. Stops before the entry when a successor is alive and the entry
-// is not here yet, or at once when the launch is past its life.
-// Sets *cmd and *decider.
+// memory with one 64-byte read per poll (lanes 0-7, word i in lane i) while
+// lanes 8-11 read the control flags (one 16-byte read). Raises the GPU-side
+// error and mirrors the host latch. Stops before the entry when a successor is
+// alive and the entry is not here yet, or at once when the launch is past its
+// life. Sets *cmd and *decider.
+//
+// A single-block launch with no flag set and its clock not due (nearly every
+// poll) decides from registers: two votes and one reduction (ready, flags,
+// check), and three shuffles for the fields ValidFields needs. The general path
+// below it took ~450 ns from the poll's data to the decision (a lone warp runs
+// each dependent instruction at its latency; session 8's cuda_proxy_phase_probe).
 __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, uint32_t* tick, ProxyEntry* e,
                      CopySeg* staged, int* cmd, int* decider, uint32_t* failed, uint32_t* saw) {
+  constexpr unsigned kAll = 0xffffffffu;
   const unsigned lane = threadIdx.x;
   const auto* src = reinterpret_cast<const uint64_t*>(&a.ring[n % kProxyRing]);
   auto* words = reinterpret_cast<uint64_t*>(e);
+  const auto gen32 = static_cast<uint32_t>(a.gen);
+  KVLANE_PROXY_MARK(7);
   for (;;) {
     uint64_t w = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
     else if (lane < 12)
       f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
-    const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
-    const uint32_t inject = __shfl_sync(0xffffffffu, f, 9);
-    const uint32_t alive = __shfl_sync(0xffffffffu, f, 10);
+    // The clock of the launch's life is read at every 16th poll (every lane
+    // counts alike; lane 0's count is the one used).
+    const bool due = a.max_life_ns != 0 && ((*tick)++ & 15) == 0;
+    // Lanes 8-11: cpu_latched, inject_fault, alive_gen (a successor: newer,
+    // modulo 2^32), gpu_error.
+    const bool flag = lane >= 8 && lane < 12 && (lane == 10 ? static_cast<int32_t>(f - gen32) > 0 : f != 0);
+    const bool flagged = __ballot_sync(kAll, flag) != 0;
+    const bool here = __ballot_sync(kAll, lane == 0 && w == n + 1) != 0 &&
+                      __reduce_xor_sync(kAll, CheckPart(w, lane)) == kProxyCheckSeed;
+    KVLANE_PROXY_MARK(0);
+    if (gridDim.x == 1 && !flagged && !due && *failed == 0 && *saw == 0) {
+      if (!here) continue;  // not written yet (or a torn read): poll again
+      const uint32_t opn = __shfl_sync(kAll, static_cast<uint32_t>(w), kWordOpNsegs);
+      const uint64_t segs = __shfl_sync(kAll, w, kWordSegs);
+      const uint64_t len = __shfl_sync(kAll, w, kWordLen);
+      if (ValidFields(opn & 0xffffu, opn >> 16, segs, len)) {
+        if (lane < 8) words[lane] = w;
+        __syncwarp();
+        if (lane == 0) *decider = 1;
+        Decided(e, staged, (opn & 0xffffu) == kProxyExit ? kCmdExit : kCmdCopy, cmd);
+        return;
+      }
+      // Not valid: the general path raises the error.
+    }
+    const uint32_t latched = __shfl_sync(kAll, f, 8);
+    const uint32_t inject = __shfl_sync(kAll, f, 9);
+    const uint32_t alive = __shfl_sync(kAll, f, 10);
     // An error an earlier launch of the chain raised: copy nothing more
     // either, even before the host mirrors its latch.
-    const uint32_t raised = __shfl_sync(0xffffffffu, f, 11);
+    const uint32_t raised = __shfl_sync(kAll, f, 11);
     if (raised != 0 && *failed == 0) *failed = raised;
     if (lane < 8) words[lane] = w;
     __syncwarp();
@@ -121,42 +194,31 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       *saw = 1;
       if (lane == 0) StoreSys32(&a.ctl->saw_latch, 1);
     }
-    const bool here = e->ready == n + 1 && e->check == ProxyCheck(*e);
     int rc = 0;
     Agreed ag{};
     if (lane == 0) {
       // Stop for a successor (generations compared modulo 2^32) only between
       // requests: an entry already here is served without the hand-over's
-      // delay. Past its life (the clock is read at every 16th poll of the
-      // launch) the launch stops at once: a caller's cudaFree may be waiting.
-      const bool successor = static_cast<int32_t>(alive - static_cast<uint32_t>(a.gen)) > 0;
-      const bool old = a.max_life_ns != 0 && ((*tick)++ & 15) == 0 && GlobalTimer() - born > a.max_life_ns;
+      // delay. Past its life the launch stops at once: a caller's cudaFree
+      // may be waiting.
+      const bool successor = static_cast<int32_t>(alive - gen32) > 0;
+      const bool old = due && GlobalTimer() - born > a.max_life_ns;
       const bool want_stop = old || (successor && !here);
       rc = Agree(a, k, here, want_stop, &ag);
     }
-    rc = __shfl_sync(0xffffffffu, rc, 0);
+    rc = __shfl_sync(kAll, rc, 0);
     if (rc != 0) continue;  // not written yet (or a torn read): poll again
-    ag.cmd_stop = __shfl_sync(0xffffffffu, ag.cmd_stop, 0);
+    ag.cmd_stop = __shfl_sync(kAll, ag.cmd_stop, 0);
     if (lane == 0) *decider = ag.decider;
     if (ag.cmd_stop) {
       if (lane == 0) *cmd = kCmdStop;
       return;
     }
-    if (!ValidEntry(*e) && *failed == 0) {
+    if (!ValidFields(e->op, e->nsegs, e->segs, e->seg.len) && *failed == 0) {
       *failed = kErrBadEntry;
       if (lane == 0) StoreSys32(&a.ctl->gpu_error, kErrBadEntry);
     }
-    const int c = e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy;
-    if (c == kCmdCopy && e->nsegs > 1) {
-      // The list was written before `ready`: the fence makes the relaxed read of
-      // `ready` an acquire for the reads below.
-      __threadfence_system();
-      const uint32_t words = e->nsegs * 3u;
-      const auto* list = reinterpret_cast<const uint64_t*>(e->segs);
-      for (uint32_t i = lane; i < words; i += 32) reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
-      __syncwarp();
-    }
-    if (lane == 0) *cmd = c;
+    Decided(e, staged, e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy, cmd);
     return;
   }
 }
@@ -165,14 +227,16 @@ __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
   const uint64_t rank = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const uint64_t n = uint64_t{gridDim.x} * blockDim.x;
   if (e.nsegs == 1) {
-    CopyRange(e.seg.dst, e.seg.src, e.seg.len, rank, n);
+    CopyRange<kProxyUnroll>(e.seg.dst, e.seg.src, e.seg.len, rank, n);
     return;
   }
-  for (uint32_t i = 0; i < e.nsegs; ++i) CopyRange(staged[i].dst, staged[i].src, staged[i].len, rank, n);
+  for (uint32_t i = 0; i < e.nsegs; ++i)
+    CopyRange<kProxyUnroll>(staged[i].dst, staged[i].src, staged[i].len, rank, n);
 }
 
 // The request's terminal record (status ok) when the entry names one and was
-// copied, and the lane's completion word, behind one system fence. The host
+// copied, and the lane's completion word, behind one system fence (device
+// scope after a copy into this GPU's memory, kProxyCopyLocal). The host
 // lets go of the request only once it has seen both, so a record write never
 // lands after a later post began.
 __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
@@ -181,7 +245,7 @@ __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
           ? reinterpret_cast<uint64_t*>(a.records + uint64_t{e.record - 1} * kRecordStride)
           : nullptr;
   StoreRecordAndDone(record, uint64_t{e.gen} << 32, &a.done[(e.value - 1) % kProxyRing],
-                     skip ? e.value | kDoneSkipped : e.value);
+                     skip ? e.value | kDoneSkipped : e.value, !skip && e.op == kProxyCopyLocal);
 }
 
 // Publishes entry number `n`: with several blocks the last to arrive does
@@ -193,8 +257,10 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
   // (in StoreSystem), which is cumulative: one fence instead of one per thread.
   __syncthreads();
   if (threadIdx.x != 0) return;
+  KVLANE_PROXY_MARK(4);
   if (gridDim.x == 1) {
     Publish(a, e, skip);
+    KVLANE_PROXY_MARK(5);
     return;
   }
   __threadfence();
@@ -240,6 +306,7 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   __shared__ CopySeg staged[kProxyMaxSegs];
   __shared__ int cmd, decider, go;
   __shared__ uint64_t first, born;
+  KVLANE_PROXY_MARK(8);
   if (threadIdx.x == 0) {
     go = FirstEntry(a, &first) ? 1 : 0;
     born = GlobalTimer();
@@ -248,16 +315,25 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   if (!go) return;
   uint32_t failed = 0, saw = 0, tick = 0;  // warp 0's view of the error flags; its polls
   for (uint64_t n = first;; ++n) {
-    if (threadIdx.x < 32) Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &failed, &saw);
+    // Past Finish's barrier only thread 0 still reads `entry` (to publish it):
+    // its warp waits for it before overwriting the entry. The other warps read
+    // `entry`, `staged` and `cmd` only before that barrier, so they need no
+    // second one (it cost ~65 ns per entry with 1,024 threads).
+    if (threadIdx.x < 32) {
+      __syncwarp();
+      Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &failed, &saw);
+    }
     __syncthreads();
     const int c = cmd;
     if (c == kCmdExit || c == kCmdStop) {
       if (threadIdx.x == 0 && decider) HandOff(a, c == kCmdStop ? n : n + 1, c == kCmdExit);
       return;
     }
+    KVLANE_PROXY_MARK(2);
     if (c == kCmdCopy) CopyEntry(entry, staged);
+    KVLANE_PROXY_MARK(3);
     Finish(a, entry, n, c == kCmdSkip);
-    __syncthreads();  // everyone is done with `entry` before warp 0 overwrites it
+    KVLANE_PROXY_MARK(6);
   }
 }
 

@@ -36,6 +36,10 @@ inline void TimeEngineProxy(const char* name, int width, uint32_t seed, uint64_t
     const Status init =
         proxy.Init(1, done, 0, std::chrono::microseconds(0), std::chrono::seconds(5), records, 4);
     const gpu::CopySeg seg{src, dst, 4096};
+    // As the channel decides it (XferTable::dst_on_device): GPU 0's own memory.
+    cudaPointerAttributes at{};
+    const bool dst_local = cudaPointerGetAttributes(&at, reinterpret_cast<void*>(dst)) == cudaSuccess &&
+                           at.type == cudaMemoryTypeDevice && at.device == 0;
     auto* record = reinterpret_cast<uint64_t*>(records);
     std::vector<double> submit;
     RoundTrips r;
@@ -45,7 +49,8 @@ inline void TimeEngineProxy(const char* name, int width, uint32_t seed, uint64_t
           [&](uint64_t k) {
             const auto t0 = Clock::now();
             const auto gen = static_cast<uint32_t>(k);
-            const Status s = proxy.Submit(&seg, 0, 1, k, 1, gen, std::chrono::milliseconds(1000));
+            const Status s =
+                proxy.Submit(&seg, 0, 1, k, 1, gen, dst_local, std::chrono::milliseconds(1000));
             if (k > kWarm)
               submit.push_back(
                   std::chrono::duration<double, std::micro>(Clock::now() - t0).count());

@@ -163,7 +163,8 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   bool record_only = false;
   Status s;
   if (proxy) {
-    s = l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, io_timeout_);
+    s = l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, r->slot + 1, r->gen, t->dst_on_device,
+                       io_timeout_);
   } else {
     DeviceGuard guard(device_);  // launches go to the channel's GPU
     s = Launch(l, *t, sb, se, r->total_bytes, seq, RecordOf(*r), record_value, &record_only);
@@ -333,7 +334,7 @@ void CudaChannel::IssueBatch(int i, bool closing) {
       const uint64_t record_value = PackRecord(first.gen, Code::kOk);
       KVLANE_HOP(kHopBuilt);
       s = proxy ? l.proxy.Submit(t->host_segs.data(), sb, se, seq + 1, direct ? r->slot + 1 : 0,
-                                 first.gen, io_timeout_)
+                                 first.gen, t->dst_on_device, io_timeout_)
                 : Launch(l, *t, sb, se, bytes, seq, record, record_value, &record_only);
       if (!(proxy && direct)) l.host_after = seq + 1;
       launched = s.ok();

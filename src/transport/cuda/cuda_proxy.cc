@@ -65,9 +65,9 @@ void CudaProxy::Write(const gpu::ProxyEntry& e) {
 }
 
 Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-                        uint32_t gen) {
+                        uint32_t gen, bool dst_on_device) {
   gpu::ProxyEntry e{};
-  e.op = gpu::kProxyCopy;
+  e.op = static_cast<uint16_t>(dst_on_device ? gpu::kProxyCopyLocal : gpu::kProxyCopy);
   e.nsegs = static_cast<uint16_t>(se - sb);
   e.record = record;
   e.gen = gen;

@@ -62,10 +62,11 @@ class CudaProxy {
   // `value` into done[(value - 1) % kProxyRing] and, when `record` is nonzero
   // and the copy was made, generation `gen` with status ok into the record of
   // slot record - 1, both behind one fence, in either order. Starts a chain
-  // first when none runs.
+  // first when none runs. `dst_on_device`: every destination is memory of the
+  // proxy's GPU (XferTable::dst_on_device), so a device-scope fence will do.
   // REQUIRES: 1 <= se - sb <= gpu::kProxyMaxSegs.
   Status Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-                uint32_t gen, std::chrono::milliseconds timeout);
+                uint32_t gen, bool dst_on_device, std::chrono::milliseconds timeout);
   // Launches a successor when renewal is due or the serving kernel left on its
   // own. Never waits for the GPU, but the launch itself may be held back inside
   // CUDA (a caller's cudaFree): the running kernel then leaves on its own.
@@ -97,7 +98,7 @@ class CudaProxy {
 
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
   Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-               uint32_t gen);
+               uint32_t gen, bool dst_on_device);
   Status Launch(uint64_t gen);
   uint32_t handoff_gen16() const;
   Status WaitExited(int slot, std::chrono::milliseconds timeout);

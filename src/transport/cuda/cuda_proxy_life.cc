@@ -23,7 +23,7 @@ Status CudaProxy::Launch(uint64_t gen) {
 }
 
 Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-                         uint32_t gen, std::chrono::milliseconds timeout) {
+                         uint32_t gen, bool dst_on_device, std::chrono::milliseconds timeout) {
   if (!running()) {
     // The previous chain must have returned before a new one reads the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(0, timeout));
@@ -36,7 +36,7 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     serving_noted_ = 0;  // Tend notes generation last + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
   }
-  return Queue(host, sb, se, value, record, gen);
+  return Queue(host, sb, se, value, record, gen, dst_on_device);
 }
 
 Status CudaProxy::Tend() {
