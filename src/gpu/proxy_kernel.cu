@@ -110,16 +110,17 @@ __device__ int Agree(const ProxyArgs& a, uint64_t k, bool ready, bool want_stop,
   }
 }
 
-// Warp 0, once entry `n` is decided (`c`) and in shared memory: stages a
-// segment list and hands the command to the block.
-__device__ void Decided(const ProxyEntry* e, CopySeg* staged, int c, int* cmd) {
+// Warp 0, once the entry is decided (`c`; its nsegs and segs given): stages a
+// segment list and hands the command to the block (whose barrier also makes
+// the entry, stored into shared memory by lanes 0-7, visible).
+__device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, int* cmd) {
   const unsigned lane = threadIdx.x;
-  if (c == kCmdCopy && e->nsegs > 1) {
+  if (c == kCmdCopy && nsegs > 1) {
     // The list was written before `ready`: the fence makes the relaxed read of
     // `ready` an acquire for the reads below.
     __threadfence_system();
-    const uint32_t words = e->nsegs * 3u;
-    const auto* list = reinterpret_cast<const uint64_t*>(e->segs);
+    const uint32_t words = nsegs * 3u;
+    const auto* list = reinterpret_cast<const uint64_t*>(segs);
     for (uint32_t i = lane; i < words; i += 32) reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
     __syncwarp();
   }
@@ -170,9 +171,8 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       const uint64_t len = __shfl_sync(kAll, w, kWordLen);
       if (ValidFields(opn & 0xffffu, opn >> 16, segs, len)) {
         if (lane < 8) words[lane] = w;
-        __syncwarp();
         if (lane == 0) *decider = 1;
-        Decided(e, staged, (opn & 0xffffu) == kProxyExit ? kCmdExit : kCmdCopy, cmd);
+        Decided(opn >> 16, segs, staged, (opn & 0xffffu) == kProxyExit ? kCmdExit : kCmdCopy, cmd);
         return;
       }
       // Not valid: the general path raises the error.
@@ -218,16 +218,25 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       *failed = kErrBadEntry;
       if (lane == 0) StoreSys32(&a.ctl->gpu_error, kErrBadEntry);
     }
-    Decided(e, staged, e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy, cmd);
+    Decided(e->nsegs, e->segs, staged,
+            e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy, cmd);
     return;
   }
 }
 
 __device__ void CopyEntry(const ProxyEntry& e, const CopySeg* staged) {
-  const uint64_t rank = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  const uint64_t n = uint64_t{gridDim.x} * blockDim.x;
+  const uint32_t rank = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t n = gridDim.x * blockDim.x;
   if (e.nsegs == 1) {
-    CopyRange<kProxyUnroll>(e.seg.dst, e.seg.src, e.seg.len, rank, n);
+    const uint64_t dst = e.seg.dst, src = e.seg.src, len = e.seg.len;
+    // The common small entry, 16-byte aligned and at most one vector per
+    // thread: one load and one store, no head, tail or loop arithmetic.
+    if (((dst | src | len) & 15) == 0 && len <= 16ull * n) {
+      if (rank < static_cast<uint32_t>(len >> 4))
+        reinterpret_cast<uint4*>(dst)[rank] = reinterpret_cast<const uint4*>(src)[rank];
+      return;
+    }
+    CopyRange<kProxyUnroll>(dst, src, len, rank, n);
     return;
   }
   for (uint32_t i = 0; i < e.nsegs; ++i)
