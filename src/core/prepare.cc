@@ -190,6 +190,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   r->notif.assign(notif);
   r->fixed_lane = xo.lane;
   r->stripe = xo.stripe;
+  r->last_lane = -1;
   r->total_bytes = LocalBytes(*local, li);  // decides striping and the chunk size
   const uint64_t chunk = ChunkSizeFor(*r);
   r->total_bytes = 0;

@@ -65,6 +65,9 @@ struct alignas(64) Request {
   uint32_t pairs = 0;  // descriptor pairs MakeTransfer was given
   int fixed_lane = -1;
   bool stripe = true;
+  // The lane this request's previous post went to (-1: none yet), which
+  // PickLane prefers among the least loaded. Written by Post only.
+  int last_lane = -1;
   // Built by a transport on the first post (e.g. a segment table uploaded to a
   // GPU) and reused by later posts; dropped when the slot is released.
   std::shared_ptr<void> transport_state;

@@ -47,10 +47,11 @@ void Contiguous(Bench& b, uint64_t len, const char* label) {
   }
 }
 
-void Latency(Bench& b, uint64_t len, const char* label, int n, std::chrono::microseconds gap = {}) {
+void Latency(Bench& b, uint64_t len, const char* label, int n, std::chrono::microseconds gap = {},
+             XferOptions xo = {}) {
   for (Op op : {Op::kWrite, Op::kRead}) {
     XferHandle h = b.Make(op, Contig(MemoryKind::kCuda, reinterpret_cast<uint64_t>(b.local), len),
-                          Contig(MemoryKind::kCuda, b.remote, len));
+                          Contig(MemoryKind::kCuda, b.remote, len), xo);
     auto kv = b.Times(&h, 100, n, gap);
     auto ref = b.RefTimes(op == Op::kWrite, len, 100, n, gap);
     char name[96];
@@ -262,6 +263,14 @@ int Main(Mode mode, nlohmann::json* run) {
   Latency(b, 64 << 10, "64KiB", 1000);
   Latency(b, 256 << 10, "256KiB", 1000);
   Latency(b, 2 << 20, "2MiB", 500);
+  // The same posted on one lane each time (the engine picks the least loaded,
+  // ties broken by rotation): does a copy-engine stream or a proxy that served
+  // the previous post serve the next one sooner?
+  XferOptions lane0;
+  lane0.lane = 0;
+  Latency(b, 4096, "4KiB on lane 0", 3000, {}, lane0);
+  Latency(b, 256 << 10, "256KiB on lane 0", 1000, {}, lane0);
+  Latency(b, 2 << 20, "2MiB on lane 0", 500, {}, lane0);
   // Posted after 1 ms idle each (lanebench's pace, not back to back), both sides.
   Latency(b, 2 << 20, "2MiB after 1ms idle", 200, std::chrono::milliseconds(1));
   Latency(b, 4096, "4KiB after 1ms idle", 200, std::chrono::milliseconds(1));
