@@ -116,7 +116,9 @@ struct ProxyCtl {
   uint32_t gpu_error;     // GPU -> host, later launches: nonzero once the proxy raised an error
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
-  uint64_t handoff;       // PackTagged() record of the launch that stopped last
+  // PackTagged() record of the launch that stopped last, for the host (the
+  // successor reads ProxyArgs::handoff_dev, a device-memory copy).
+  uint64_t handoff;
 };
 
 // Device-memory scratch of one proxy stream (its launches run one after the
@@ -140,6 +142,15 @@ struct ProxyArgs {
   uint64_t max_life_ns;    // stop on its own after this long (0: only when told)
   uint8_t* records;        // mapped host: the request slots' records (nullptr: none)
   uint32_t record_slots;   // how many; ProxyEntry::record beyond it is ignored
+  // Device memory, one word for the lane's whole chain: the hand-off record
+  // again, which the successor polls (an L2 read, not a PCIe round trip; a
+  // renewal's gap was ~3 us, session 8).
+  unsigned long long* handoff_dev;
+  // A chain's first launch, which no launch hands over to: the record it
+  // starts from, given by the host (start_given != 0). Else the launch waits
+  // for generation gen - 1's record in *handoff_dev.
+  uint64_t start;
+  uint32_t start_given;
 };
 
 }  // namespace kvlane::gpu

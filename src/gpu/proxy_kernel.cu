@@ -280,13 +280,19 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
 }
 
 // The record the successor starts from: written by the block that decided
-// the stop (or consumed the exit entry), after its earlier writes.
+// the stop (or consumed the exit entry), after its earlier writes: into device
+// memory for the successor (device scope: it runs on this GPU), then into
+// pinned host memory for the host (CudaProxy::Tend).
 __device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
-  StoreSystem(&a.ctl->handoff, PackTagged(a.gen, next, exit));
+  const uint64_t w = PackTagged(a.gen, next, exit);
+  __threadfence();
+  *reinterpret_cast<volatile unsigned long long*>(a.handoff_dev) = w;
+  StoreSystem(&a.ctl->handoff, w);
 }
 
 // Thread 0 of each block. Block 0 reports the launch alive, waits for the
-// predecessor's hand-off record and passes it on to the other blocks through
+// predecessor's hand-off record (or takes the host's, for a chain's first
+// launch) and passes it on to the other blocks through
 // the scratch (so that a block the GPU schedules late still serves every entry
 // the launch served). Returns false when the chain ended at an exit entry
 // (block 0 passes that on to the successor too).
@@ -295,7 +301,12 @@ __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
   uint64_t w;
   if (blockIdx.x == 0) {
     StoreSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
-    while (TaggedGen16(w = LoadSys64(&a.ctl->handoff)) != ((a.gen - 1) & 0xffff)) {
+    if (a.start_given != 0) {
+      w = a.start;
+    } else {
+      while (TaggedGen16(w = *reinterpret_cast<volatile unsigned long long*>(a.handoff_dev)) !=
+             ((a.gen - 1) & 0xffff)) {
+      }
     }
     if (TaggedFlag(w)) HandOff(a, TaggedCount(w), true);
     if (gridDim.x > 1) {

@@ -185,7 +185,9 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   std::memset(records, 0, 4 * kRecordStride);
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-  const ProxyArgs args{ring, ctl, done, scratch, 1, 0, records, 4};
+  unsigned long long* handoff_dev = nullptr;  // unused: the launch starts from the record given
+  cudaMalloc(&handoff_dev, sizeof(*handoff_dev));
+  const ProxyArgs args{ring, ctl, done, scratch, 1, 0, records, 4, handoff_dev, PackTagged(0, 0, false), 1};
   kvlane::gpu::ProxyKernel<<<1, threads, 0, st>>>(args);
   cudaError_t e = cudaGetLastError();
   auto write = [&](uint64_t n, uint16_t op, uint32_t gen) {
@@ -222,6 +224,7 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   cudaFreeHost(done);
   cudaFreeHost(records);
   cudaFree(scratch);
+  cudaFree(handoff_dev);
   PrintMarks(name, r, cudaGetErrorString(e));
 }
 

@@ -16,6 +16,8 @@ void CudaProxy::Free() {
     if (s.scratch) (void)cudaFree(s.scratch);
     s = Slot{};
   }
+  if (handoff_dev_) (void)cudaFree(handoff_dev_);
+  handoff_dev_ = nullptr;
   if (ring_) (void)cudaFreeHost(ring_);
   if (ctl_) (void)cudaFreeHost(ctl_);
   if (lists_) (void)cudaFreeHost(lists_);
@@ -36,6 +38,8 @@ Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::mi
     KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&s.scratch), sizeof(gpu::ProxyScratch)));
     KVLANE_CUDA(cudaMemset(s.scratch, 0, sizeof(gpu::ProxyScratch)));  // once: see gpu::ProxyScratch
   }
+  KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&handoff_dev_), sizeof(*handoff_dev_)));
+  KVLANE_CUDA(cudaMemset(handoff_dev_, 0, sizeof(*handoff_dev_)));  // once, like the scratch
   KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&ctl_), sizeof(gpu::ProxyCtl),
                             cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(ctl_, 0, sizeof(gpu::ProxyCtl));

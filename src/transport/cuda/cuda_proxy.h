@@ -99,7 +99,9 @@ class CudaProxy {
   // Writes the entry (the kernel runs). REQUIRES: as Submit.
   Status Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
                uint32_t gen, bool dst_on_device);
-  Status Launch(uint64_t gen);
+  // Launches generation `gen`; `start` (a chain's first launch): the hand-off
+  // record it starts from, which no launch writes.
+  Status Launch(uint64_t gen, const uint64_t* start = nullptr);
   uint32_t handoff_gen16() const;
   Status WaitExited(int slot, std::chrono::milliseconds timeout);
   void Write(const gpu::ProxyEntry& e);
@@ -108,6 +110,7 @@ class CudaProxy {
   gpu::ProxyCtl* ctl_ = nullptr;      // pinned host (mapped)
   gpu::CopySeg* lists_ = nullptr;     // pinned host (mapped): kProxyMaxSegs per ring entry
   uint64_t lists_dev_ = 0;            // lists_ as the GPU addresses it
+  unsigned long long* handoff_dev_ = nullptr;  // device memory: the chain's hand-off record
   uint64_t* done_ = nullptr;          // pinned host, owned by the lane
   Slot slots_[kSlots];
   int blocks_ = 1;

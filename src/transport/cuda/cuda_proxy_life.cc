@@ -14,9 +14,10 @@ uint32_t CudaProxy::handoff_gen16() const {
 }
 
 // Generation g runs on stream g % 2, after generation g - 2 returned there.
-Status CudaProxy::Launch(uint64_t gen) {
+Status CudaProxy::Launch(uint64_t gen, const uint64_t* start) {
   Slot& slot = slots_[gen % kSlots];
-  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_},
+  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_,
+                                handoff_dev_, start != nullptr ? *start : 0, start != nullptr ? 1u : 0u},
                                blocks_, slot.stream));
   gen_.store(gen, std::memory_order_relaxed);
   return Status::Ok();
@@ -30,9 +31,11 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     KVLANE_RETURN_IF_ERROR(WaitExited(1, timeout));
     // The new chain's first launch starts from a record the host writes as if
     // the last launch had stopped here (no kernel runs that could write it).
+    // (Also given to the launch itself: it does not poll for it.)
     const uint64_t last = gen_.load(std::memory_order_relaxed);
-    std::atomic_ref<uint64_t>(ctl_->handoff).store(gpu::PackTagged(last, next_, false), std::memory_order_release);
-    KVLANE_RETURN_IF_ERROR(Launch(last + 1));
+    const uint64_t start = gpu::PackTagged(last, next_, false);
+    std::atomic_ref<uint64_t>(ctl_->handoff).store(start, std::memory_order_release);
+    KVLANE_RETURN_IF_ERROR(Launch(last + 1, &start));
     serving_noted_ = 0;  // Tend notes generation last + 1 serving and sets the renewal
     running_.store(true, std::memory_order_relaxed);
   }
