@@ -71,7 +71,8 @@ static_assert(sizeof(ProxyEntry) == 64, "one cache line");
 inline constexpr uint32_t kProxyCheckSeed = 0x5bd1e995u;
 KVLANE_HOST_DEVICE inline uint32_t ProxyCheckTerm(uint64_t word, uint32_t i) {
   if (i == 1) word &= 0xffffffffull;  // op and nsegs
-  const uint64_t x = word * (0x9e3779b97f4a7c15ull ^ uint64_t{i} << 40);  // an odd factor per word
+  // An odd factor per word.
+  const uint64_t x = word * (0x9e3779b97f4a7c15ull ^ uint64_t{i} << 40);
   return static_cast<uint32_t>(x >> 32) ^ static_cast<uint32_t>(x);
 }
 KVLANE_HOST_DEVICE inline uint32_t ProxyCheck(const ProxyEntry& e) {

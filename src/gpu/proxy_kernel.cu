@@ -47,7 +47,8 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
   return t;
 }
 
-__device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_t segs, uint64_t len) {
+__device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_t segs,
+                                            uint64_t len) {
   if (op == kProxyExit) return true;
   if ((op != kProxyCopy && op != kProxyCopyLocal) || nsegs == 0) return false;
   return nsegs == 1 ? len > 0 : segs != 0 && nsegs <= kProxyMaxSegs;
@@ -55,8 +56,10 @@ __device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_
 
 // Word i of a ring entry, as lane i of warp 0 reads it (see Poll).
 constexpr unsigned kWordOpNsegs = 1, kWordSegs = 2, kWordLen = 5;
-static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs && offsetof(ProxyEntry, nsegs) == 8 * kWordOpNsegs + 2 &&
-              offsetof(ProxyEntry, check) == 8 * kWordOpNsegs + 4 && offsetof(ProxyEntry, segs) == 8 * kWordSegs &&
+static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs &&
+              offsetof(ProxyEntry, nsegs) == 8 * kWordOpNsegs + 2 &&
+              offsetof(ProxyEntry, check) == 8 * kWordOpNsegs + 4 &&
+              offsetof(ProxyEntry, segs) == 8 * kWordSegs &&
               offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen);
 
 // This lane's part of the entry's check (copy_types.h): the XOR over lanes
@@ -121,7 +124,8 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
     __threadfence_system();
     const uint32_t words = nsegs * 3u;
     const auto* list = reinterpret_cast<const uint64_t*>(segs);
-    for (uint32_t i = lane; i < words; i += 32) reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
+    for (uint32_t i = lane; i < words; i += 32)
+      reinterpret_cast<uint64_t*>(staged)[i] = LoadSys64(list + i);
     __syncwarp();
   }
   if (lane == 0) *cmd = c;
@@ -159,7 +163,8 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     const bool due = a.max_life_ns != 0 && ((*tick)++ & 15) == 0;
     // Lanes 8-11: cpu_latched, inject_fault, alive_gen (a successor: newer,
     // modulo 2^32), gpu_error.
-    const bool flag = lane >= 8 && lane < 12 && (lane == 10 ? static_cast<int32_t>(f - gen32) > 0 : f != 0);
+    const bool flag =
+        lane >= 8 && lane < 12 && (lane == 10 ? static_cast<int32_t>(f - gen32) > 0 : f != 0);
     const bool flagged = __ballot_sync(kAll, flag) != 0;
     const bool here = __ballot_sync(kAll, lane == 0 && w == n + 1) != 0 &&
                       __reduce_xor_sync(kAll, CheckPart(w, lane)) == kProxyCheckSeed;
@@ -219,7 +224,10 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       if (lane == 0) StoreSys32(&a.ctl->gpu_error, kErrBadEntry);
     }
     Decided(e->nsegs, e->segs, staged,
-            e->op == kProxyExit ? kCmdExit : (*failed != 0 || *saw != 0) ? kCmdSkip : kCmdCopy, cmd);
+            e->op == kProxyExit           ? kCmdExit
+            : (*failed != 0 || *saw != 0) ? kCmdSkip
+                                          : kCmdCopy,
+            cmd);
     return;
   }
 }

@@ -38,8 +38,9 @@ inline void TimeEngineProxy(const char* name, int width, uint32_t seed, uint64_t
     const gpu::CopySeg seg{src, dst, 4096};
     // As the channel decides it (XferTable::dst_on_device): GPU 0's own memory.
     cudaPointerAttributes at{};
-    const bool dst_local = cudaPointerGetAttributes(&at, reinterpret_cast<void*>(dst)) == cudaSuccess &&
-                           at.type == cudaMemoryTypeDevice && at.device == 0;
+    const bool dst_local =
+        cudaPointerGetAttributes(&at, reinterpret_cast<void*>(dst)) == cudaSuccess &&
+        at.type == cudaMemoryTypeDevice && at.device == 0;
     auto* record = reinterpret_cast<uint64_t*>(records);
     std::vector<double> submit;
     RoundTrips r;

@@ -120,18 +120,22 @@ void Run(const char* name, const Host& h, const void* src, void* dst) {
   const int copies = kMirror ? K : 1;
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-  Responder<K, kMirror, kSysFence><<<1, 256, 0, st>>>(h.bell, h.record, static_cast<const uint4*>(src),
-                                                      static_cast<uint4*>(dst), h.info);
+  Responder<K, kMirror, kSysFence><<<1, 256, 0, st>>>(
+      h.bell, h.record, static_cast<const uint4*>(src), static_cast<uint4*>(dst), h.info);
   const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
-      13, [&](uint64_t k) { Ring(h, k, copies); return std::string(); },
+      13,
+      [&](uint64_t k) {
+        Ring(h, k, copies);
+        return std::string();
+      },
       [&](uint64_t k) { return __atomic_load_n(h.record, __ATOMIC_ACQUIRE) == k; });
   Ring(h, kExit, copies);
   const cudaError_t e = cudaStreamSynchronize(st);
   cudaStreamDestroy(st);
   char note[128];
   std::snprintf(note, sizeof(note), "poll round trip %llu ns = %llu cycles; %s",
-                static_cast<unsigned long long>(h.info[0]), static_cast<unsigned long long>(h.info[1]),
-                cudaGetErrorString(e));
+                static_cast<unsigned long long>(h.info[0]),
+                static_cast<unsigned long long>(h.info[1]), cudaGetErrorString(e));
   kvlane::test::PrintRoundTrips(name, 40, r, note);
 }
 

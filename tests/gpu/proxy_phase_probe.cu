@@ -26,8 +26,18 @@
 
 namespace {
 
-enum Phase { kPolled = 0, kDecided, kBcast, kCopied, kGathered, kPublished, kNext, kPollStart, kStart,
-             kNumPhases };
+enum Phase {
+  kPolled = 0,
+  kDecided,
+  kBcast,
+  kCopied,
+  kGathered,
+  kPublished,
+  kNext,
+  kPollStart,
+  kStart,
+  kNumPhases
+};
 
 struct Marks {
   long long stamp[kNumPhases];
@@ -131,8 +141,8 @@ void PrintMarks(const char* name, const kvlane::test::RoundTrips& r, const char*
   if (m.entries == 0) return;
   const double ns_per_cycle = m.cycles ? static_cast<double>(m.ns) / m.cycles : 0;
   auto ns = [&](unsigned long long cycles) { return cycles * ns_per_cycle / m.entries; };
-  std::printf("  GPU, ns per entry (mean of %llu): poll wait %.0f (%.2f polls)", m.entries, ns(m.sum[0]),
-              static_cast<double>(m.polls) / m.entries);
+  std::printf("  GPU, ns per entry (mean of %llu): poll wait %.0f (%.2f polls)", m.entries,
+              ns(m.sum[0]), static_cast<double>(m.polls) / m.entries);
   const char* names[] = {"", "decide", "bcast", "copy", "gather", "publish", "next"};
   double prev = 0;
   for (int i = kDecided; i <= kNext; ++i) {
@@ -153,9 +163,14 @@ void RunMinimal(const char* name, uint64_t* bell, uint64_t* record, uint64_t src
   *record = 0;
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-  Minimal<<<1, 256, 0, st>>>(bell, record, reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(dst));
+  Minimal<<<1, 256, 0, st>>>(bell, record, reinterpret_cast<const uint4*>(src),
+                             reinterpret_cast<uint4*>(dst));
   const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
-      17, [&](uint64_t k) { __atomic_store_n(bell, k, __ATOMIC_RELEASE); return std::string(); },
+      17,
+      [&](uint64_t k) {
+        __atomic_store_n(bell, k, __ATOMIC_RELEASE);
+        return std::string();
+      },
       [&](uint64_t k) { return __atomic_load_n(record, __ATOMIC_ACQUIRE) == k; });
   __atomic_store_n(bell, kExit, __ATOMIC_RELEASE);
   const cudaError_t e = cudaStreamSynchronize(st);
@@ -174,7 +189,8 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   uint64_t* done = nullptr;
   uint8_t* records = nullptr;
   ProxyScratch* scratch = nullptr;
-  cudaHostAlloc(&ring, kProxyRing * sizeof(ProxyEntry), cudaHostAllocMapped | cudaHostAllocPortable);
+  cudaHostAlloc(&ring, kProxyRing * sizeof(ProxyEntry),
+                cudaHostAllocMapped | cudaHostAllocPortable);
   cudaHostAlloc(&ctl, sizeof(ProxyCtl), cudaHostAllocMapped | cudaHostAllocPortable);
   cudaHostAlloc(&done, kProxyRing * sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
   cudaHostAlloc(&records, 4 * kRecordStride, cudaHostAllocMapped | cudaHostAllocPortable);
@@ -187,7 +203,8 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   unsigned long long* handoff_dev = nullptr;  // unused: the launch starts from the record given
   cudaMalloc(&handoff_dev, sizeof(*handoff_dev));
-  const ProxyArgs args{ring, ctl, done, scratch, 1, 0, records, 4, handoff_dev, PackTagged(0, 0, false), 1};
+  const ProxyArgs args{
+      ring, ctl, done, scratch, 1, 0, records, 4, handoff_dev, PackTagged(0, 0, false), 1};
   kvlane::gpu::ProxyKernel<<<1, threads, 0, st>>>(args);
   cudaError_t e = cudaGetLastError();
   auto write = [&](uint64_t n, uint16_t op, uint32_t gen) {

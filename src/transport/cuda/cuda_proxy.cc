@@ -68,8 +68,8 @@ void CudaProxy::Write(const gpu::ProxyEntry& e) {
   ++next_;
 }
 
-Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-                        uint32_t gen, bool dst_on_device) {
+Status CudaProxy::Queue(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
+                        uint32_t record, uint32_t gen, bool dst_on_device) {
   gpu::ProxyEntry e{};
   e.op = static_cast<uint16_t>(dst_on_device ? gpu::kProxyCopyLocal : gpu::kProxyCopy);
   e.nsegs = static_cast<uint16_t>(se - sb);

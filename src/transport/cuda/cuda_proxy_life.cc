@@ -16,15 +16,17 @@ uint32_t CudaProxy::handoff_gen16() const {
 // Generation g runs on stream g % 2, after generation g - 2 returned there.
 Status CudaProxy::Launch(uint64_t gen, const uint64_t* start) {
   Slot& slot = slots_[gen % kSlots];
-  KVLANE_CUDA(gpu::LaunchProxy({ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_,
-                                handoff_dev_, start != nullptr ? *start : 0, start != nullptr ? 1u : 0u},
-                               blocks_, slot.stream));
+  KVLANE_CUDA(gpu::LaunchProxy(
+      {ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_, handoff_dev_,
+       start != nullptr ? *start : 0, start != nullptr ? 1u : 0u},
+      blocks_, slot.stream));
   gen_.store(gen, std::memory_order_relaxed);
   return Status::Ok();
 }
 
-Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value, uint32_t record,
-                         uint32_t gen, bool dst_on_device, std::chrono::milliseconds timeout) {
+Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uint64_t value,
+                         uint32_t record, uint32_t gen, bool dst_on_device,
+                         std::chrono::milliseconds timeout) {
   if (!running()) {
     // The previous chain must have returned before a new one reads the ring.
     KVLANE_RETURN_IF_ERROR(WaitExited(0, timeout));
