@@ -23,6 +23,7 @@
 
 #include "engine_proxy_timing.h"
 #include "round_trip.h"
+#include "two_gpu_buffers.h"
 
 namespace {
 
@@ -113,7 +114,7 @@ void Ring(const Host& h, uint64_t v, int copies) {
 }
 
 template <int K, bool kMirror, bool kSysFence>
-void Run(const char* name, const Host& h, const void* src, void* dst) {
+void Run(const char* name, const Host& h, uint64_t src, uint64_t dst) {
   std::memset(h.bell, 0, kMaxDepth * kLineWords * sizeof(uint64_t));
   *h.record = 0;
   h.info[0] = h.info[1] = 0;
@@ -121,7 +122,7 @@ void Run(const char* name, const Host& h, const void* src, void* dst) {
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   Responder<K, kMirror, kSysFence><<<1, 256, 0, st>>>(
-      h.bell, h.record, static_cast<const uint4*>(src), static_cast<uint4*>(dst), h.info);
+      h.bell, h.record, reinterpret_cast<const uint4*>(src), reinterpret_cast<uint4*>(dst), h.info);
   const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
       13,
       [&](uint64_t k) {
@@ -142,34 +143,25 @@ void Run(const char* name, const Host& h, const void* src, void* dst) {
 }  // namespace
 
 int main() {
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  const int peer = ndev > 1 ? 1 : 0;
-  void* buf1 = nullptr;
-  cudaSetDevice(peer);
-  cudaMalloc(&buf1, 1 << 20);
-  cudaSetDevice(0);
-  if (peer != 0) cudaDeviceEnablePeerAccess(peer, 0);
-  void* buf0 = nullptr;
-  cudaMalloc(&buf0, 1 << 20);
-  cudaMemset(buf0, 7, 1 << 20);
+  const kvlane::test::TwoGpuBuffers g = kvlane::test::AllocTwoGpuBuffers();
+  const int peer = g.peer;
   Host h{};
   cudaHostAlloc(&h.bell, 4096, cudaHostAllocMapped | cudaHostAllocPortable);
   cudaHostAlloc(&h.record, 4096, cudaHostAllocMapped | cudaHostAllocPortable);
   h.info = h.record + 64;
   std::printf("cuda_poll_depth_probe: 4 KiB between GPU 0 and GPU %d, request to record\n", peer);
-  const uint64_t a0 = reinterpret_cast<uint64_t>(buf0), a1 = reinterpret_cast<uint64_t>(buf1);
+  const uint64_t a0 = g.local, a1 = g.remote;
   for (int round = 0; round < 2; ++round) {
-    Run<1, false, true>("WRITE depth 1", h, buf0, buf1);
-    Run<2, false, true>("WRITE depth 2", h, buf0, buf1);
-    Run<4, false, true>("WRITE depth 4", h, buf0, buf1);
-    Run<8, false, true>("WRITE depth 8", h, buf0, buf1);
-    Run<4, true, true>("WRITE depth 4, 4 doorbell lines", h, buf0, buf1);
-    Run<8, true, true>("WRITE depth 8, 8 doorbell lines", h, buf0, buf1);
-    Run<1, false, true>("READ depth 1", h, buf1, buf0);
-    Run<4, false, true>("READ depth 4", h, buf1, buf0);
-    Run<1, false, false>("READ depth 1, device-scope fence", h, buf1, buf0);
-    Run<4, false, false>("READ depth 4, device-scope fence", h, buf1, buf0);
+    Run<1, false, true>("WRITE depth 1", h, a0, a1);
+    Run<2, false, true>("WRITE depth 2", h, a0, a1);
+    Run<4, false, true>("WRITE depth 4", h, a0, a1);
+    Run<8, false, true>("WRITE depth 8", h, a0, a1);
+    Run<4, true, true>("WRITE depth 4, 4 doorbell lines", h, a0, a1);
+    Run<8, true, true>("WRITE depth 8, 8 doorbell lines", h, a0, a1);
+    Run<1, false, true>("READ depth 1", h, a1, a0);
+    Run<4, false, true>("READ depth 4", h, a1, a0);
+    Run<1, false, false>("READ depth 1, device-scope fence", h, a1, a0);
+    Run<4, false, false>("READ depth 4, device-scope fence", h, a1, a0);
     kvlane::test::TimeEngineProxy("engine proxy (CudaProxy) WRITE", 40, 11, a0, a1);
     kvlane::test::TimeEngineProxy("engine proxy (CudaProxy) READ", 40, 11, a1, a0);
   }

@@ -22,7 +22,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "proxy_ring_write.h"
 #include "round_trip.h"
+#include "two_gpu_buffers.h"
 
 namespace {
 
@@ -208,19 +210,7 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   kvlane::gpu::ProxyKernel<<<1, threads, 0, st>>>(args);
   cudaError_t e = cudaGetLastError();
   auto write = [&](uint64_t n, uint16_t op, uint32_t gen) {
-    ProxyEntry& slot = ring[n % kProxyRing];
-    ProxyEntry full{};
-    full.op = op;
-    full.nsegs = 1;
-    full.seg = {src, dst, 4096};
-    full.value = n + 1;
-    full.record = 1;
-    full.gen = gen;
-    full.ready = n + 1;
-    full.check = ProxyCheck(full);
-    std::memcpy(reinterpret_cast<char*>(&slot) + 8, reinterpret_cast<const char*>(&full) + 8,
-                sizeof(full) - 8);
-    __atomic_store_n(&slot.ready, full.ready, __ATOMIC_RELEASE);
+    kvlane::test::WriteProxyEntry(ring, n, op, gen, src, dst, 4096);
   };
   const auto* record = reinterpret_cast<const uint64_t*>(records);
   kvlane::test::RoundTrips r;
@@ -248,22 +238,13 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
 }  // namespace
 
 int main() {
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  const int peer = ndev > 1 ? 1 : 0;
-  void* buf1 = nullptr;
-  cudaSetDevice(peer);
-  cudaMalloc(&buf1, 1 << 20);
-  cudaSetDevice(0);
-  if (peer != 0) cudaDeviceEnablePeerAccess(peer, 0);
-  void* buf0 = nullptr;
-  cudaMalloc(&buf0, 1 << 20);
-  cudaMemset(buf0, 7, 1 << 20);
+  const kvlane::test::TwoGpuBuffers g = kvlane::test::AllocTwoGpuBuffers();
+  const int peer = g.peer;
   uint64_t* host = nullptr;
   cudaHostAlloc(&host, 4096, cudaHostAllocMapped | cudaHostAllocPortable);
   uint64_t *bell = host, *record = host + 16;
   std::printf("cuda_proxy_phase_probe: 4 KiB between GPU 0 and GPU %d, request to record\n", peer);
-  const uint64_t a0 = reinterpret_cast<uint64_t>(buf0), a1 = reinterpret_cast<uint64_t>(buf1);
+  const uint64_t a0 = g.local, a1 = g.remote;
   for (int round = 0; round < 2; ++round) {
     using kvlane::gpu::kProxyCopy, kvlane::gpu::kProxyCopyLocal;
     RunMinimal("minimal WRITE", bell, record, a0, a1);

@@ -24,7 +24,9 @@
 #include "engine_proxy_timing.h"
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_types.h"
+#include "proxy_ring_write.h"
 #include "round_trip.h"
+#include "two_gpu_buffers.h"
 
 namespace {
 
@@ -220,19 +222,7 @@ void RunEngineLike(const char* name, uint64_t src, uint64_t dst, const uint32_t*
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   EngineLike<kGeneric, kTimer><<<1, 1024, 0, st>>>(ring, ctl, record, done);
   auto write = [&](uint64_t n, uint16_t op, uint32_t gen) {
-    kvlane::gpu::ProxyEntry& slot = ring[n % kvlane::gpu::kProxyRing];
-    kvlane::gpu::ProxyEntry full{};
-    full.op = op;
-    full.nsegs = 1;
-    full.seg = {src, dst, 4096};
-    full.value = n + 1;
-    full.record = 1;
-    full.gen = gen;
-    full.ready = n + 1;
-    full.check = kvlane::gpu::ProxyCheck(full);
-    std::memcpy(reinterpret_cast<char*>(&slot) + 8, reinterpret_cast<const char*>(&full) + 8,
-                sizeof(full) - 8);
-    __atomic_store_n(&slot.ready, full.ready, __ATOMIC_RELEASE);
+    kvlane::test::WriteProxyEntry(ring, n, op, gen, src, dst, 4096);
   };
   // Request k is ring entry k - 1 (the engine's numbering), its record generation k.
   const kvlane::test::RoundTrips r = kvlane::test::TimeRoundTrips(
@@ -254,17 +244,8 @@ void RunEngineLike(const char* name, uint64_t src, uint64_t dst, const uint32_t*
 }  // namespace
 
 int main() {
-  int ndev = 0;
-  cudaGetDeviceCount(&ndev);
-  const int peer = ndev > 1 ? 1 : 0;
-  void* buf1 = nullptr;
-  cudaSetDevice(peer);
-  cudaMalloc(&buf1, 1 << 20);
-  cudaSetDevice(0);
-  if (peer != 0) cudaDeviceEnablePeerAccess(peer, 0);
-  void* buf0 = nullptr;
-  cudaMalloc(&buf0, 1 << 20);
-  cudaMemset(buf0, 7, 1 << 20);
+  const kvlane::test::TwoGpuBuffers g = kvlane::test::AllocTwoGpuBuffers();
+  const int peer = g.peer;
   Shared s{};
   cudaHostAlloc(&s.ring, kRing * sizeof(Entry), cudaHostAllocMapped | cudaHostAllocPortable);
   cudaHostAlloc(&s.ctl, 4096, cudaHostAllocMapped | cudaHostAllocPortable);
@@ -273,7 +254,7 @@ int main() {
   s.record = s.bell + 16;  // other lines than the doorbell's
   s.done = s.bell + 32;
   std::printf("cuda_proxy_shape_probe: 4 KiB GPU 0 -> GPU %d, request to record\n", peer);
-  const uint64_t src = reinterpret_cast<uint64_t>(buf0), dst = reinterpret_cast<uint64_t>(buf1);
+  const uint64_t src = g.local, dst = g.remote;
   for (int round = 0; round < 2; ++round) {
     Run<false, false>("doorbell, 256 threads, record", 256, s, src, dst);
     Run<false, false>("doorbell, 1024 threads, record", 1024, s, src, dst);
