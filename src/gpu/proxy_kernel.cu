@@ -62,6 +62,16 @@ static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs &&
               offsetof(ProxyEntry, segs) == 8 * kWordSegs &&
               offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen);
 
+// The XOR of `v` over the warp, in every lane.
+__device__ __forceinline__ uint32_t WarpXor(uint32_t v) {
+#if __CUDA_ARCH__ >= 800
+  return __reduce_xor_sync(0xffffffffu, v);
+#else
+  for (int offset = 16; offset > 0; offset >>= 1) v ^= __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+#endif
+}
+
 // This lane's part of the entry's check (copy_types.h): the XOR over lanes
 // 0-7 is kProxyCheckSeed when the eight words were read whole.
 __device__ __forceinline__ uint32_t CheckPart(uint64_t w, unsigned lane) {
@@ -167,7 +177,7 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
         lane >= 8 && lane < 12 && (lane == 10 ? static_cast<int32_t>(f - gen32) > 0 : f != 0);
     const bool flagged = __ballot_sync(kAll, flag) != 0;
     const bool here = __ballot_sync(kAll, lane == 0 && w == n + 1) != 0 &&
-                      __reduce_xor_sync(kAll, CheckPart(w, lane)) == kProxyCheckSeed;
+                      WarpXor(CheckPart(w, lane)) == kProxyCheckSeed;
     KVLANE_PROXY_MARK(0);
     if (gridDim.x == 1 && !flagged && !due && *failed == 0 && *saw == 0) {
       if (!here) continue;  // not written yet (or a torn read): poll again
