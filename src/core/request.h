@@ -66,7 +66,8 @@ struct alignas(64) Request {
   int fixed_lane = -1;
   bool stripe = true;
   // The lane this request's previous post went to (-1: none yet), which
-  // PickLane prefers among the least loaded. Written by Post only.
+  // PickLane prefers among the least loaded. Written by Post (and reset by
+  // MakeTransfer when the slot is taken).
   int last_lane = -1;
   // Built by a transport on the first post (e.g. a segment table uploaded to a
   // GPU) and reused by later posts; dropped when the slot is released.

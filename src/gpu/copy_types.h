@@ -54,7 +54,7 @@ inline constexpr uint64_t kDoneSkipped = 1ull << 62;
 // last), read by the proxy. `check` detects a torn read (the proxy then re-reads).
 struct alignas(64) ProxyEntry {
   uint64_t ready;   // entry number + 1 once the fields below are written
-  uint16_t op;      // kProxyCopy or kProxyExit
+  uint16_t op;      // kProxyCopy, kProxyCopyLocal or kProxyExit
   uint16_t nsegs;   // segments: `seg` when 1, else the list at `segs`
   uint32_t check;   // ProxyCheck() of the other fields
   uint64_t segs;    // pinned host (mapped): the entry's CopySeg list (used when nsegs > 1)
@@ -89,10 +89,10 @@ inline constexpr uint64_t kRecordStride = 64;
 
 // A word tagged with the low 16 bits of a proxy launch's generation that
 // carries a count (47 bits) and a flag, written and read at once. Three uses:
-// the hand-off record (ProxyCtl::handoff: the first entry the launch did not
-// consume; flag: it stopped at an exit entry, so the whole chain ends and a
-// successor waiting for the record exits too), and in the scratch what several
-// blocks agreed on and where block 0 found the launch is to start.
+// the hand-off record (ProxyCtl::handoff and ProxyArgs::handoff_dev: the first entry the launch did
+// not consume; flag: it stopped at an exit entry, so the whole chain ends and a successor waiting
+// for the record exits too), and in the scratch what several blocks agreed on and where block 0
+// found the launch is to start.
 KVLANE_HOST_DEVICE inline uint64_t PackTagged(uint64_t gen, uint64_t count, bool flag) {
   return (gen & 0xffffull) << 48 | (count & ((1ull << 47) - 1)) << 1 | (flag ? 1ull : 0ull);
 }

@@ -1,12 +1,11 @@
 // The resident proxy of a cuda lane: a persistent kernel (a few blocks) that
 // polls the lane's ring of entries in pinned host memory, copies each entry's
 // segments with 16-byte vectors and stores its completion word into pinned host
-// memory after a system fence. It stops copying (but still acknowledges entries,
-// marked skipped) once the host latched an error or it raised one itself. It
-// returns on an exit entry, when its successor reports alive, or after
-// max_life_ns, and then writes the hand-off record its successor starts from
-// (see ProxyCtl). No launch per request: small transfers cost one PCIe poll,
-// the copy and one PCIe store.
+// memory after a fence (system scope; device scope for kProxyCopyLocal). It stops copying (but
+// still acknowledges entries, marked skipped) once the host latched an error or it raised one
+// itself. It returns on an exit entry, when its successor reports alive, or after max_life_ns, and
+// then writes the hand-off record its successor starts from (see ProxyCtl). No launch per request:
+// small transfers cost one PCIe poll, the copy and one PCIe store.
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -54,13 +53,17 @@ __device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_
   return nsegs == 1 ? len > 0 : segs != 0 && nsegs <= kProxyMaxSegs;
 }
 
-// Word i of a ring entry, as lane i of warp 0 reads it (see Poll).
+// Word i of a ring entry, as lane i of warp 0 reads it (see Poll); the
+// control flags, as lanes 8-11 read them.
 constexpr unsigned kWordOpNsegs = 1, kWordSegs = 2, kWordLen = 5;
 static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs &&
               offsetof(ProxyEntry, nsegs) == 8 * kWordOpNsegs + 2 &&
               offsetof(ProxyEntry, check) == 8 * kWordOpNsegs + 4 &&
               offsetof(ProxyEntry, segs) == 8 * kWordSegs &&
-              offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen);
+              offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen &&
+              offsetof(ProxyEntry, ready) == 0);
+static_assert(offsetof(ProxyCtl, cpu_latched) == 0 && offsetof(ProxyCtl, inject_fault) == 4 &&
+              offsetof(ProxyCtl, alive_gen) == 8 && offsetof(ProxyCtl, gpu_error) == 12);
 
 // The XOR of `v` over the warp, in every lane.
 __device__ __forceinline__ uint32_t WarpXor(uint32_t v) {
@@ -281,7 +284,7 @@ __device__ void Publish(const ProxyArgs& a, const ProxyEntry& e, bool skip) {
 __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool skip) {
   if (skip && threadIdx.x == 0) atomicOr(&a.scratch->skipped, 1u);
   // The barrier orders every thread's copies before thread 0's system fence
-  // (in StoreSystem), which is cumulative: one fence instead of one per thread.
+  // (in StoreRecordAndDone), which is cumulative: one fence instead of one per thread.
   __syncthreads();
   if (threadIdx.x != 0) return;
   KVLANE_PROXY_MARK(4);
@@ -356,7 +359,10 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
     // Past Finish's barrier only thread 0 still reads `entry` (to publish it):
     // its warp waits for it before overwriting the entry. The other warps read
     // `entry`, `staged` and `cmd` only before that barrier, so they need no
-    // second one (it cost ~65 ns per entry with 1,024 threads).
+    // second one (it cost ~65 ns per entry with 1,024 threads). This holds
+    // because every command but exit and stop (which return) reaches Finish's
+    // barrier, a skip included: a path back to Poll without it would let warp
+    // 0 overwrite what the other warps still read.
     if (threadIdx.x < 32) {
       __syncwarp();
       Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &failed, &saw);

@@ -33,13 +33,18 @@ Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::mi
   renew_every_ = renew_every;
   max_life_ns_ = static_cast<uint64_t>(std::chrono::nanoseconds(max_life).count());
   done_ = done;
+  // Zeroed once (see gpu::ProxyScratch), on the proxy's own streams and waited
+  // for: a cudaMemset of device memory may return before it is done, and the
+  // non-blocking proxy streams do not wait for the legacy stream; a late one
+  // could clear a hand-off record the successor waits for.
   for (Slot& s : slots_) {
     KVLANE_CUDA(cudaStreamCreateWithPriority(&s.stream, cudaStreamNonBlocking, priority));
     KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&s.scratch), sizeof(gpu::ProxyScratch)));
-    KVLANE_CUDA(cudaMemset(s.scratch, 0, sizeof(gpu::ProxyScratch)));  // once: see gpu::ProxyScratch
+    KVLANE_CUDA(cudaMemsetAsync(s.scratch, 0, sizeof(gpu::ProxyScratch), s.stream));
   }
   KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&handoff_dev_), sizeof(*handoff_dev_)));
-  KVLANE_CUDA(cudaMemset(handoff_dev_, 0, sizeof(*handoff_dev_)));  // once, like the scratch
+  KVLANE_CUDA(cudaMemsetAsync(handoff_dev_, 0, sizeof(*handoff_dev_), slots_[0].stream));
+  for (Slot& s : slots_) KVLANE_CUDA(cudaStreamSynchronize(s.stream));
   KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&ctl_), sizeof(gpu::ProxyCtl),
                             cudaHostAllocMapped | cudaHostAllocPortable));
   std::memset(ctl_, 0, sizeof(gpu::ProxyCtl));
