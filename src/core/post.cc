@@ -3,6 +3,7 @@
 
 #include "core/agent_impl.h"
 #include "core/hop_trace.h"
+#include "core/lane_pick.h"
 
 namespace kvlane::core {
 
@@ -20,22 +21,10 @@ int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) con
   const int n = r.channel->lane_count();
   if (r.fixed_lane >= 0) return r.fixed_lane % n;
   if (Striped(r)) return static_cast<int>((rotation + chunk) % n);
-  // Small request: the lane with the fewest bytes queued, so it does not wait
-  // behind bulk work. Chosen once per post (chunk 0) and kept for its chunks.
-  // Of the least loaded, the lane of the request's previous post, else the
-  // next in rotation: a repost on the lane that moved the last one starts
-  // sooner (its stream and lines are warm: a 2 MiB cuda post 0.4-0.6 us,
-  // a 256 KiB one 0.5 us; session 8, cuda_bench "on lane 0").
-  int best = 0;
-  uint64_t best_bytes = UINT64_MAX;
-  for (int i = 0; i < n; ++i) {
-    uint64_t b = r.channel->queue((rotation + i) % n).queued_bytes();
-    if (b < best_bytes) best = (rotation + i) % n, best_bytes = b;
-  }
-  const int last = r.last_lane;
-  if (last >= 0 && last < n && last != best && r.channel->queue(last).queued_bytes() <= best_bytes)
-    return last;
-  return best;
+  // Small request (or a channel that does not stripe): see LeastLoadedLane.
+  // Chosen once per post (chunk 0) and kept for its chunks.
+  return LeastLoadedLane(n, rotation, r.last_lane,
+                         [&](int i) { return r.channel->queue(i).queued_bytes(); });
 }
 
 Status AgentImpl::Post(XferHandle* h) {
