@@ -48,6 +48,19 @@ __device__ __forceinline__ void CopyRange(uint64_t dst, uint64_t src, uint64_t l
   }
 }
 
+// A relaxed load at system scope: each call reads memory another agent (the
+// host, a peer GPU) may be writing, never a cached copy.
+__device__ __forceinline__ uint64_t LoadSys64(const void* p) {
+  uint64_t v;
+  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t LoadSys32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 // Stores `v` to host-visible memory after everything this thread wrote before.
 __device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
   __threadfence_system();

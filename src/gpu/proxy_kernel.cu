@@ -26,16 +26,6 @@ enum Cmd : int { kCmdCopy = 0, kCmdSkip = 1, kCmdExit = 2, kCmdStop = 3 };
 constexpr int kProxyUnroll = 8;  // see kProxyThreads
 constexpr uint32_t kErrInjected = 1, kErrBadEntry = 2;
 
-__device__ __forceinline__ uint64_t LoadSys64(const void* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t LoadSys32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
 __device__ __forceinline__ void StoreSys32(uint32_t* p, uint32_t v) {
   __threadfence_system();
   *reinterpret_cast<volatile uint32_t*>(p) = v;

@@ -94,6 +94,8 @@
 #include <random>
 #include <vector>
 
+#include "gpu/copy_device.cuh"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -118,11 +120,7 @@ bool Ok(cudaError_t e, const char* what, int line) {
 }
 #define CUDA_OK(call) Ok((call), #call, __LINE__)
 
-__device__ __forceinline__ uint64_t LoadSys(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+using kvlane::gpu::LoadSys64;
 
 __device__ __forceinline__ uint64_t GlobalTimerNs() {
   uint64_t t;
@@ -191,7 +189,7 @@ __global__ void RoundTrip(const uint64_t* bell, uint64_t* cycles, uint64_t* tota
   const uint64_t g0 = GlobalTimerNs();
   for (int j = 0; j < kRttSamples; ++j) {
     const uint64_t t0 = clock64();
-    sink = LoadSys(bell);
+    sink = LoadSys64(bell);
     cycles[j] = clock64() - t0;
   }
   *total_ns = GlobalTimerNs() - g0;
@@ -209,7 +207,7 @@ __device__ __forceinline__ uint64_t TakeTurnAndRead(const uint64_t* bell, volati
     last = clock64();
     turn = (w + 1) % P;
   }
-  return LoadSys(bell);
+  return LoadSys64(bell);
 }
 
 template <bool kBar1>
@@ -233,11 +231,11 @@ __global__ void __launch_bounds__(kThreads)
   for (uint64_t k = 1;; ++k) {
     if (threadIdx.x == 0) {
       uint64_t got = ahead;  // the read in flight is consumed here, after the last barrier
-      while (got < k) got = LoadSys(bells);  // kExit is >= any k
+      while (got < k) got = LoadSys64(bells);  // kExit is >= any k
       cur = got;
     }
     BlockSync<kBar1>();
-    if (kAhead && threadIdx.x == 0) ahead = LoadSys(bells);
+    if (kAhead && threadIdx.x == 0) ahead = LoadSys64(bells);
     const uint64_t v = Peek(cur);
     if (v == kExit) return;
     if (kWarp1Copy) {

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "engine_proxy_timing.h"
+#include "gpu/copy_device.cuh"
 #include "round_trip.h"
 #include "two_gpu_buffers.h"
 
@@ -31,11 +32,7 @@ constexpr uint64_t kExit = ~0ull;
 constexpr int kMaxDepth = 8;
 constexpr int kLineWords = 8;  // 64-byte lines
 
-__device__ __forceinline__ uint64_t LoadSys64(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
+using kvlane::gpu::LoadSys64;
 
 __device__ __forceinline__ void SpinCycles(long long cycles) {
   const long long t0 = clock64();

@@ -96,12 +96,6 @@ namespace {
 
 constexpr uint64_t kExit = ~0ull;
 
-__device__ __forceinline__ uint64_t Load(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-
 __global__ void Minimal(const uint64_t* bell, uint64_t* record, const uint4* src, uint4* dst) {
   __shared__ uint64_t seen;
   ProbeMark(kStart);
@@ -110,7 +104,7 @@ __global__ void Minimal(const uint64_t* bell, uint64_t* record, const uint4* src
       ProbeMark(kPollStart);
       uint64_t v;
       for (;;) {
-        v = Load(bell);
+        v = kvlane::gpu::LoadSys64(bell);
         const bool got = v >= n;  // the mark below waits for the load
         ProbeMark(kPolled);
         if (got) break;

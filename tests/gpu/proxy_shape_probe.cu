@@ -47,15 +47,21 @@ struct Shared {
   uint64_t src, dst;  // the doorbell shape's copy (kernel parameters)
 };
 
-__device__ __forceinline__ uint64_t LoadSys64(const uint64_t* p) {
-  uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t LoadSys32(const uint32_t* p) {
-  uint32_t v;
-  asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
+// One poll of warp 0 as the engine's Poll made it (session 7): lanes 0-7 read
+// the ring entry's eight words into `words`, lanes 8-11 the 16-byte flags
+// line; returns the first flag (the host latch) in every lane.
+__device__ __forceinline__ uint32_t PollWords(const uint64_t* src, const uint32_t* ctl,
+                                              unsigned lane, uint64_t* words) {
+  uint64_t w = 0;
+  uint32_t f = 0;
+  if (lane < 8)
+    w = kvlane::gpu::LoadSys64(src + lane);
+  else if (lane < 12)
+    f = kvlane::gpu::LoadSys32(ctl + (lane - 8));
+  const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
+  if (lane < 8) words[lane] = w;
+  __syncwarp();
+  return latched;
 }
 
 template <bool kEntry, bool kTwoStores>
@@ -68,22 +74,14 @@ __global__ void Responder(Shared s) {
       if (kEntry) {
         const auto* src = reinterpret_cast<const uint64_t*>(&s.ring[n % kRing]);
         for (;;) {
-          uint64_t w = 0;
-          uint32_t f = 0;
-          if (lane < 8)
-            w = LoadSys64(src + lane);
-          else if (lane < 12)
-            f = LoadSys32(s.ctl + (lane - 8));
-          const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
-          if (lane < 8) words[lane] = w;
-          __syncwarp();
+          const uint32_t latched = PollWords(src, s.ctl, lane, words);
           const bool here = words[0] == n || words[0] == kExit;
           if (here && latched == 0) break;
         }
         if (lane == 0) k_seen = words[0];
       } else if (lane == 0) {
         uint64_t v;
-        while ((v = LoadSys64(s.bell)) != n && v != kExit) {
+        while ((v = kvlane::gpu::LoadSys64(s.bell)) != n && v != kExit) {
         }
         k_seen = v;
       }
@@ -130,15 +128,7 @@ __global__ void __launch_bounds__(1024)
       const auto* src = reinterpret_cast<const uint64_t*>(&ring[n % kvlane::gpu::kProxyRing]);
       auto* words = reinterpret_cast<uint64_t*>(&entry);
       for (;;) {
-        uint64_t w = 0;
-        uint32_t f = 0;
-        if (lane < 8)
-          w = LoadSys64(src + lane);
-        else if (lane < 12)
-          f = LoadSys32(ctl + (lane - 8));
-        const uint32_t latched = __shfl_sync(0xffffffffu, f, 8);
-        if (lane < 8) words[lane] = w;
-        __syncwarp();
+        const uint32_t latched = PollWords(src, ctl, lane, words);
         const bool here = entry.ready == n + 1 && entry.check == kvlane::gpu::ProxyCheck(entry);
         int rc = here ? 0 : -1;
         if (kTimer && lane == 0 && (tick++ & 15) == 0) {
