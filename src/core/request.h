@@ -94,7 +94,10 @@ struct alignas(64) Request {
   // retire its queue slot). Release waits for it (AgentImpl::AwaitSettled);
   // Post need not: that lane touches nothing of the request a post writes.
   // Never decreases (Completer::Settle).
-  std::atomic<uint32_t> settled{0};
+  // A line of its own: the retire thread writes it as a device-published post
+  // finishes, while the owner may already be writing the fields above for its
+  // next post (sharing the line cost each post a cross-core miss).
+  alignas(64) std::atomic<uint32_t> settled{0};
 
   // Records the first error of this post.
   void SetError(const Status& s);

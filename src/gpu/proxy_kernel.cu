@@ -24,6 +24,10 @@ namespace {
 
 enum Cmd : int { kCmdCopy = 0, kCmdSkip = 1, kCmdExit = 2, kCmdStop = 3 };
 constexpr int kProxyUnroll = 8;  // see kProxyThreads
+// A single-block launch that sees its successor alive hands over right after
+// its next entry (see Poll), or at a poll that finds none once this long has
+// passed since it first saw the successor (the lane is idle).
+constexpr uint64_t kHandOverWaitNs = 20000;
 constexpr uint32_t kErrInjected = 1, kErrBadEntry = 2;
 
 __device__ __forceinline__ void StoreSys32(uint32_t* p, uint32_t v) {
@@ -138,17 +142,28 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 // Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
 // memory with one 64-byte read per poll (lanes 0-7, word i in lane i) while
 // lanes 8-11 read the control flags (one 16-byte read). Raises the GPU-side
-// error and mirrors the host latch. Stops before the entry when a successor is
-// alive and the entry is not here yet, or at once when the launch is past its
-// life. Sets *cmd and *decider.
+// error and mirrors the host latch. Sets *cmd and *decider, and *last when the
+// launch stops right after serving this entry.
+//
+// When it stops for an alive successor: at once when the launch is past its
+// life. Else, with one block, right after the next entry it serves (*last):
+// the successor, already polling its hand-off record in L2, then starts
+// polling the ring while the host is still reading the entry's record and
+// making its next request. Stopping at a poll that found no entry instead
+// (what several blocks still do, and one block once kHandOverWaitNs passed
+// since it saw the successor, the lane idle) makes a request that lands meanwhile
+// wait for the successor's first PCIe round trip: about one request in three
+// renewals was over 5 us that way (session 9's cuda_renewal_probe).
+// `successor_since`: lane 0's time it first saw the successor (0: not yet).
 //
 // A single-block launch with no flag set and its clock not due (nearly every
 // poll) decides from registers: two votes and one reduction (ready, flags,
 // check), and three shuffles for the fields ValidFields needs. The general path
 // below it took ~450 ns from the poll's data to the decision (a lone warp runs
 // each dependent instruction at its latency; session 8's cuda_proxy_phase_probe).
-__device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, uint32_t* tick, ProxyEntry* e,
-                     CopySeg* staged, int* cmd, int* decider, uint32_t* failed, uint32_t* saw) {
+__device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, uint32_t* tick,
+                     ProxyEntry* e, CopySeg* staged, int* cmd, int* decider, int* last,
+                     uint64_t* successor_since, uint32_t* failed, uint32_t* saw) {
   constexpr unsigned kAll = 0xffffffffu;
   const unsigned lane = threadIdx.x;
   const auto* src = reinterpret_cast<const uint64_t*>(&a.ring[n % kProxyRing]);
@@ -211,7 +226,13 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       // may be waiting.
       const bool successor = static_cast<int32_t>(alive - gen32) > 0;
       const bool old = due && GlobalTimer() - born > a.max_life_ns;
-      const bool want_stop = old || (successor && !here);
+      bool want_stop = old || (successor && !here);
+      if (gridDim.x == 1 && successor && !old) {
+        const uint64_t now = GlobalTimer();
+        if (*successor_since == 0) *successor_since = now | 1;
+        want_stop = !here && now - *successor_since > kHandOverWaitNs;
+        *last = here ? 1 : 0;
+      }
       rc = Agree(a, k, here, want_stop, &ag);
     }
     rc = __shfl_sync(kAll, rc, 0);
@@ -335,16 +356,18 @@ __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
 __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
   __shared__ ProxyEntry entry;
   __shared__ CopySeg staged[kProxyMaxSegs];
-  __shared__ int cmd, decider, go;
+  __shared__ int cmd, decider, go, last;
   __shared__ uint64_t first, born;
   KVLANE_PROXY_MARK(8);
   if (threadIdx.x == 0) {
     go = FirstEntry(a, &first) ? 1 : 0;
     born = GlobalTimer();
+    last = 0;
   }
   __syncthreads();
   if (!go) return;
   uint32_t failed = 0, saw = 0, tick = 0;  // warp 0's view of the error flags; its polls
+  uint64_t successor_since = 0;            // lane 0's (see Poll)
   for (uint64_t n = first;; ++n) {
     // Past Finish's barrier only thread 0 still reads `entry` (to publish it):
     // its warp waits for it before overwriting the entry. The other warps read
@@ -355,10 +378,12 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
     // 0 overwrite what the other warps still read.
     if (threadIdx.x < 32) {
       __syncwarp();
-      Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &failed, &saw);
+      Poll(a, n, n - first, born, &tick, &entry, staged, &cmd, &decider, &last, &successor_since,
+           &failed, &saw);
     }
     __syncthreads();
     const int c = cmd;
+    const bool stop_after = last != 0;  // read before Finish's barrier, like cmd
     if (c == kCmdExit || c == kCmdStop) {
       if (threadIdx.x == 0 && decider) HandOff(a, c == kCmdStop ? n : n + 1, c == kCmdExit);
       return;
@@ -368,6 +393,10 @@ __global__ void __launch_bounds__(kProxyThreads) ProxyKernel(ProxyArgs a) {
     KVLANE_PROXY_MARK(3);
     Finish(a, entry, n, c == kCmdSkip);
     KVLANE_PROXY_MARK(6);
+    if (stop_after) {  // one block (see Poll): its thread 0 published the entry in Finish
+      if (threadIdx.x == 0) HandOff(a, n + 1, false);
+      return;
+    }
   }
 }
 

@@ -252,11 +252,14 @@ int Main(Mode mode, nlohmann::json* run) {
     return 0;
   }
   Latency(b, 4096, "4KiB", 3000);
-  {  // the same with proxy renewal off: what renewal (every 1 ms) costs the tail
-    AgentOptions no_renew;
-    no_renew.cuda_proxy_renew_every = std::chrono::microseconds(0);
-    make_agent(no_renew);
+  {  // the same with proxy renewal off, and every 4 ms: what renewal (every 1 ms) costs the tail
+    AgentOptions renew;
+    renew.cuda_proxy_renew_every = std::chrono::microseconds(0);
+    make_agent(renew);
     Latency(b, 4096, "4KiB renewal off", 3000);
+    renew.cuda_proxy_renew_every = std::chrono::milliseconds(4);
+    make_agent(renew);
+    Latency(b, 4096, "4KiB renewal 4ms", 3000);
     make_agent({});
   }
   Latency(b, 16 << 10, "16KiB", 1000);
