@@ -61,10 +61,16 @@ __device__ __forceinline__ uint32_t LoadSys32(const void* p) {
   return v;
 }
 
-// Stores `v` to host-visible memory after everything this thread wrote before.
-__device__ __forceinline__ void StoreSystem(uint64_t* p, uint64_t v) {
-  __threadfence_system();
-  *reinterpret_cast<volatile uint64_t*>(p) = v;
+// A relaxed store at system scope, with no fence: for a flag that orders
+// nothing this thread wrote before. A system fence on one SM disturbs a proxy
+// polling the host from another for ~5 us: a fenced store each renewal put
+// about one 4 KiB request in five renewals over 5 us (session 9's
+// cuda_renewal_probe, mode "fenced host store").
+__device__ __forceinline__ void StoreRelaxedSys32(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void StoreRelaxedSys64(uint64_t* p, uint64_t v) {
+  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
 // A request's terminal record (when `record` is set) and the lane's completion

@@ -183,18 +183,36 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     // modulo 2^32), gpu_error.
     const bool flag =
         lane >= 8 && lane < 12 && (lane == 10 ? static_cast<int32_t>(f - gen32) > 0 : f != 0);
-    const bool flagged = __ballot_sync(kAll, flag) != 0;
+    const unsigned flags = __ballot_sync(kAll, flag);
+    const bool successor = (flags & 1u << 10) != 0;
+    const bool flagged = (flags & ~(1u << 10)) != 0;  // an error flag, or the host's latch
     const bool here = __ballot_sync(kAll, lane == 0 && w == n + 1) != 0 &&
                       WarpXor(CheckPart(w, lane)) == kProxyCheckSeed;
     KVLANE_PROXY_MARK(0);
+    // The fast path also takes a successor (the hand-over, see above): the
+    // entry served meanwhile is not slowed down.
     if (gridDim.x == 1 && !flagged && !due && *failed == 0 && *saw == 0) {
-      if (!here) continue;  // not written yet (or a torn read): poll again
+      if (!here) {  // not written yet (or a torn read): poll again
+        if (!successor) continue;
+        bool idle = false;  // no entry for kHandOverWaitNs since the successor was seen
+        if (lane == 0) {
+          const uint64_t now = GlobalTimer();
+          if (*successor_since == 0) *successor_since = now | 1;
+          idle = now - *successor_since > kHandOverWaitNs;
+        }
+        if (!__shfl_sync(kAll, idle, 0)) continue;
+        if (lane == 0) *decider = 1, *cmd = kCmdStop;
+        return;
+      }
       const uint32_t opn = __shfl_sync(kAll, static_cast<uint32_t>(w), kWordOpNsegs);
       const uint64_t segs = __shfl_sync(kAll, w, kWordSegs);
       const uint64_t len = __shfl_sync(kAll, w, kWordLen);
       if (ValidFields(opn & 0xffffu, opn >> 16, segs, len)) {
         if (lane < 8) words[lane] = w;
-        if (lane == 0) *decider = 1;
+        if (lane == 0) {
+          *decider = 1;
+          if (successor) *last = 1;
+        }
         Decided(opn >> 16, segs, staged, (opn & 0xffffu) == kProxyExit ? kCmdExit : kCmdCopy, cmd);
         return;
       }
@@ -202,7 +220,6 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     }
     const uint32_t latched = __shfl_sync(kAll, f, 8);
     const uint32_t inject = __shfl_sync(kAll, f, 9);
-    const uint32_t alive = __shfl_sync(kAll, f, 10);
     // An error an earlier launch of the chain raised: copy nothing more
     // either, even before the host mirrors its latch.
     const uint32_t raised = __shfl_sync(kAll, f, 11);
@@ -220,11 +237,10 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     int rc = 0;
     Agreed ag{};
     if (lane == 0) {
-      // Stop for a successor (generations compared modulo 2^32) only between
-      // requests: an entry already here is served without the hand-over's
-      // delay. Past its life the launch stops at once: a caller's cudaFree
-      // may be waiting.
-      const bool successor = static_cast<int32_t>(alive - gen32) > 0;
+      // Stop for a successor (lane 10's alive_gen newer, modulo 2^32) only
+      // between requests: an entry already here is served without the
+      // hand-over's delay. Past its life the launch stops at once: a caller's
+      // cudaFree may be waiting.
       const bool old = due && GlobalTimer() - born > a.max_life_ns;
       bool want_stop = old || (successor && !here);
       if (gridDim.x == 1 && successor && !old) {
@@ -314,12 +330,13 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
 // The record the successor starts from: written by the block that decided
 // the stop (or consumed the exit entry), after its earlier writes: into device
 // memory for the successor (device scope: it runs on this GPU), then into
-// pinned host memory for the host (CudaProxy::Tend).
+// pinned host memory for the host (CudaProxy::Tend, which orders nothing by
+// it: no system fence, which would disturb the successor's first requests).
 __device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
   const uint64_t w = PackTagged(a.gen, next, exit);
   __threadfence();
   *reinterpret_cast<volatile unsigned long long*>(a.handoff_dev) = w;
-  StoreSystem(&a.ctl->handoff, w);
+  StoreRelaxedSys64(&a.ctl->handoff, w);
 }
 
 // Thread 0 of each block. Block 0 reports the launch alive, waits for the
@@ -332,7 +349,8 @@ __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
   auto* start = reinterpret_cast<volatile unsigned long long*>(&a.scratch->start);
   uint64_t w;
   if (blockIdx.x == 0) {
-    StoreSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
+    // No fence (nothing to order): one would disturb the serving launch.
+    StoreRelaxedSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
     if (a.start_given != 0) {
       w = a.start;
     } else {

@@ -94,7 +94,7 @@ class KernelSide {
     return true;
   }
   bool Done() const {
-    // Acquire: pairs with the last block's fence + store of `done` (StoreSystem).
+    // Acquire: pairs with the last block's fence + store of `done` (StoreRecordAndDone).
     return std::atomic_ref<uint64_t>(*done_).load(std::memory_order_acquire) == value_;
   }
 

@@ -18,7 +18,8 @@
 // Besides renewal every 1 ms and 4 ms, and none: the successor launched with
 // enough dynamic shared memory that it cannot share an SM with the serving
 // launch, and an empty kernel launched every 1 ms on a stream of its own
-// instead of a successor (does any launch disturb the serving kernel?).
+// instead of a successor (does any launch disturb the serving kernel?), and
+// parts of a successor's start alone (see Mode).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -61,14 +62,44 @@ enum class Mode {
   kRenew,      // a successor, as CudaProxy::Tend does
   kRenewSolo,  // the same, with enough dynamic shared memory that it cannot share the SM
   kEmpty,      // an empty kernel on a stream of its own: no hand-off at all
+  // Parts of a successor's start, each alone on a stream of its own (high
+  // priority, as the proxy's), with the proxy's block of threads:
+  kWide,   // nothing (the launch of a proxy-sized block)
+  kFence,  // thread 0 stores to pinned host memory behind a system fence (as alive)
+  kSpin,   // thread 0 polls a device word for 10 us (as the wait for the hand-off)
 };
 const char* ModeName(Mode m) {
-  return m == Mode::kRenew       ? "successor"
-         : m == Mode::kRenewSolo ? "successor alone on its SM"
-                                 : "empty kernel";
+  switch (m) {
+    case Mode::kRenew:
+      return "successor";
+    case Mode::kRenewSolo:
+      return "successor alone on its SM";
+    case Mode::kEmpty:
+      return "empty kernel";
+    case Mode::kWide:
+      return "empty proxy-sized block";
+    case Mode::kFence:
+      return "proxy-sized block, fenced host store";
+    case Mode::kSpin:
+      return "proxy-sized block, 10 us device poll";
+  }
+  return "?";
 }
 
 __global__ void Empty() {}
+
+__global__ void Part(Mode m, uint32_t* host_word, const unsigned long long* dev_word) {
+  if (threadIdx.x != 0) return;
+  if (m == Mode::kFence) {
+    __threadfence_system();
+    *reinterpret_cast<volatile uint32_t*>(host_word) = 1;
+  } else if (m == Mode::kSpin) {
+    const unsigned long long t0 = kvlane::gpu::GlobalTimer();
+    while (kvlane::gpu::GlobalTimer() - t0 < 10000 &&
+           *reinterpret_cast<const volatile unsigned long long*>(dev_word) != 1) {
+    }
+  }
+}
 
 constexpr int kSoloSmem = 160 << 10;  // over half an H200 SM's 228 KiB
 
@@ -160,7 +191,9 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
     return cudaGetLastError();
   };
   cudaStream_t side;
-  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  int lo = 0, hi = 0;
+  cudaDeviceGetStreamPriorityRange(&lo, &hi);
+  cudaStreamCreateWithPriority(&side, cudaStreamNonBlocking, mode == Mode::kEmpty ? lo : hi);
   cudaError_t err = launch(1);
 
   const auto t0 = Clock::now();
@@ -172,9 +205,12 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
     auto next = Clock::now() + period;
     while (!stop.load(std::memory_order_relaxed)) {
       if (Clock::now() < next) continue;
-      if (mode == Mode::kEmpty) {
+      if (mode != Mode::kRenew && mode != Mode::kRenewSolo) {
         const double at = UsSince(t0);
-        Empty<<<1, 32, 0, side>>>();
+        if (mode == Mode::kEmpty)
+          Empty<<<1, 32, 0, side>>>();
+        else
+          Part<<<1, kProxyThreads, 0, side>>>(mode, &ctl->unused, handoff_dev);
         if (cudaGetLastError() != cudaSuccess) break;
         std::lock_guard lock(ren.mu);
         ren.launch_us.push_back(at);
@@ -278,6 +314,9 @@ int main() {
     Run(g, kMs, Mode::kRenewSolo);
     Run(g, kMs, Mode::kEmpty);
     Run(g, 4 * kMs, Mode::kRenew);
+    Run(g, kMs, Mode::kWide);
+    Run(g, kMs, Mode::kFence);
+    Run(g, kMs, Mode::kSpin);
   }
   return 0;
 }
