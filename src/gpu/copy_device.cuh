@@ -62,10 +62,12 @@ __device__ __forceinline__ uint32_t LoadSys32(const void* p) {
 }
 
 // A relaxed store at system scope, with no fence: for a flag that orders
-// nothing this thread wrote before. A system fence on one SM disturbs a proxy
-// polling the host from another for ~5 us: a fenced store each renewal put
-// about one 4 KiB request in five renewals over 5 us (session 9's
-// cuda_renewal_probe, mode "fenced host store").
+// nothing this thread wrote before. A system fence on another SM can slow a
+// proxy polling the host: a launch every 1 ms whose one thread made a fenced
+// store put 10-21 of the ~95 4 KiB requests of the 5-10 us after the launch
+// call over 5 us, against 0-1 for the same launch without the store (session
+// 9's cuda_renewal_probe, first round of runs 7-9; in the second rounds even
+// the launch alone did, 8-23).
 __device__ __forceinline__ void StoreRelaxedSys32(uint32_t* p, uint32_t v) {
   asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
