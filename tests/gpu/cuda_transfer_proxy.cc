@@ -99,6 +99,15 @@ TEST_P(CudaProxyTest, SmallTransfersAreExactWithTwoBlocksAndFastRenewal) {
   ExactSmallTransfers(o);
 }
 
+// One block renewed every 100 us: the serving launch hands over right after an
+// entry, or, when none comes within 20 us of its successor's start (the test's
+// checks between posts), at a poll that found none; both, hundreds of times.
+TEST_P(CudaProxyTest, SmallTransfersAreExactWithOneBlockAndFastRenewal) {
+  AgentOptions o;
+  o.cuda_proxy_renew_every = std::chrono::microseconds(100);
+  ExactSmallTransfers(o);
+}
+
 void CudaProxyTest::ExactSmallTransfers(AgentOptions o) {
   MakeAgent(o);
   constexpr uint64_t kBytes = 1 << 20;
