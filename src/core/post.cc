@@ -50,10 +50,9 @@ Status AgentImpl::Post(XferHandle* h) {
   h->gen = r->gen;
   completer_.OnPost(r);
 
-  // Not a read-modify-write: a locked instruction here would wait for the
-  // stores above (the record's line, which the GPU and the retire thread read
-  // last) before the lane is even chosen. Posts racing on other threads may
-  // take the same value; the rotation only spreads the load.
+  // A load and a store, not a locked read-modify-write (no speed measured
+  // either way, session 9): posts racing on other threads may take the same
+  // value; the rotation only spreads the load.
   const uint32_t rotation = rotation_.load(std::memory_order_relaxed);
   rotation_.store(rotation + 1, std::memory_order_relaxed);
   int lane = PickLane(*r, 0, rotation);

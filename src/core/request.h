@@ -96,7 +96,7 @@ struct alignas(64) Request {
   // Never decreases (Completer::Settle).
   // A line of its own: the retire thread writes it as a device-published post
   // finishes, while the owner may already be writing the fields above for its
-  // next post (sharing the line cost each post a cross-core miss).
+  // next post (no speed measured either way, session 9).
   alignas(64) std::atomic<uint32_t> settled{0};
 
   // Records the first error of this post.

@@ -104,11 +104,11 @@ KVLANE_HOST_DEVICE inline bool TaggedFlag(uint64_t w) { return (w & 1) != 0; }
 // The proxy is a chain of launches, generation 1, 2, ... (two streams taking
 // turns): launch g waits for the hand-off record of launch g - 1, serves the
 // ring from the entry it names, and writes its own record when it stops. It
-// stops at an exit entry, when launch g + 1 has reported alive and no entry
-// waits (renewal), or on its own after ProxyArgs::max_life_ns, so that it
-// never waits for the host: a
-// caller's cudaFree holds back every launch, the successor's included, until
-// the running kernels return.
+// stops at an exit entry; once launch g + 1 has reported alive (renewal), after
+// the next entry it serves or at a poll that found none (see Poll in
+// proxy_kernel.cu); or on its own after ProxyArgs::max_life_ns, so that it never
+// waits for the host: a caller's cudaFree holds back every launch, the
+// successor's included, until the running kernels return.
 struct ProxyCtl {
   // Read by the proxy at every poll, with one load: keep these four together.
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
@@ -118,7 +118,9 @@ struct ProxyCtl {
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
   // PackTagged() record of the launch that stopped last, for the host (the
-  // successor reads ProxyArgs::handoff_dev, a device-memory copy).
+  // successor reads ProxyArgs::handoff_dev, a device-memory copy). Stored with
+  // no fence: it orders nothing (a completion word or record of an entry before
+  // it may land later); the host reads only its generation tag.
   uint64_t handoff;
 };
 

@@ -27,7 +27,7 @@ constexpr int kProxyUnroll = 8;  // see kProxyThreads
 // A single-block launch that sees its successor alive hands over right after
 // its next entry (see Poll), or at a poll that finds none once this long has
 // passed since it first saw the successor (the lane is idle).
-constexpr uint64_t kHandOverWaitNs = 20000;
+constexpr int64_t kHandOverWaitNs = 20000;
 constexpr uint32_t kErrInjected = 1, kErrBadEntry = 2;
 
 __device__ __forceinline__ void StoreSys32(uint32_t* p, uint32_t v) {
@@ -38,6 +38,18 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+// Lane 0 of warp 0, while a successor is alive: true once kHandOverWaitNs
+// passed since it first saw it (`since`: that time | 1, or 0 before). Signed:
+// the stored time may be one past the clock, whose ticks are coarse.
+__device__ __forceinline__ bool WaitedForEntry(uint64_t* since) {
+  const uint64_t now = GlobalTimer();
+  if (*since == 0) {
+    *since = now | 1;
+    return false;
+  }
+  return static_cast<int64_t>(now - *since) > kHandOverWaitNs;
 }
 
 __device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_t segs,
@@ -154,10 +166,10 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 // since it saw the successor, the lane idle) makes a request that lands meanwhile
 // wait for the successor's first PCIe round trip: about one request in three
 // renewals was over 5 us that way (session 9's cuda_renewal_probe).
-// `successor_since`: lane 0's time it first saw the successor (0: not yet).
+// `successor_since`: see WaitedForEntry.
 //
-// A single-block launch with no flag set and its clock not due (nearly every
-// poll) decides from registers: two votes and one reduction (ready, flags,
+// A single-block launch with no flag set but the successor's, and its clock
+// not due (nearly every poll), decides from registers: two votes and one reduction (ready, flags,
 // check), and three shuffles for the fields ValidFields needs. The general path
 // below it took ~450 ns from the poll's data to the decision (a lone warp runs
 // each dependent instruction at its latency; session 8's cuda_proxy_phase_probe).
@@ -194,12 +206,8 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     if (gridDim.x == 1 && !flagged && !due && *failed == 0 && *saw == 0) {
       if (!here) {  // not written yet (or a torn read): poll again
         if (!successor) continue;
-        bool idle = false;  // no entry for kHandOverWaitNs since the successor was seen
-        if (lane == 0) {
-          const uint64_t now = GlobalTimer();
-          if (*successor_since == 0) *successor_since = now | 1;
-          idle = now - *successor_since > kHandOverWaitNs;
-        }
+        // No entry for kHandOverWaitNs since the successor was seen: the lane is idle.
+        const bool idle = lane == 0 && WaitedForEntry(successor_since);
         if (!__shfl_sync(kAll, idle, 0)) continue;
         if (lane == 0) *decider = 1, *cmd = kCmdStop;
         return;
@@ -237,16 +245,15 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     int rc = 0;
     Agreed ag{};
     if (lane == 0) {
-      // Stop for a successor (lane 10's alive_gen newer, modulo 2^32) only
-      // between requests: an entry already here is served without the
-      // hand-over's delay. Past its life the launch stops at once: a caller's
-      // cudaFree may be waiting.
+      // Stop for a successor (lane 10's alive_gen newer, modulo 2^32): several
+      // blocks at a poll that found no entry (one already here is served
+      // without the hand-over's delay); one block right after the next entry,
+      // or at such a poll once the lane was idle (see above). Past its life
+      // the launch stops at once: a caller's cudaFree may be waiting.
       const bool old = due && GlobalTimer() - born > a.max_life_ns;
       bool want_stop = old || (successor && !here);
       if (gridDim.x == 1 && successor && !old) {
-        const uint64_t now = GlobalTimer();
-        if (*successor_since == 0) *successor_since = now | 1;
-        want_stop = !here && now - *successor_since > kHandOverWaitNs;
+        want_stop = !here && WaitedForEntry(successor_since);
         *last = here ? 1 : 0;
       }
       rc = Agree(a, k, here, want_stop, &ag);
@@ -328,7 +335,8 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
 }
 
 // The record the successor starts from: written by the block that decided
-// the stop (or consumed the exit entry), after its earlier writes: into device
+// the stop, consumed the exit entry, or (one block) published the entry it
+// stopped after, after its earlier writes: into device
 // memory for the successor (device scope: it runs on this GPU), then into
 // pinned host memory for the host (CudaProxy::Tend, which orders nothing by
 // it: no system fence, which would disturb the successor's first requests).

@@ -100,8 +100,9 @@ TEST_P(CudaProxyTest, SmallTransfersAreExactWithTwoBlocksAndFastRenewal) {
 }
 
 // One block renewed every 100 us: the serving launch hands over right after an
-// entry, or, when none comes within 20 us of its successor's start (the test's
-// checks between posts), at a poll that found none; both, hundreds of times.
+// entry, or, when none comes within 20 us of seeing its successor (the test's
+// checks between posts), at a poll that found none. Which one each renewal
+// took is not observed here; cuda_renewal_probe times them.
 TEST_P(CudaProxyTest, SmallTransfersAreExactWithOneBlockAndFastRenewal) {
   AgentOptions o;
   o.cuda_proxy_renew_every = std::chrono::microseconds(100);

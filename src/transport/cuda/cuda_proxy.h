@@ -7,14 +7,16 @@
 // the lane's first small transfer, once the previous chain has returned. The
 // issue thread then tends it (Tend): every AgentOptions::cuda_proxy_renew_every
 // it launches a successor, which reports alive; the running kernel then stops
-// at the next moment no entry waits and the successor serves from there, with
-// no request waiting for a launch. A kernel also stops on its own after twice that (or
+// right after its next entry (one block; or after 20 us without one) and the
+// successor serves from there, with no request waiting for a launch. A kernel
+// also stops on its own after twice that (or
 // twice cuda_proxy_idle_exit without renewal) and Tend relaunches at once: a
 // caller's cudaFree holds back every launch until the running kernels return,
 // so no kernel may wait for the host to be told to stop. The chain ends with an
 // exit entry (Quiesce) after cuda_proxy_idle_exit without a small transfer.
-// So a caller's cudaDeviceSynchronize waits about renew_every at most, and a
-// cudaFree (or anything else that holds back launches) at most twice that.
+// So a caller's cudaDeviceSynchronize waits about renew_every at most (plus
+// ~20 us), and a cudaFree (or anything else that holds back launches) at most
+// twice that.
 //
 // Thread-safety: Submit and Quiesce are called under the lane's issue mutex,
 // Tend by the issue thread only while running(), Shutdown by Close once the

@@ -8,9 +8,10 @@
 
 namespace kvlane::core {
 
-// The low 16 bits of the generation that stopped last.
+// The low 16 bits of the generation that stopped last (relaxed: the record
+// orders nothing, see gpu::ProxyCtl::handoff).
 uint32_t CudaProxy::handoff_gen16() const {
-  return gpu::TaggedGen16(std::atomic_ref<uint64_t>(ctl_->handoff).load(std::memory_order_acquire));
+  return gpu::TaggedGen16(std::atomic_ref<uint64_t>(ctl_->handoff).load(std::memory_order_relaxed));
 }
 
 // Generation g runs on stream g % 2, after generation g - 2 returned there.
