@@ -20,8 +20,8 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 
+#include "proxy_host_side.h"
 #include "proxy_ring_write.h"
 #include "round_trip.h"
 #include "two_gpu_buffers.h"
@@ -180,21 +180,14 @@ void RunMinimal(const char* name, uint64_t* bell, uint64_t* record, uint64_t src
 void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16_t op) {
   using namespace kvlane::gpu;
   ResetMarks();
-  ProxyEntry* ring = nullptr;
-  ProxyCtl* ctl = nullptr;
-  uint64_t* done = nullptr;
-  uint8_t* records = nullptr;
+  const kvlane::test::ProxyHostSide host(4);
+  ProxyEntry* const ring = host.ring;
+  ProxyCtl* const ctl = host.ctl;
+  uint64_t* const done = host.done;
+  uint8_t* const records = host.records;
   ProxyScratch* scratch = nullptr;
-  cudaHostAlloc(&ring, kProxyRing * sizeof(ProxyEntry),
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&ctl, sizeof(ProxyCtl), cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&done, kProxyRing * sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&records, 4 * kRecordStride, cudaHostAllocMapped | cudaHostAllocPortable);
   cudaMalloc(&scratch, sizeof(ProxyScratch));
   cudaMemset(scratch, 0, sizeof(ProxyScratch));
-  std::memset(ring, 0, kProxyRing * sizeof(ProxyEntry));
-  std::memset(ctl, 0, sizeof(ProxyCtl));
-  std::memset(records, 0, 4 * kRecordStride);
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
   unsigned long long* handoff_dev = nullptr;  // unused: the launch starts from the record given
@@ -220,10 +213,6 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
     e = cudaStreamSynchronize(st);
   }
   cudaStreamDestroy(st);
-  cudaFreeHost(ring);
-  cudaFreeHost(ctl);
-  cudaFreeHost(done);
-  cudaFreeHost(records);
   cudaFree(scratch);
   cudaFree(handoff_dev);
   PrintMarks(name, r, cudaGetErrorString(e));

@@ -27,13 +27,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "percentile.h"
+#include "proxy_host_side.h"
 #include "proxy_ring_write.h"
 #include "two_gpu_buffers.h"
 
@@ -149,18 +149,11 @@ void PrintBinned(const char* event, const std::vector<Sample>& s, std::vector<do
 // One run: requests against a chain renewed every `period` (zero: never).
 void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period, Mode mode) {
   using namespace kvlane::gpu;
-  ProxyEntry* ring = nullptr;
-  ProxyCtl* ctl = nullptr;
-  uint64_t* done = nullptr;
-  uint8_t* records = nullptr;
-  cudaHostAlloc(&ring, kProxyRing * sizeof(ProxyEntry),
-                cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&ctl, sizeof(ProxyCtl), cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&done, kProxyRing * sizeof(uint64_t), cudaHostAllocMapped | cudaHostAllocPortable);
-  cudaHostAlloc(&records, 4 * kRecordStride, cudaHostAllocMapped | cudaHostAllocPortable);
-  std::memset(ring, 0, kProxyRing * sizeof(ProxyEntry));
-  std::memset(ctl, 0, sizeof(ProxyCtl));
-  std::memset(records, 0, 4 * kRecordStride);
+  const kvlane::test::ProxyHostSide host(4);
+  ProxyEntry* const ring = host.ring;
+  ProxyCtl* const ctl = host.ctl;
+  uint64_t* const done = host.done;
+  uint8_t* const records = host.records;
   ProxyScratch* scratch[2] = {nullptr, nullptr};
   cudaStream_t st[2];
   unsigned long long* handoff_dev = nullptr;
@@ -289,10 +282,6 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
   cudaStreamDestroy(side);
   for (int i = 0; i < 2; ++i) cudaStreamDestroy(st[i]), cudaFree(scratch[i]);
   cudaFree(handoff_dev);
-  cudaFreeHost(ring);
-  cudaFreeHost(ctl);
-  cudaFreeHost(done);
-  cudaFreeHost(records);
 }
 
 }  // namespace
