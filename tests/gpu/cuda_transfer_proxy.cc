@@ -41,7 +41,7 @@ class CudaProxyTest : public CudaTransferTest {
     Remote dst;
     XferHandle h;
   };
-  void ExactSmallTransfers(AgentOptions o);
+  void ExactSmallTransfers(AgentOptions o, uint64_t min_launches);
   // 400 ms of small WRITEs posted back to back from another thread (the idle
   // exit out of reach); 50 ms in, `call` (a device-wide sync or a free, named
   // `what`) returns within 100 ms, the traffic goes on after it, and every byte
@@ -88,7 +88,7 @@ class CudaProxyTest : public CudaTransferTest {
 };
 
 // Sizes 1 B..64 KiB at odd offsets, single and multi-descriptor, both ways.
-TEST_P(CudaProxyTest, SmallTransfersAreExact) { ExactSmallTransfers({}); }
+TEST_P(CudaProxyTest, SmallTransfersAreExact) { ExactSmallTransfers({}, 1); }
 
 // The same with two proxy blocks (they agree on every entry) renewed every
 // 100 us (the ring changes hands between launches hundreds of times).
@@ -96,7 +96,7 @@ TEST_P(CudaProxyTest, SmallTransfersAreExactWithTwoBlocksAndFastRenewal) {
   AgentOptions o;
   o.cuda_proxy_blocks = 2;
   o.cuda_proxy_renew_every = std::chrono::microseconds(100);
-  ExactSmallTransfers(o);
+  ExactSmallTransfers(o, 20);
 }
 
 // One block renewed every 100 us: the serving launch hands over right after an
@@ -106,10 +106,13 @@ TEST_P(CudaProxyTest, SmallTransfersAreExactWithTwoBlocksAndFastRenewal) {
 TEST_P(CudaProxyTest, SmallTransfersAreExactWithOneBlockAndFastRenewal) {
   AgentOptions o;
   o.cuda_proxy_renew_every = std::chrono::microseconds(100);
-  ExactSmallTransfers(o);
+  ExactSmallTransfers(o, 20);
 }
 
-void CudaProxyTest::ExactSmallTransfers(AgentOptions o) {
+// `min_launches`: proxy launches the run must have made over the peer's lanes
+// (with fast renewal, many: else the chain was never renewed and the test
+// would not cover a hand-over).
+void CudaProxyTest::ExactSmallTransfers(AgentOptions o, uint64_t min_launches) {
   MakeAgent(o);
   constexpr uint64_t kBytes = 1 << 20;
   uint8_t* src = DevAlloc(kBytes);
@@ -144,6 +147,11 @@ void CudaProxyTest::ExactSmallTransfers(AgentOptions o) {
     EXPECT_TRUE(agent_->Release(&rd).ok());
     off += (len + 64 + 15) / 16 * 16 + 32;
   }
+  core::CudaChannel* ch = Channel();
+  ASSERT_NE(ch, nullptr);
+  uint64_t launches = 0;
+  for (int i = 0; i < ch->lane_count(); ++i) launches += ch->ProxyLaunches(i);
+  EXPECT_GE(launches, min_launches) << "proxy launches over the peer's lanes";
 }
 
 // On one lane a small request posted after a bulk one retires after it

@@ -71,6 +71,8 @@ class CudaChannel final : public Channel {
   // Test hooks: the proxy of `lane` has seen the host's latch / raises a GPU-side error.
   bool ProxySawLatch(int lane) const { return lanes_[lane]->proxy.saw_latch(); }
   void InjectProxyFault(int lane) { lanes_[lane]->proxy.InjectFault(); }
+  // Test hook: proxy launches made on `lane` so far (renewals included).
+  uint64_t ProxyLaunches(int lane) const { return lanes_[lane]->proxy.generation(); }
 
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane

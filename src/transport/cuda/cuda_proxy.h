@@ -58,6 +58,8 @@ class CudaProxy {
   // spin policy); written under the lane's issue mutex.
   bool running() const { return running_.load(std::memory_order_relaxed); }
   uint64_t uses() const { return uses_.load(std::memory_order_relaxed); }  // entries submitted
+  // Launches made so far (the newest generation; chains go on counting).
+  uint64_t generation() const { return gen_.load(std::memory_order_relaxed); }
 
   // Queues segments host[sb, se) (copied into the ring's pinned segment lists:
   // the proxy never reads memory allocated after it started); the proxy stores
