@@ -18,6 +18,12 @@
 #ifndef KVLANE_PROXY_MARK
 #define KVLANE_PROXY_MARK(phase)
 #endif
+// Probe hook: 0 leaves out the control flags' read at each poll (the probe's
+// variant cuda_proxy_phase_probe_noctl: what that second PCIe read costs an
+// entry). The engine reads them (1).
+#ifndef KVLANE_PROXY_POLL_CTL
+#define KVLANE_PROXY_POLL_CTL 1
+#endif
 
 namespace kvlane::gpu {
 namespace {
@@ -186,7 +192,7 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     uint64_t w = 0;
     uint32_t f = 0;
     if (lane < 8) w = LoadSys64(src + lane);
-    else if (lane < 12)
+    else if (KVLANE_PROXY_POLL_CTL && lane < 12)
       f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
     // The clock of the launch's life is read at every 16th poll (every lane
     // counts alike; lane 0's count is the one used).
