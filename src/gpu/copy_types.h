@@ -100,6 +100,20 @@ KVLANE_HOST_DEVICE inline uint32_t TaggedGen16(uint64_t w) { return static_cast<
 KVLANE_HOST_DEVICE inline uint64_t TaggedCount(uint64_t w) { return (w >> 1) & ((1ull << 47) - 1); }
 KVLANE_HOST_DEVICE inline bool TaggedFlag(uint64_t w) { return (w & 1) != 0; }
 
+// A single-block proxy launch whose successor is alive waits up to `wait_ns`
+// for its next entry before it stops at a poll that found none (see Poll in
+// proxy_kernel.cu). `*since` is 0 until the launch first saw the successor at
+// global-timer time `now`; then it holds now | 1 (never 0), so it may be one
+// past a later reading of the coarse clock: the difference is signed.
+// Returns whether the wait is over.
+KVLANE_HOST_DEVICE inline bool HandOverWaitOver(uint64_t now, uint64_t* since, int64_t wait_ns) {
+  if (*since == 0) {
+    *since = now | 1;
+    return false;
+  }
+  return static_cast<int64_t>(now - *since) > wait_ns;
+}
+
 // Flags shared by the host and one lane's proxy; pinned host memory (mapped).
 // The proxy is a chain of launches, generation 1, 2, ... (two streams taking
 // turns): launch g waits for the hand-off record of launch g - 1, serves the

@@ -47,15 +47,9 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
 }
 
 // Lane 0 of warp 0, while a successor is alive: true once kHandOverWaitNs
-// passed since it first saw it (`since`: that time | 1, or 0 before). Signed:
-// the stored time may be one past the clock, whose ticks are coarse.
+// passed since it first saw it (see HandOverWaitOver; `since`: 0 before).
 __device__ __forceinline__ bool WaitedForEntry(uint64_t* since) {
-  const uint64_t now = GlobalTimer();
-  if (*since == 0) {
-    *since = now | 1;
-    return false;
-  }
-  return static_cast<int64_t>(now - *since) > kHandOverWaitNs;
+  return HandOverWaitOver(GlobalTimer(), since, kHandOverWaitNs);
 }
 
 __device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_t segs,
