@@ -18,9 +18,9 @@
 #ifndef KVLANE_PROXY_MARK
 #define KVLANE_PROXY_MARK(phase)
 #endif
-// Probe hook: 0 leaves out the control flags' read at each poll (the probe's
-// variant cuda_proxy_phase_probe_noctl: what that second PCIe read costs an
-// entry). The engine reads them (1).
+// Probe hook: 0 leaves out the control flags at each poll, their read and the
+// tests on them (the probe variant cuda_proxy_phase_probe_noctl: what they cost
+// an entry, ~0.2 us in session 9). The engine reads them (1).
 #ifndef KVLANE_PROXY_POLL_CTL
 #define KVLANE_PROXY_POLL_CTL 1
 #endif
@@ -163,14 +163,16 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 // polling the ring while the host is still reading the entry's record and
 // making its next request. Stopping at a poll that found no entry instead
 // (what several blocks still do, and one block once kHandOverWaitNs passed
-// since it saw the successor, the lane idle) makes a request that lands meanwhile
-// wait for the successor's first PCIe round trip: about one request in three
-// renewals was over 5 us that way (session 9's cuda_renewal_probe).
+// since it saw the successor, the lane idle) makes a request that lands
+// meanwhile wait for the successor's first PCIe round trip. With that rule,
+// 33-72 of 20,000 4 KiB requests were over 5 us in the 20 us after one of ~107
+// renewals; with this one, 5-18 (session 9's cuda_renewal_probe).
 // `successor_since`: see WaitedForEntry.
 //
 // A single-block launch with no flag set but the successor's, and its clock
-// not due (nearly every poll), decides from registers: two votes and one reduction (ready, flags,
-// check), and three shuffles for the fields ValidFields needs. The general path
+// not due (nearly every poll), decides from registers: two votes and one
+// reduction (ready, flags, check), and three shuffles for the fields
+// ValidFields needs. The general path
 // below it took ~450 ns from the poll's data to the decision (a lone warp runs
 // each dependent instruction at its latency; session 8's cuda_proxy_phase_probe).
 __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, uint32_t* tick,
