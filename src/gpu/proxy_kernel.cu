@@ -164,9 +164,10 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 // making its next request. Stopping at a poll that found no entry instead
 // (what several blocks still do, and one block once kHandOverWaitNs passed
 // since it saw the successor, the lane idle) makes a request that lands
-// meanwhile wait for the successor's first PCIe round trip. With that rule,
-// 33-72 of 20,000 4 KiB requests were over 5 us in the 20 us after one of ~107
-// renewals; with this one, 5-18 (session 9's cuda_renewal_probe).
+// meanwhile wait for the successor's first PCIe round trip. Of 20,000 4 KiB
+// requests beside ~107 renewals, 33-72 were over 5 us within 20 us of a
+// renewal's launch with that rule, 5-18 with this one (session 9's
+// cuda_renewal_probe).
 // `successor_since`: see WaitedForEntry.
 //
 // A single-block launch with no flag set but the successor's, and its clock
