@@ -8,21 +8,13 @@
 #include <cstring>
 
 #include "gpu/copy_types.h"
+#include "gpu/proxy_ring_write.h"
 
 namespace kvlane::gpu {
 namespace {
 
 ProxyEntry Entry(uint64_t n, uint64_t src, uint64_t dst, uint64_t len, uint32_t gen) {
-  ProxyEntry e{};
-  e.ready = n + 1;
-  e.op = kProxyCopy;
-  e.nsegs = 1;
-  e.seg = {src, dst, len};
-  e.value = n + 1;
-  e.record = 3;
-  e.gen = gen;
-  e.check = ProxyCheck(e);
-  return e;
+  return test::ProxyEntryFor(n, kProxyCopy, gen, src, dst, len);
 }
 
 // The check the proxy makes (proxy_kernel.cu, CheckPart): the XOR of every

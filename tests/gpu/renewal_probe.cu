@@ -28,13 +28,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
-#include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "percentile.h"
 #include "proxy_host_side.h"
 #include "proxy_ring_write.h"
+#include "round_trip.h"
 #include "two_gpu_buffers.h"
 
 // The engine's proxy kernel itself, compiled into this probe (as
@@ -230,32 +231,26 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
     }
   });
 
-  std::vector<Sample> samples;
-  samples.reserve(kRequests);
-  std::mt19937 rng(23);
-  std::uniform_int_distribution<int> wait_ns(0, 3000);
   const auto* record = reinterpret_cast<const uint64_t*>(records);
-  uint64_t k = 1;
-  for (; k <= kRequests && err == cudaSuccess; ++k) {
-    const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
-    while (Clock::now() < until) {
-    }
-    const auto t = Clock::now();
-    kvlane::test::WriteProxyEntry(ring, k - 1, kProxyCopy, static_cast<uint32_t>(k), g.local,
-                                  g.remote, 4096);
-    while (__atomic_load_n(record, __ATOMIC_ACQUIRE) != k << 32) {
-      if (Clock::now() - t > std::chrono::milliseconds(100)) {
-        err = cudaErrorLaunchTimeout;
-        break;
-      }
-    }
-    samples.push_back({std::chrono::duration<double, std::micro>(t - t0).count(), UsSince(t)});
-  }
+  kvlane::test::RoundTrips r;
+  if (err == cudaSuccess)
+    r = kvlane::test::TimeRoundTrips(
+        23,
+        [&](uint64_t k) {
+          kvlane::test::WriteProxyEntry(ring, k - 1, kProxyCopy, static_cast<uint32_t>(k), g.local,
+                                        g.remote, 4096);
+          return std::string();
+        },
+        [&](uint64_t k) { return __atomic_load_n(record, __ATOMIC_ACQUIRE) == k << 32; }, kRequests,
+        0);
   stop = true;
   renewer.join();
-  kvlane::test::WriteProxyEntry(ring, k - 1, kProxyExit, 0, 0, 0, 0);
+  kvlane::test::WriteProxyEntry(ring, r.issued, kProxyExit, 0, 0, 0, 0);
   const cudaError_t e0 = cudaStreamSynchronize(st[0]), e1 = cudaStreamSynchronize(st[1]);
   if (err == cudaSuccess) err = e0 != cudaSuccess ? e0 : e1;
+  std::vector<Sample> samples;
+  for (size_t i = 0; i < r.us.size(); ++i)
+    samples.push_back({std::chrono::duration<double, std::micro>(r.at[i] - t0).count(), r.us[i]});
 
   std::vector<double> all;
   for (const Sample& x : samples) all.push_back(x.us);
@@ -267,7 +262,7 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
               period.count() == 0 ? "nothing" : ModeName(mode),
               static_cast<long long>(period.count()), all.size(),
               samples.empty() ? 0.0 : samples.back().t_us / 1000, ren.launch_us.size(),
-              cudaGetErrorString(err));
+              r.error.empty() ? cudaGetErrorString(err) : r.error.c_str());
   if (!all.empty())
     std::printf("  all requests: p50 %.2f  p99 %.2f  over %.0f us: %ld (%.2f%%)\n",
                 kvlane::test::Pct(all, 50), kvlane::test::Pct(all, 99), kSlowUs,

@@ -20,21 +20,24 @@ inline constexpr uint64_t kRounds = 3000, kWarm = 200;
 
 struct RoundTrips {
   std::vector<double>
-      us;  // microseconds of requests kWarm + 1, ... (the last may be the one that stopped)
+      us;  // microseconds of requests warm + 1, ... (the last may be the one that stopped)
+  std::vector<std::chrono::steady_clock::time_point> at;  // when each of those was made
   uint64_t issued = 0;  // requests made: the next is issued + 1
   std::string error;    // why the rounds stopped early; empty: they did not
 };
 
 // `request(k)` makes request k and returns "" or why it failed; `landed(k)` is
 // true once its record is seen. Stops at a failed request or one not landed
-// within 100 ms. `seed` draws the waits.
+// within 100 ms. `seed` draws the waits. `rounds` requests, the first `warm`
+// not kept.
 template <class Request, class Landed>
-RoundTrips TimeRoundTrips(uint32_t seed, Request&& request, Landed&& landed) {
+RoundTrips TimeRoundTrips(uint32_t seed, Request&& request, Landed&& landed,
+                          uint64_t rounds = kRounds, uint64_t warm = kWarm) {
   using Clock = std::chrono::steady_clock;
   RoundTrips r;
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> wait_ns(0, 3000);
-  for (uint64_t k = 1; k <= kRounds && r.error.empty(); ++k) {
+  for (uint64_t k = 1; k <= rounds && r.error.empty(); ++k) {
     const auto until = Clock::now() + std::chrono::nanoseconds(wait_ns(rng));
     while (Clock::now() < until) {
     }
@@ -43,8 +46,10 @@ RoundTrips TimeRoundTrips(uint32_t seed, Request&& request, Landed&& landed) {
     r.issued = k;
     while (r.error.empty() && !landed(k))
       if (Clock::now() - t0 > std::chrono::milliseconds(100)) r.error = "no record within 100 ms";
-    if (k > kWarm)
+    if (k > warm) {
       r.us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+      r.at.push_back(t0);
+    }
   }
   return r;
 }
