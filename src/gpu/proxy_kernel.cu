@@ -46,9 +46,16 @@ __device__ __forceinline__ uint64_t GlobalTimer() {
   return t;
 }
 
-// Lane 0 of warp 0, while a successor is alive: true once kHandOverWaitNs
-// passed since it first saw it (see HandOverWaitOver; `since`: 0 before).
-__device__ __forceinline__ bool WaitedForEntry(uint64_t* since) {
+// The single-block hand-over (see Poll), for lane 0 of warp 0 of a launch
+// whose successor is alive and that is not past its life: with an entry here,
+// marks it the launch's last (*last) and returns false (serve it); with none,
+// returns whether to stop now: once kHandOverWaitNs passed since the launch
+// first saw the successor (HandOverWaitOver; `since`: 0 before).
+__device__ __forceinline__ bool HandOverNow(bool here, uint64_t* since, int* last) {
+  if (here) {
+    *last = 1;
+    return false;
+  }
   return HandOverWaitOver(GlobalTimer(), since, kHandOverWaitNs);
 }
 
@@ -168,7 +175,7 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 // requests beside ~107 renewals, 33-72 were over 5 us within 20 us of a
 // renewal's launch with that rule, 5-18 with this one (session 9's
 // cuda_renewal_probe).
-// `successor_since`: see WaitedForEntry.
+// `successor_since`: see HandOverNow.
 //
 // A single-block launch with no flag set but the successor's, and its clock
 // not due (nearly every poll), decides from registers: two votes and one
@@ -209,9 +216,8 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
     if (gridDim.x == 1 && !flagged && !due && *failed == 0 && *saw == 0) {
       if (!here) {  // not written yet (or a torn read): poll again
         if (!successor) continue;
-        // No entry for kHandOverWaitNs since the successor was seen: the lane is idle.
-        const bool idle = lane == 0 && WaitedForEntry(successor_since);
-        if (!__shfl_sync(kAll, idle, 0)) continue;
+        const bool stop = lane == 0 && HandOverNow(false, successor_since, last);
+        if (!__shfl_sync(kAll, stop, 0)) continue;
         if (lane == 0) *decider = 1, *cmd = kCmdStop;
         return;
       }
@@ -222,7 +228,7 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
         if (lane < 8) words[lane] = w;
         if (lane == 0) {
           *decider = 1;
-          if (successor) *last = 1;
+          if (successor) HandOverNow(true, successor_since, last);
         }
         Decided(opn >> 16, segs, staged, (opn & 0xffffu) == kProxyExit ? kCmdExit : kCmdCopy, cmd);
         return;
@@ -255,10 +261,7 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
       // the launch stops at once: a caller's cudaFree may be waiting.
       const bool old = due && GlobalTimer() - born > a.max_life_ns;
       bool want_stop = old || (successor && !here);
-      if (gridDim.x == 1 && successor && !old) {
-        want_stop = !here && WaitedForEntry(successor_since);
-        *last = here ? 1 : 0;
-      }
+      if (gridDim.x == 1 && successor && !old) want_stop = HandOverNow(here, successor_since, last);
       rc = Agree(a, k, here, want_stop, &ag);
     }
     rc = __shfl_sync(kAll, rc, 0);
