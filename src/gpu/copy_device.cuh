@@ -55,6 +55,13 @@ __device__ __forceinline__ uint64_t LoadSys64(const void* p) {
   asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
   return v;
 }
+// A relaxed load at device scope: a word another kernel on this GPU writes
+// (an L2 read).
+__device__ __forceinline__ uint32_t LoadGpu32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint32_t LoadSys32(const void* p) {
   uint32_t v;
   asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");

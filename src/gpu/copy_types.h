@@ -89,7 +89,7 @@ inline constexpr uint64_t kRecordStride = 64;
 
 // A word tagged with the low 16 bits of a proxy launch's generation that
 // carries a count (47 bits) and a flag, written and read at once. Three uses:
-// the hand-off record (ProxyCtl::handoff and ProxyArgs::handoff_dev: the first entry the launch did
+// the hand-off record (ProxyCtl::handoff and ProxyChain::handoff: the first entry the launch did
 // not consume; flag: it stopped at an exit entry, so the whole chain ends and a successor waiting
 // for the record exits too), and in the scratch what several blocks agreed on and where block 0
 // found the launch is to start.
@@ -124,15 +124,17 @@ KVLANE_HOST_DEVICE inline bool HandOverWaitOver(uint64_t now, uint64_t* since, i
 // waits for the host: a caller's cudaFree holds back every launch, the
 // successor's included, until the running kernels return.
 struct ProxyCtl {
-  // Read by the proxy at every poll, with one load: keep these four together.
+  // Read by the proxy with one load, at every 16th poll of the ring (and a
+  // launch's first): keep these four together. An error flag needs to be seen
+  // once only (the proxy's view of it is sticky).
   uint32_t cpu_latched;   // host -> GPU: the channel latched an error; copy nothing more
   uint32_t inject_fault;  // host -> GPU (tests): raise a GPU-side error now
-  uint32_t alive_gen;     // GPU: the newest launch that started (low 32 bits of its generation)
+  uint32_t unused_alive;  // (the successor's alive report lives in ProxyChain, device memory)
   uint32_t gpu_error;     // GPU -> host, later launches: nonzero once the proxy raised an error
   uint32_t saw_latch;     // GPU -> host: the proxy has seen cpu_latched
   uint32_t unused;
   // PackTagged() record of the launch that stopped last, for the host (the
-  // successor reads ProxyArgs::handoff_dev, a device-memory copy). Stored with
+  // successor reads ProxyChain::handoff, a device-memory copy). Stored with
   // no fence: it orders nothing (a completion word or record of an entry before
   // it may land later); the host reads only its generation tag.
   uint64_t handoff;
@@ -150,6 +152,19 @@ struct ProxyScratch {
   unsigned long long start;
 };
 
+// Device memory, one for a lane's whole chain of launches (zeroed once).
+// Both words are read from L2, never over PCIe.
+struct ProxyChain {
+  // The hand-off record again (PackTagged, see ProxyCtl::handoff), which the
+  // successor polls (a renewal's gap was ~3 us over PCIe, session 8).
+  unsigned long long handoff;
+  // The newest launch that started (low 32 bits of its generation), which the
+  // serving launch reads at every poll, beside the ring's PCIe read and done
+  // before it.
+  uint32_t alive_gen;
+  uint32_t unused;
+};
+
 struct ProxyArgs {
   const ProxyEntry* ring;  // pinned host (mapped): kProxyRing entries
   ProxyCtl* ctl;           // pinned host (mapped)
@@ -159,13 +174,10 @@ struct ProxyArgs {
   uint64_t max_life_ns;    // stop on its own after this long (0: only when told)
   uint8_t* records;        // mapped host: the request slots' records (nullptr: none)
   uint32_t record_slots;   // how many; ProxyEntry::record beyond it is ignored
-  // Device memory, one word for the lane's whole chain: the hand-off record
-  // again, which the successor polls (an L2 read, not a PCIe round trip; a
-  // renewal's gap was ~3 us, session 8).
-  unsigned long long* handoff_dev;
+  ProxyChain* chain;       // device memory, the lane's
   // A chain's first launch, which no launch hands over to: the record it
   // starts from, given by the host (start_given != 0). Else the launch waits
-  // for generation gen - 1's record in *handoff_dev.
+  // for generation gen - 1's record in chain->handoff.
   uint64_t start;
   uint32_t start_given;
 };

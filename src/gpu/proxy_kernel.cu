@@ -18,9 +18,8 @@
 #ifndef KVLANE_PROXY_MARK
 #define KVLANE_PROXY_MARK(phase)
 #endif
-// Probe hook: 0 leaves out the control flags at each poll, their read and the
-// tests on them (the probe variant cuda_proxy_phase_probe_noctl: what they cost
-// an entry, ~0.2 us in session 9). The engine reads them (1).
+// Probe hook: 0 never reads the control flags in host memory (the probe
+// variant cuda_proxy_phase_probe_noctl). The engine reads them (1).
 #ifndef KVLANE_PROXY_POLL_CTL
 #define KVLANE_PROXY_POLL_CTL 1
 #endif
@@ -67,7 +66,7 @@ __device__ __forceinline__ bool ValidFields(uint32_t op, uint32_t nsegs, uint64_
 }
 
 // Word i of a ring entry, as lane i of warp 0 reads it (see Poll); the
-// control flags, as lanes 8-11 read them.
+// control flags, as lanes 8-11 read them (lane 10: ProxyChain::alive_gen).
 constexpr unsigned kWordOpNsegs = 1, kWordSegs = 2, kWordLen = 5;
 static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs &&
               offsetof(ProxyEntry, nsegs) == 8 * kWordOpNsegs + 2 &&
@@ -76,7 +75,13 @@ static_assert(offsetof(ProxyEntry, op) == 8 * kWordOpNsegs &&
               offsetof(ProxyEntry, seg) + offsetof(CopySeg, len) == 8 * kWordLen &&
               offsetof(ProxyEntry, ready) == 0);
 static_assert(offsetof(ProxyCtl, cpu_latched) == 0 && offsetof(ProxyCtl, inject_fault) == 4 &&
-              offsetof(ProxyCtl, alive_gen) == 8 && offsetof(ProxyCtl, gpu_error) == 12);
+              offsetof(ProxyCtl, gpu_error) == 12);
+// The host's flags are read at every kCtlEvery-th poll (and a launch's
+// first): an error needs to be seen once, and a poll that waits for a second
+// PCIe read (beside the entry's) is slower (~0.1 us per poll, ~0.2 us per 4 KiB
+// entry without it on two GPUs, session 9's cuda_proxy_phase_probe_noctl).
+// The successor's alive report is read at every poll, from L2.
+constexpr uint32_t kCtlEvery = 16;
 
 // The XOR of `v` over the warp, in every lane.
 __device__ __forceinline__ uint32_t WarpXor(uint32_t v) {
@@ -160,7 +165,8 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
 
 // Warp 0: waits for entry `n` (the k-th of this launch), copying it into shared
 // memory with one 64-byte read per poll (lanes 0-7, word i in lane i) while
-// lanes 8-11 read the control flags (one 16-byte read). Raises the GPU-side
+// lane 10 reads the successor's alive report (L2) and, at every kCtlEvery-th
+// poll, lanes 8, 9 and 11 the host's flags. Raises the GPU-side
 // error and mirrors the host latch. Sets *cmd and *decider, and *last when the
 // launch stops right after serving this entry.
 //
@@ -195,12 +201,15 @@ __device__ void Poll(const ProxyArgs& a, uint64_t n, uint64_t k, uint64_t born, 
   for (;;) {
     uint64_t w = 0;
     uint32_t f = 0;
+    // Every lane counts polls alike (lane 0's count is the one used).
+    const bool ctl_poll = (*tick)++ % kCtlEvery == 0;
     if (lane < 8) w = LoadSys64(src + lane);
-    else if (KVLANE_PROXY_POLL_CTL && lane < 12)
+    else if (lane == 10)
+      f = LoadGpu32(&a.chain->alive_gen);
+    else if (KVLANE_PROXY_POLL_CTL && ctl_poll && lane < 12)
       f = LoadSys32(reinterpret_cast<const uint32_t*>(a.ctl) + (lane - 8));
-    // The clock of the launch's life is read at every 16th poll (every lane
-    // counts alike; lane 0's count is the one used).
-    const bool due = a.max_life_ns != 0 && ((*tick)++ & 15) == 0;
+    // The clock of the launch's life is read at the same polls.
+    const bool due = a.max_life_ns != 0 && ctl_poll;
     // Lanes 8-11: cpu_latched, inject_fault, alive_gen (a successor: newer,
     // modulo 2^32), gpu_error.
     const bool flag =
@@ -349,7 +358,7 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
 __device__ void HandOff(const ProxyArgs& a, uint64_t next, bool exit) {
   const uint64_t w = PackTagged(a.gen, next, exit);
   __threadfence();
-  *reinterpret_cast<volatile unsigned long long*>(a.handoff_dev) = w;
+  *reinterpret_cast<volatile unsigned long long*>(&a.chain->handoff) = w;
   StoreRelaxedSys64(&a.ctl->handoff, w);
 }
 
@@ -364,11 +373,11 @@ __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
   uint64_t w;
   if (blockIdx.x == 0) {
     // No fence (nothing to order): one would disturb the serving launch.
-    StoreRelaxedSys32(&a.ctl->alive_gen, static_cast<uint32_t>(a.gen));
+    *reinterpret_cast<volatile uint32_t*>(&a.chain->alive_gen) = static_cast<uint32_t>(a.gen);
     if (a.start_given != 0) {
       w = a.start;
     } else {
-      while (TaggedGen16(w = *reinterpret_cast<volatile unsigned long long*>(a.handoff_dev)) !=
+      while (TaggedGen16(w = *reinterpret_cast<volatile unsigned long long*>(&a.chain->handoff)) !=
              ((a.gen - 1) & 0xffff)) {
       }
     }

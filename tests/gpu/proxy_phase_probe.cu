@@ -190,10 +190,11 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   cudaMemset(scratch, 0, sizeof(ProxyScratch));
   cudaStream_t st;
   cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
-  unsigned long long* handoff_dev = nullptr;  // unused: the launch starts from the record given
-  cudaMalloc(&handoff_dev, sizeof(*handoff_dev));
-  const ProxyArgs args{
-      ring, ctl, done, scratch, 1, 0, records, 4, handoff_dev, PackTagged(0, 0, false), 1};
+  ProxyChain* chain = nullptr;  // zeroed: the launch starts from the record given
+  cudaMalloc(&chain, sizeof(*chain));
+  cudaMemset(chain, 0, sizeof(*chain));
+  const ProxyArgs args{ring, ctl, done, scratch, 1, 0, records, 4, chain, PackTagged(0, 0, false),
+                       1};
   kvlane::gpu::ProxyKernel<<<1, threads, 0, st>>>(args);
   cudaError_t e = cudaGetLastError();
   auto write = [&](uint64_t n, uint16_t op, uint32_t gen) {
@@ -214,7 +215,7 @@ void RunEngine(const char* name, uint64_t src, uint64_t dst, int threads, uint16
   }
   cudaStreamDestroy(st);
   cudaFree(scratch);
-  cudaFree(handoff_dev);
+  cudaFree(chain);
   PrintMarks(name, r, cudaGetErrorString(e));
 }
 

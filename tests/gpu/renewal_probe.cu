@@ -157,9 +157,9 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
   uint8_t* const records = host.records;
   ProxyScratch* scratch[2] = {nullptr, nullptr};
   cudaStream_t st[2];
-  unsigned long long* handoff_dev = nullptr;
-  cudaMalloc(&handoff_dev, sizeof(*handoff_dev));
-  cudaMemset(handoff_dev, 0, sizeof(*handoff_dev));
+  ProxyChain* chain = nullptr;
+  cudaMalloc(&chain, sizeof(*chain));
+  cudaMemset(chain, 0, sizeof(*chain));
   for (int i = 0; i < 2; ++i) {
     cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking);
     cudaMalloc(&scratch[i], sizeof(ProxyScratch));
@@ -175,7 +175,7 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
                      0,
                      records,
                      4,
-                     handoff_dev,
+                     chain,
                      PackTagged(0, 0, false),
                      gen == 1 ? 1u : 0u};
   };
@@ -204,7 +204,7 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
         if (mode == Mode::kEmpty)
           Empty<<<1, 32, 0, side>>>();
         else
-          Part<<<1, kProxyThreads, 0, side>>>(mode, &ctl->unused, handoff_dev);
+          Part<<<1, kProxyThreads, 0, side>>>(mode, &ctl->unused, &chain->handoff);
         if (cudaGetLastError() != cudaSuccess) break;
         std::lock_guard lock(ren.mu);
         ren.launch_us.push_back(at);
@@ -276,7 +276,7 @@ void Run(const kvlane::test::TwoGpuBuffers& g, std::chrono::microseconds period,
   cudaStreamSynchronize(side);
   cudaStreamDestroy(side);
   for (int i = 0; i < 2; ++i) cudaStreamDestroy(st[i]), cudaFree(scratch[i]);
-  cudaFree(handoff_dev);
+  cudaFree(chain);
 }
 
 }  // namespace

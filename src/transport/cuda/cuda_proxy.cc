@@ -16,8 +16,8 @@ void CudaProxy::Free() {
     if (s.scratch) (void)cudaFree(s.scratch);
     s = Slot{};
   }
-  if (handoff_dev_) (void)cudaFree(handoff_dev_);
-  handoff_dev_ = nullptr;
+  if (chain_) (void)cudaFree(chain_);
+  chain_ = nullptr;
   if (ring_) (void)cudaFreeHost(ring_);
   if (ctl_) (void)cudaFreeHost(ctl_);
   if (lists_) (void)cudaFreeHost(lists_);
@@ -42,8 +42,8 @@ Status CudaProxy::Init(int blocks, uint64_t* done, int priority, std::chrono::mi
     KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&s.scratch), sizeof(gpu::ProxyScratch)));
     KVLANE_CUDA(cudaMemsetAsync(s.scratch, 0, sizeof(gpu::ProxyScratch), s.stream));
   }
-  KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&handoff_dev_), sizeof(*handoff_dev_)));
-  KVLANE_CUDA(cudaMemsetAsync(handoff_dev_, 0, sizeof(*handoff_dev_), slots_[0].stream));
+  KVLANE_CUDA(cudaMalloc(reinterpret_cast<void**>(&chain_), sizeof(*chain_)));
+  KVLANE_CUDA(cudaMemsetAsync(chain_, 0, sizeof(*chain_), slots_[0].stream));
   for (Slot& s : slots_) KVLANE_CUDA(cudaStreamSynchronize(s.stream));
   KVLANE_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&ctl_), sizeof(gpu::ProxyCtl),
                             cudaHostAllocMapped | cudaHostAllocPortable));

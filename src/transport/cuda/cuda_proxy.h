@@ -114,7 +114,7 @@ class CudaProxy {
   gpu::ProxyCtl* ctl_ = nullptr;      // pinned host (mapped)
   gpu::CopySeg* lists_ = nullptr;     // pinned host (mapped): kProxyMaxSegs per ring entry
   uint64_t lists_dev_ = 0;            // lists_ as the GPU addresses it
-  unsigned long long* handoff_dev_ = nullptr;  // device memory: the chain's hand-off record
+  gpu::ProxyChain* chain_ = nullptr;  // device memory: the hand-off record and alive report
   uint64_t* done_ = nullptr;          // pinned host, owned by the lane
   Slot slots_[kSlots];
   int blocks_ = 1;

@@ -18,7 +18,7 @@ uint32_t CudaProxy::handoff_gen16() const {
 Status CudaProxy::Launch(uint64_t gen, const uint64_t* start) {
   Slot& slot = slots_[gen % kSlots];
   KVLANE_CUDA(gpu::LaunchProxy(
-      {ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_, handoff_dev_,
+      {ring_, ctl_, done_, slot.scratch, gen, max_life_ns_, records_, record_slots_, chain_,
        start != nullptr ? *start : 0, start != nullptr ? 1u : 0u},
       blocks_, slot.stream));
   gen_.store(gen, std::memory_order_relaxed);
