@@ -75,9 +75,6 @@ __device__ __forceinline__ uint32_t LoadSys32(const void* p) {
 // call over 5 us, against 0-1 for the same launch without the store (session
 // 9's cuda_renewal_probe, first round of runs 7-9; in the second rounds even
 // the launch alone did, 8-23).
-__device__ __forceinline__ void StoreRelaxedSys32(uint32_t* p, uint32_t v) {
-  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
 __device__ __forceinline__ void StoreRelaxedSys64(uint64_t* p, uint64_t v) {
   asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
