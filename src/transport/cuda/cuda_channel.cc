@@ -8,6 +8,7 @@
 #include "core/random.h"
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
+#include "transport/local/local_directory.h"
 #include "transport/notif_queue.h"
 
 namespace kvlane::core {
@@ -17,7 +18,8 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
     : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
       self_name_(ctx.name),
       peer_name_(peer.name),
-      same_process_(peer.process_token == ProcessToken()),
+      local_peer_(peer.process_token == ProcessToken() ? FindLocal(peer.agent_id) : nullptr),
+      same_process_(local_peer_ != nullptr),
       device_(device),
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),
@@ -107,7 +109,7 @@ void CudaChannel::DestroyGpu() {
   }
   std::lock_guard lock(build_mu_);
   if (build_stream_) (void)cudaStreamDestroy(build_stream_), build_stream_ = nullptr;
-  for (auto& [base, ptr] : opened_) (void)cudaIpcCloseMemHandle(ptr);
+  for (auto& [handle, m] : opened_) (void)cudaIpcCloseMemHandle(m.ptr);
   opened_.clear();
   vmm_.clear();  // unmaps and frees the address ranges
   retired_vmm_.clear();

@@ -40,6 +40,7 @@
 
 namespace kvlane::core {
 
+struct LocalEndpoint;
 struct Request;
 
 class CudaChannel final : public Channel {
@@ -197,7 +198,12 @@ class CudaChannel final : public Channel {
 
   const std::string self_name_;
   const std::string peer_name_;
-  const bool same_process_;
+  // The peer when it is an agent of this process (its live registry), else
+  // null. A blob's process token alone does not make a peer local: it travels
+  // in clear, and a peer that copied ours would get raw addresses of this
+  // process used as its pieces.
+  const std::shared_ptr<LocalEndpoint> local_peer_;
+  const bool same_process_;  // local_peer_ != nullptr
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
@@ -216,7 +222,14 @@ class CudaChannel final : public Channel {
   // Tables are uploaded on it (BuildTable). GUARDED_BY(build_mu_)
   cudaStream_t build_stream_ = nullptr;
   std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, void*> opened_;      // peer alloc base -> IPC mapping; GUARDED_BY(build_mu_)
+  // A peer's cudaMalloc allocations opened here, by their IPC handle's bytes
+  // (a later allocation at the same address is other memory, with another
+  // handle): the mapping and its size as this process's driver reports it.
+  struct LegacyMapping {
+    void* ptr = nullptr;
+    uint64_t len = 0;
+  };
+  std::unordered_map<std::string, LegacyMapping> opened_;  // GUARDED_BY(build_mu_)
   // A peer's VMM memory mapped here, by its (alloc_base, alloc_len), with the
   // piece keys that use it. Once all of them are revoked it leaves the map (a
   // later registration at the same addresses may be other memory) for

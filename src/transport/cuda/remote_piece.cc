@@ -1,6 +1,6 @@
 // Reaching a peer's pieces from this channel's GPU: in the same process, the
 // peer's own address (peer access on); in another process, the memory its
-// metadata exports: a legacy IPC handle (opened once per allocation) or VMM
+// metadata exports: a legacy IPC handle (opened once per handle) or VMM
 // allocations (imported and mapped once per exported range, vmm.h).
 #include <algorithm>
 #include <thread>
@@ -10,6 +10,7 @@
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
+#include "transport/local/local_directory.h"
 
 namespace kvlane::core {
 
@@ -25,6 +26,13 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   rp->base = piece.base;
   rp->len = piece.len;
   if (same_process_) {
+    // The piece must be one the peer agent registered and still holds: its
+    // metadata (what we were given) is not proof of that.
+    {
+      auto lock = local_peer_->registry->LockShared();
+      uint8_t* at = nullptr;
+      KVLANE_RETURN_IF_ERROR(local_peer_->registry->LookupLocked(key, piece.base, piece.len, &at));
+    }
     cudaPointerAttributes a{};
     KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(piece.base)));
     if (a.type == cudaMemoryTypeDevice)
@@ -90,18 +98,38 @@ Result<uint64_t> CudaChannel::MapExport(const CudaExport& e, const AgentMeta& di
   }
 }
 
-// REQUIRES: build_mu_ held.
+// The sizes in the peer's metadata are claims: the allocation the handle
+// opens must be at least as long as the export says (DecodeCudaBlob already
+// keeps the piece inside alloc_base + alloc_len), else the GPU would copy past
+// the mapping, into whatever this process has there. REQUIRES: build_mu_ held.
 Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
-  void*& mapping = opened_[e.alloc_base];
-  if (mapping == nullptr) {
-    cudaError_t err = cudaIpcOpenMemHandle(&mapping, e.handle, cudaIpcMemLazyEnablePeerAccess);
+  const std::string id(reinterpret_cast<const char*>(&e.handle), sizeof(e.handle));
+  auto it = opened_.find(id);
+  if (it == opened_.end()) {
+    if (Driver().address_range == nullptr)
+      return Status::NotSupported("cuMemGetAddressRange is missing: cannot check a peer's memory");
+    LegacyMapping m;
+    cudaError_t err = cudaIpcOpenMemHandle(&m.ptr, e.handle, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
-      opened_.erase(e.alloc_base);
       (void)cudaGetLastError();
       return CudaStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__);
     }
+    unsigned long long base = 0;
+    size_t size = 0;
+    if (Driver().address_range(&base, &size, reinterpret_cast<unsigned long long>(m.ptr)) != 0 ||
+        base != reinterpret_cast<unsigned long long>(m.ptr)) {
+      (void)cudaIpcCloseMemHandle(m.ptr);
+      (void)cudaGetLastError();
+      return Status::Backend("cannot read the size of peer '" + peer_name_ + "' memory opened");
+    }
+    m.len = size;
+    it = opened_.emplace(id, m).first;
   }
-  return reinterpret_cast<uint64_t>(mapping) + (e.piece_base - e.alloc_base);
+  if (e.alloc_len > it->second.len)
+    return Status::NotAllowed("peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
+                              "-byte allocation; its handle opens " +
+                              std::to_string(it->second.len) + " bytes");
+  return reinterpret_cast<uint64_t>(it->second.ptr) + (e.piece_base - e.alloc_base);
 }
 
 // REQUIRES: build_mu_ held; on a lane thread (current device = device_).
