@@ -4,6 +4,8 @@
 // All integers little-endian (x86-64 / aarch64 hosts); structs are POD.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace kvlane::core {
@@ -16,6 +18,10 @@ inline constexpr uint64_t kMaxNotifyBytes = 64u << 10;
 inline constexpr uint32_t kMaxPeerName = 255;
 
 enum class ConnRole : uint8_t { kLane = 1, kControl = 2 };
+
+inline constexpr size_t kNonceBytes = 32;
+using Nonce = std::array<uint8_t, kNonceBytes>;  // fresh random bytes per connection
+using Mac = std::array<uint8_t, 32>;             // HMAC-SHA256
 
 struct HelloFrame {
   uint32_t magic;
