@@ -1,16 +1,19 @@
 // libFuzzer target: what a stream server parses from an untrusted initiator,
-// in the server's order, without sockets: the Hello (CheckHello), then frames
+// in the server's order, without sockets: the Hello (CheckHello, against a fixed
+// challenge nonce; a forged proof must be refused), then frames
 // (CheckFrameHeader, the segment table, CheckSegments) and the live registry
 // lookup of every segment. Invariant: a segment the registry accepts lies
 // inside the registered range.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/registry.h"
 #include "fuzz_util.h"
 #include "transport/stream/frame_check.h"
+#include "transport/stream/hello_mac.h"
 
 namespace {
 
@@ -63,14 +66,24 @@ void ServeSegments(Target& t, std::vector<WireSeg>& segs) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Target target;
   Input in(data, size);
-  HelloFrame hello{};
-  if (!in.Take(&hello, sizeof(hello))) return 0;
-  bool authed = CheckHello(hello, fuzz::kAgentId, fuzz::FixedSecret()).ok();
-  if (authed != (std::memcmp(hello.secret, fuzz::FixedSecret().data(), 16) == 0 &&
+  uint8_t mode = 0;
+  StreamHello hello{};
+  if (!in.Take(&mode, 1) || !in.Take(&hello, sizeof(hello))) return 0;
+  std::string name;  // read only after a good magic and version, as the server does
+  if (hello.magic == kHelloMagic && hello.version == kWireVersion) {
+    name.resize(hello.name_len);
+    if (!in.Take(name.data(), name.size())) return 0;
+  }
+  const Mac proof = HelloProof(fuzz::FixedSecret(), fuzz::ServerNonce(), hello.nonce,
+                               hello.target_id, hello.version, name);
+  if (mode & fuzz::kSignHello) hello.proof = proof;
+  bool authed =
+      CheckHello(hello, name, fuzz::kAgentId, fuzz::FixedSecret(), fuzz::ServerNonce()).ok();
+  if (authed != (std::memcmp(hello.proof.data(), proof.data(), proof.size()) == 0 &&
                  hello.target_id == fuzz::kAgentId && hello.magic == kHelloMagic &&
                  hello.version == kWireVersion && hello.name_len > 0))
     __builtin_trap();
-  if (!authed || !in.Skip(hello.name_len)) return 0;
+  if (!authed) return 0;
   std::vector<WireSeg> segs;
   for (;;) {
     FrameHeader h{};

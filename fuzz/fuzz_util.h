@@ -1,5 +1,6 @@
 // Shared by the fuzz targets and the seed generator: the fixed target identity
-// the frame fuzzer checks against, and how its input is laid out.
+// the frame fuzzer checks against, and how its input is laid out:
+//   [mode byte][StreamHello][name bytes][frames...]
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,18 @@ inline core::Secret FixedSecret() {
   for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(0xa0 + i);
   return s;
 }
+
+// The challenge nonce of the fuzzed connection.
+inline core::Nonce ServerNonce() {
+  core::Nonce n;
+  for (size_t i = 0; i < n.size(); ++i) n[i] = static_cast<uint8_t>(0x30 + i);
+  return n;
+}
+
+// First input byte of frame_fuzz: when set, the target signs the Hello itself
+// (as a real initiator holding the secret would), so that mutated inputs still
+// reach the frame checks; when clear, the proof is checked as given.
+inline constexpr uint8_t kSignHello = 1;
 
 template <typename T>
 void Append(std::string* out, const T& v) {

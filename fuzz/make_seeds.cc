@@ -1,11 +1,13 @@
 // Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/): a few
-// valid metadata blobs and valid Hello + frame streams.
+// valid metadata blobs and valid Hello + frame streams (frame_fuzz's layout:
+// fuzz_util.h).
 //   make_seeds OUT_DIR   (creates OUT_DIR/meta and OUT_DIR/frame)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "fuzz_util.h"
+#include "transport/stream/hello_mac.h"
 
 namespace {
 
@@ -18,18 +20,23 @@ void Write(const fs::path& dir, const std::string& name, const std::string& byte
   std::ofstream(dir / name, std::ios::binary) << bytes;
 }
 
-std::string Hello() {
-  HelloFrame h{};
+// The mode byte, then a Hello that carries its real proof (mode 0) or a zero
+// proof for the target to sign (kSignHello).
+std::string Hello(uint8_t mode = 0) {
+  const std::string name = "initiator";
+  StreamHello h{};
   h.magic = kHelloMagic;
   h.version = kWireVersion;
   h.role = static_cast<uint8_t>(ConnRole::kLane);
-  h.name_len = 9;
+  h.name_len = static_cast<uint8_t>(name.size());
   h.target_id = fuzz::kAgentId;
-  Secret s = fuzz::FixedSecret();
-  std::memcpy(h.secret, s.data(), s.size());
-  std::string out;
+  h.nonce.fill(0x6e);
+  if (!(mode & fuzz::kSignHello))
+    h.proof =
+        HelloProof(fuzz::FixedSecret(), fuzz::ServerNonce(), h.nonce, h.target_id, h.version, name);
+  std::string out(1, static_cast<char>(mode));
   fuzz::Append(&out, h);
-  return out + "initiator";
+  return out + name;
 }
 
 std::string Frame(FrameType type, const std::vector<WireSeg>& segs, bool payload) {
@@ -72,8 +79,10 @@ int main(int argc, char** argv) {
 
   const uint64_t b = fuzz::kRegionBase, k = fuzz::kLiveKey;
   Write(out / "frame", "hello-only", Hello());
+  Write(out / "frame", "hello-signed-by-target", Hello(fuzz::kSignHello));
   Write(out / "frame", "read", Hello() + Frame(FrameType::kRead, {{k, b, 4096, 0}}, false));
-  Write(out / "frame", "write", Hello() + Frame(FrameType::kWrite, {{k, b + 100, 64, 0}}, true));
+  Write(out / "frame", "write",
+        Hello(fuzz::kSignHello) + Frame(FrameType::kWrite, {{k, b + 100, 64, 0}}, true));
   Write(out / "frame", "multi-seg",
         Hello() + Frame(FrameType::kRead, {{k, b, 16, 0}, {k, b + (1 << 18) - 8, 16, 0}, {7, b, 8, 0}}, false));
   std::string notify = Hello();

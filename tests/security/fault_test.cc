@@ -97,7 +97,8 @@ class StalledTarget {
   std::string Blob() const {
     core::AgentMeta m;
     m.name = "stalled";
-    m.agent_id = core::RandomU64() | 1;
+    m.agent_id = agent_id_;
+    m.secret = secret_;
     m.tcp_host = "127.0.0.1";
     m.tcp_port = port_;
     m.pieces = {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
@@ -112,16 +113,16 @@ class StalledTarget {
         if (c.status().code() == Code::kCanceled) return;
         continue;
       }
-      core::HelloFrame h{};
-      std::string name(255, '\0');
-      if (!core::RecvAll(c->get(), &h, sizeof(h)).ok() ||
-          !core::RecvAll(c->get(), name.data(), h.name_len).ok())
-        continue;
-      core::HelloReply ok{0, 0};
-      (void)core::SendAll(c->get(), &ok, sizeof(ok));
+      if (!AcceptAnyHello(c->get(), agent_id_, secret_)) continue;
       conns_.push_back(std::move(c).value());  // and never read again
     }
   }
+  const uint64_t agent_id_ = core::RandomU64() | 1;
+  const core::Secret secret_ = [] {
+    core::Secret s;
+    core::RandomBytes(s.data(), s.size());
+    return s;
+  }();
   uint16_t port_ = 0;
   core::Fd listener_;
   std::thread thread_;

@@ -1,12 +1,14 @@
 // The pure wire checks (transport/stream/frame_check.h) and the metadata
 // decoder on hand-made bad input; the fuzzers (fuzz/) cover the rest.
+#include "transport/stream/frame_check.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "core/bytes.h"
 #include "core/metadata.h"
-#include "transport/stream/frame_check.h"
+#include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {
 namespace {
@@ -45,29 +47,114 @@ TEST(FrameCheck, SegmentsMustAddUp) {
   EXPECT_FALSE(CheckSegments(h, std::span<const WireSeg>(ok, 1)).ok());
 }
 
-TEST(FrameCheck, HelloNeedsIdSecretVersionAndName) {
+// A Hello as a real initiator makes it for `server` (the challenge's nonce).
+struct SignedHello {
+  StreamHello h{};
+  std::string name = "abc";
+};
+SignedHello Sign(const Secret& secret, const Nonce& server, uint64_t id = 42,
+                 uint16_t version = kWireVersion) {
+  SignedHello s;
+  s.h.magic = kHelloMagic;
+  s.h.version = version;
+  s.h.name_len = static_cast<uint8_t>(s.name.size());
+  s.h.target_id = id;
+  s.h.nonce.fill(0x5c);
+  s.h.proof = HelloProof(secret, server, s.h.nonce, id, version, s.name);
+  return s;
+}
+
+Secret TestSecret(uint8_t seed) {
   Secret secret{};
-  for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<uint8_t>(i * 7 + 1);
-  HelloFrame h{};
-  h.magic = kHelloMagic;
-  h.version = kWireVersion;
-  h.name_len = 3;
-  h.target_id = 42;
-  std::memcpy(h.secret, secret.data(), secret.size());
-  EXPECT_TRUE(CheckHello(h, 42, secret).ok());
-  EXPECT_EQ(CheckHello(h, 43, secret).code(), Code::kNotAllowed);
-  HelloFrame bad = h;
-  bad.secret[15] ^= 0x80;
-  EXPECT_EQ(CheckHello(bad, 42, secret).code(), Code::kNotAllowed);
-  bad = h;
-  bad.version = kWireVersion + 1;
-  EXPECT_FALSE(CheckHello(bad, 42, secret).ok());
-  bad = h;
-  bad.magic = 0;
-  EXPECT_FALSE(CheckHello(bad, 42, secret).ok());
-  bad = h;
-  bad.name_len = 0;
-  EXPECT_FALSE(CheckHello(bad, 42, secret).ok());
+  for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<uint8_t>(i * 7 + seed);
+  return secret;
+}
+
+Nonce TestNonce(uint8_t fill) {
+  Nonce n;
+  n.fill(fill);
+  return n;
+}
+
+TEST(FrameCheck, HelloWithItsProofIsAccepted) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  SignedHello s = Sign(secret, server);
+  EXPECT_TRUE(CheckHello(s.h, s.name, 42, secret, server).ok());
+}
+
+TEST(FrameCheck, HelloWithAWrongProofIsRefused) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  for (size_t byte : {size_t{0}, size_t{17}, size_t{31}}) {
+    SignedHello s = Sign(secret, server);
+    s.h.proof[byte] ^= 0x01;
+    EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, server).code(), Code::kNotAllowed) << byte;
+  }
+  SignedHello zero = Sign(secret, server);
+  zero.h.proof = {};
+  EXPECT_EQ(CheckHello(zero.h, zero.name, 42, secret, server).code(), Code::kNotAllowed);
+  SignedHello other_secret = Sign(TestSecret(2), server);
+  EXPECT_EQ(CheckHello(other_secret.h, other_secret.name, 42, secret, server).code(),
+            Code::kNotAllowed);
+  SignedHello renamed = Sign(secret, server);  // the proof covers the name
+  renamed.name = "abd";
+  EXPECT_EQ(CheckHello(renamed.h, renamed.name, 42, secret, server).code(), Code::kNotAllowed);
+  SignedHello new_nonce = Sign(secret, server);  // and the initiator's nonce
+  new_nonce.h.nonce[0] ^= 1;
+  EXPECT_EQ(CheckHello(new_nonce.h, new_nonce.name, 42, secret, server).code(), Code::kNotAllowed);
+}
+
+// What a replayed Hello is: a valid proof, made for another connection's challenge.
+TEST(FrameCheck, HelloProvedForAnotherChallengeIsRefused) {
+  const Secret secret = TestSecret(1);
+  SignedHello s = Sign(secret, TestNonce(0x11));
+  ASSERT_TRUE(CheckHello(s.h, s.name, 42, secret, TestNonce(0x11)).ok());
+  EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, TestNonce(0x12)).code(), Code::kNotAllowed);
+  Nonce one_bit = TestNonce(0x11);
+  one_bit[31] ^= 0x80;
+  EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, one_bit).code(), Code::kNotAllowed);
+}
+
+TEST(FrameCheck, HelloForAnotherAgentIsRefused) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  SignedHello s = Sign(secret, server, 43);  // a valid proof, for agent 43
+  EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, server).code(), Code::kNotAllowed);
+  SignedHello relabelled = Sign(secret, server, 43);  // the id changed after signing
+  relabelled.h.target_id = 42;
+  EXPECT_EQ(CheckHello(relabelled.h, relabelled.name, 42, secret, server).code(),
+            Code::kNotAllowed);
+}
+
+TEST(FrameCheck, HelloOfAnotherWireVersionIsRefused) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  for (uint16_t v : {uint16_t{1}, uint16_t(kWireVersion + 1)}) {
+    SignedHello s = Sign(secret, server, 42, v);  // proof valid for that version
+    EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, server).code(), Code::kNotAllowed) << v;
+  }
+  SignedHello relabelled = Sign(secret, server);
+  relabelled.h.version = 1;
+  EXPECT_EQ(CheckHello(relabelled.h, relabelled.name, 42, secret, server).code(),
+            Code::kNotAllowed);
+}
+
+TEST(FrameCheck, HelloNeedsMagicAndAName) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  SignedHello s = Sign(secret, server);
+  s.h.magic = 0;
+  EXPECT_EQ(CheckHello(s.h, s.name, 42, secret, server).code(), Code::kNotAllowed);
+  SignedHello nameless = Sign(secret, server);
+  nameless.name.clear();
+  nameless.h.name_len = 0;
+  nameless.h.proof = HelloProof(secret, server, nameless.h.nonce, 42, kWireVersion, "");
+  EXPECT_EQ(CheckHello(nameless.h, nameless.name, 42, secret, server).code(), Code::kNotAllowed);
+  SignedHello short_name = Sign(secret, server);  // fewer name bytes than announced
+  short_name.h.name_len = 4;
+  EXPECT_EQ(CheckHello(short_name.h, short_name.name, 42, secret, server).code(),
+            Code::kNotAllowed);
 }
 
 AgentMeta SampleMeta() {

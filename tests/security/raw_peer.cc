@@ -1,10 +1,13 @@
 #include "raw_peer.h"
 
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 
 #include <cstring>
 
+#include "core/random.h"
 #include "test_util.h"
+#include "transport/stream/hello_mac.h"
 
 namespace kvlane::test {
 
@@ -30,22 +33,51 @@ std::optional<RawPeer> RawPeer::Connect(const std::string& transport, const core
   return RawPeer(std::move(fd).value());
 }
 
+std::optional<core::ChallengeFrame> RawPeer::ReadChallenge(std::chrono::milliseconds timeout) {
+  if (!core::WaitReadable(fd_.get(), timeout).ok()) return std::nullopt;
+  core::ChallengeFrame c{};
+  if (!core::RecvAll(fd_.get(), &c, sizeof(c)).ok()) return std::nullopt;
+  EXPECT_EQ(c.magic, core::kChallengeMagic);
+  EXPECT_EQ(c.version, core::kWireVersion);
+  return c;
+}
+
+std::optional<core::StreamHelloReply> RawPeer::ReadHelloReply() {
+  if (!core::WaitReadable(fd_.get(), 5000ms).ok()) return std::nullopt;
+  core::StreamHelloReply r{};
+  if (!core::RecvAll(fd_.get(), &r, sizeof(r)).ok()) return std::nullopt;
+  return r;
+}
+
 std::optional<int32_t> RawPeer::Hello(uint64_t target_id, const core::Secret& secret, uint16_t version,
                                       uint32_t magic, const std::string& name) {
-  core::HelloFrame h{};
+  auto c = ReadChallenge();
+  if (!c) return std::nullopt;
+  core::StreamHello h{};
   h.magic = magic;
   h.version = version;
   h.role = static_cast<uint8_t>(core::ConnRole::kLane);
   h.name_len = static_cast<uint8_t>(name.size());
   h.target_id = target_id;
-  std::memcpy(h.secret, secret.data(), secret.size());
-  std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
-  bytes += name;
-  if (!Send(bytes.data(), bytes.size())) return std::nullopt;
-  if (!core::WaitReadable(fd_.get(), 5000ms).ok()) return std::nullopt;
-  core::HelloReply r{};
-  if (!core::RecvAll(fd_.get(), &r, sizeof(r)).ok()) return std::nullopt;
-  return r.status;
+  core::RandomBytes(h.nonce.data(), h.nonce.size());
+  h.proof = core::HelloProof(secret, c->nonce, h.nonce, target_id, version, name);
+  last_hello_.assign(reinterpret_cast<const char*>(&h), sizeof(h));
+  last_hello_ += name;
+  if (!Send(last_hello_.data(), last_hello_.size())) return std::nullopt;
+  auto r = ReadHelloReply();
+  if (!r) return std::nullopt;
+  if (r->status == 0) {
+    EXPECT_TRUE(core::MacEquals(r->proof, core::ReadyProof(secret, h.nonce, c->nonce, target_id)))
+        << "the target accepted us without proving it holds the secret";
+  }
+  return r->status;
+}
+
+std::optional<int32_t> RawPeer::SendHello(const std::string& hello) {
+  if (!ReadChallenge() || !Send(hello.data(), hello.size())) return std::nullopt;
+  auto r = ReadHelloReply();
+  if (!r) return std::nullopt;
+  return r->status;
 }
 
 bool RawPeer::Send(const void* p, size_t n) { return core::SendAll(fd_.get(), p, n).ok(); }
@@ -97,6 +129,18 @@ bool GuardedBuffer::BodyIntact() const { return FirstMismatch(buf_.data() + guar
 
 void GuardedBuffer::ResetBody() {
   for (uint64_t i = 0; i < body_; ++i) buf_[guard_ + i] = PatternByte(seed_, guard_ + i);
+}
+
+bool AcceptAnyHello(int fd, uint64_t agent_id, const core::Secret& secret) {
+  core::ChallengeFrame c{core::kChallengeMagic, core::kWireVersion, 0, {}};
+  core::RandomBytes(c.nonce.data(), c.nonce.size());
+  core::StreamHello h{};
+  std::string name(255, '\0');
+  if (!core::SendAll(fd, &c, sizeof(c)).ok() || !core::RecvAll(fd, &h, sizeof(h)).ok() ||
+      !core::RecvAll(fd, name.data(), h.name_len).ok())
+    return false;
+  core::StreamHelloReply ok{0, 0, core::ReadyProof(secret, h.nonce, c.nonce, agent_id)};
+  return core::SendAll(fd, &ok, sizeof(ok)).ok();
 }
 
 }  // namespace kvlane::test

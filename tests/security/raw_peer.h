@@ -31,11 +31,21 @@ class RawPeer {
   // transport: "tcp" or "shm". Connects without saying Hello.
   static std::optional<RawPeer> Connect(const std::string& transport, const core::AgentMeta& meta);
 
-  // Sends a Hello (+ name unless name is empty). Returns the HelloReply status,
-  // or nullopt when the target closed the connection without one.
+  // Reads the target's challenge, then sends a Hello (+ name unless name is
+  // empty) whose proof is made with `secret` for that challenge. Returns the
+  // reply's status, or nullopt when the target closed the connection without
+  // one. A status 0 reply must carry the target's proof for `secret`, else the
+  // test fails. The bytes sent are kept (last_hello()).
   std::optional<int32_t> Hello(uint64_t target_id, const core::Secret& secret,
                                uint16_t version = core::kWireVersion, uint32_t magic = core::kHelloMagic,
                                const std::string& name = "evil");
+  // Reads the challenge and sends `hello` as is (e.g. one captured from another
+  // connection). Returns the reply's status, or nullopt as above.
+  std::optional<int32_t> SendHello(const std::string& hello);
+  const std::string& last_hello() const { return last_hello_; }
+  // The challenge, or nullopt when none came within `timeout`.
+  std::optional<core::ChallengeFrame> ReadChallenge(
+      std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // Sends raw bytes; false when the connection is already broken.
   bool Send(const void* p, size_t n);
   bool SendFrame(core::FrameType type, uint64_t ticket, const std::vector<core::WireSeg>& segs,
@@ -51,8 +61,16 @@ class RawPeer {
 
  private:
   explicit RawPeer(core::Fd fd) : fd_(std::move(fd)) {}
+  std::optional<core::StreamHelloReply> ReadHelloReply();
   core::Fd fd_;
+  std::string last_hello_;
 };
+
+// Plays the target's side of the handshake on an accepted connection, as a fake
+// target: sends a challenge, reads any Hello and its name, and accepts it with
+// the reply proof for (agent_id, secret) — with a secret other than the one in
+// the blob the initiator loaded, an impostor. False when the connection broke.
+bool AcceptAnyHello(int fd, uint64_t agent_id, const core::Secret& secret);
 
 // [guard][body][guard], each guard `guard` bytes, all filled with a pattern.
 class GuardedBuffer {

@@ -1,16 +1,17 @@
 #include "transport/stream/frame_check.h"
 
-#include <algorithm>
+#include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {
 
-Status CheckHello(const HelloFrame& h, uint64_t agent_id, const Secret& secret) {
-  Secret got{};
-  std::copy(std::begin(h.secret), std::end(h.secret), got.begin());
-  bool ok = SecretEquals(got, secret);  // always compared: no early exit on the secret
+Status CheckHello(const StreamHello& h, std::string_view name, uint64_t agent_id,
+                  const Secret& secret, const Nonce& server_nonce) {
+  // Over the fields as sent: a proof for another id, version or name fails too.
+  Mac want = HelloProof(secret, server_nonce, h.nonce, h.target_id, h.version, name);
+  bool ok = MacEquals(want, h.proof);  // always compared: no early exit on the proof
   ok = ok && h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == agent_id &&
-       h.name_len > 0;
-  if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, secret or version");
+       h.name_len > 0 && name.size() == h.name_len;
+  if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, proof or version");
   return Status::Ok();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 
 #include "core/metadata.h"
 #include "kvlane/status.h"
@@ -12,9 +13,13 @@
 
 namespace kvlane::core {
 
-// NotAllowed unless the Hello names this agent (id), carries its secret, speaks
-// our wire version and announces a non-empty name. Constant time in the secret.
-Status CheckHello(const HelloFrame& h, uint64_t agent_id, const Secret& secret);
+// NotAllowed unless the Hello names this agent (id), speaks our wire version,
+// announces a non-empty name (`name`, the name_len bytes that followed it) and
+// carries the proof that its sender holds `secret`, made for this connection's
+// challenge `server_nonce`. The proof is always computed and compared in
+// constant time (no early exit on it).
+Status CheckHello(const StreamHello& h, std::string_view name, uint64_t agent_id,
+                  const Secret& secret, const Nonce& server_nonce);
 
 // Checks a frame header before anything that follows it is read: a known type,
 // and sizes within the wire limits for that type.

@@ -1,5 +1,6 @@
-// StreamServer: the target side of tcp and shm. Accepts connections, checks the
-// Hello against this agent's id and secret, then serves frames in order,
+// StreamServer: the target side of tcp and shm. Accepts connections, runs the
+// handshake (handshake.h: challenge, Hello checked against this agent's id and
+// secret, reply with our own proof), then serves frames in order,
 // bounds-checking every segment against the live registration table.
 //
 // Thread-safety: Start/Stop from the owner; one thread per connection.

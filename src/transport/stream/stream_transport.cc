@@ -3,29 +3,12 @@
 #include <cstdio>
 
 #include "core/host_info.h"
+#include "transport/stream/handshake.h"
 #include "transport/stream/server.h"
 #include "transport/stream/stream_channel.h"
 
 namespace kvlane::core {
 namespace {
-
-// Sends the Hello on a fresh connection and checks the reply.
-Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
-  HelloFrame h{};
-  h.magic = kHelloMagic;
-  h.version = kWireVersion;
-  h.role = static_cast<uint8_t>(role);
-  h.name_len = static_cast<uint8_t>(ctx.name.size());
-  h.target_id = peer.agent_id;
-  std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
-  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
-  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, 2));
-  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
-  HelloReply r{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &r, sizeof(r)));
-  if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
-  return Status::Ok();
-}
 
 bool IsWildcard(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
 

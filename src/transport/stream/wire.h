@@ -1,15 +1,23 @@
 // The stream wire format shared by tcp and shm. Every connection opens with a
-// Hello that proves the initiator loaded the target's metadata (its secret).
-// Then frames flow initiator -> target and replies flow back, in order.
+// handshake in which each side proves it holds the target's secret (from its
+// metadata) without sending it: the target sends a ChallengeFrame, the initiator
+// answers with a StreamHello, the target with a StreamHelloReply (proofs:
+// transport/stream/hello_mac.h). Then frames flow initiator -> target and
+// replies flow back, in order.
 // All integers little-endian (x86-64 / aarch64 hosts); structs are POD.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace kvlane::core {
 
-inline constexpr uint32_t kHelloMagic = 0x484c564b;  // "KVLH"
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint32_t kHelloMagic = 0x484c564b;      // "KVLH"
+inline constexpr uint32_t kChallengeMagic = 0x434c564b;  // "KVLC"
+// 2: challenge-response handshake. 1 sent the secret in the Hello; a peer of
+// version 1 is refused (its Hello fails the version check).
+inline constexpr uint16_t kWireVersion = 2;
 inline constexpr uint32_t kMaxWireSegs = 1024;
 inline constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 inline constexpr uint64_t kMaxNotifyBytes = 64u << 10;
@@ -17,6 +25,46 @@ inline constexpr uint32_t kMaxPeerName = 255;
 
 enum class ConnRole : uint8_t { kLane = 1, kControl = 2 };
 
+inline constexpr size_t kNonceBytes = 32;
+using Nonce = std::array<uint8_t, kNonceBytes>;  // fresh random bytes per connection
+using Mac = std::array<uint8_t, 32>;             // HMAC-SHA256
+
+// Target -> initiator: the first bytes of every stream connection.
+struct ChallengeFrame {
+  uint32_t magic;    // kChallengeMagic
+  uint16_t version;  // kWireVersion
+  uint16_t reserved;
+  Nonce nonce;  // the target's (server) nonce
+};
+static_assert(sizeof(ChallengeFrame) == 40);
+
+// Initiator -> target, once the challenge arrived. magic and version lead, as in
+// version 1, so that an older peer's Hello is refused on its first 8 bytes.
+struct StreamHello {
+  uint32_t magic;  // kHelloMagic
+  uint16_t version;
+  uint8_t role;  // ConnRole
+  uint8_t name_len;
+  uint64_t target_id;
+  Nonce nonce;  // the initiator's (client) nonce
+  Mac proof;    // HelloProof(secret, challenge nonce, nonce, target_id, version, name)
+  // followed by name_len bytes: the initiator's agent name
+};
+static_assert(sizeof(StreamHello) == 80);
+inline constexpr size_t kHelloPrefixBytes = offsetof(StreamHello, target_id);
+
+// Target -> initiator: the verdict, then the connection is closed on refusal.
+struct StreamHelloReply {
+  int32_t status;  // Code
+  uint32_t reserved;
+  // status 0: ReadyProof(secret, client nonce, server nonce, target_id); else zeros
+  Mac proof;
+};
+static_assert(sizeof(StreamHelloReply) == 40);
+
+// The cuda transport's control socket (a same-host abstract unix socket,
+// transport/cuda/cuda_control.cc) still opens with this Hello, which carries the
+// secret in clear. The stream transports do not use it.
 struct HelloFrame {
   uint32_t magic;
   uint16_t version;

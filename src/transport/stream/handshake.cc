@@ -1,0 +1,92 @@
+#include "transport/stream/handshake.h"
+
+#include "core/random.h"
+#include "transport/stream/frame_check.h"
+#include "transport/stream/hello_mac.h"
+#include "transport/stream/socket.h"
+
+namespace kvlane::core {
+namespace {
+
+// Reads a Hello and the name after it; stops after magic and version when they
+// are not ours (an older peer's Hello is shorter: CheckHello refuses it at once).
+Status RecvHello(int fd, StreamHello* h, std::string* name) {
+  auto* p = reinterpret_cast<char*>(h);
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, p, kHelloPrefixBytes));
+  if (h->magic != kHelloMagic || h->version != kWireVersion) return Status::Ok();
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, p + kHelloPrefixBytes, sizeof(*h) - kHelloPrefixBytes));
+  name->resize(h->name_len);
+  return RecvAll(fd, name->data(), name->size());
+}
+
+Result<ChallengeFrame> RecvChallenge(const AgentContext& ctx, const AgentMeta& peer, int fd) {
+  const std::string who = "peer '" + peer.name + "'";
+  Status s = WaitReadable(fd, ctx.options.connect_timeout);
+  if (s.code() == Code::kTimeout)
+    return Status::Timeout(
+        who + " sent no challenge within connect_timeout (kvlane older than wire version 2?)");
+  ChallengeFrame c{};
+  if (s.ok()) s = RecvAll(fd, &c, sizeof(c));
+  if (s.code() == Code::kRemoteDisconnect)
+    return Status::RemoteDisconnect(
+        who + " closed the connection without a challenge (too many connections, " +
+        "another uid on shm, or kvlane older than wire version 2)");
+  KVLANE_RETURN_IF_ERROR(s);
+  if (c.magic != kChallengeMagic)
+    return Status::Backend("protocol: " + who + " did not open with a kvlane challenge");
+  if (c.version != kWireVersion)
+    return Status::NotSupported(who + " speaks kvlane wire version " + std::to_string(c.version) +
+                                ", this build speaks " + std::to_string(kWireVersion));
+  return c;
+}
+
+Status Exchange(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
+  KVLANE_ASSIGN_OR_RETURN(ChallengeFrame c, RecvChallenge(ctx, peer, fd));
+  StreamHello h{};
+  h.magic = kHelloMagic;
+  h.version = kWireVersion;
+  h.role = static_cast<uint8_t>(role);
+  h.name_len = static_cast<uint8_t>(ctx.name.size());
+  h.target_id = peer.agent_id;
+  RandomBytes(h.nonce.data(), h.nonce.size());
+  h.proof = HelloProof(peer.secret, c.nonce, h.nonce, h.target_id, h.version, ctx.name);
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
+  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, 2));
+  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
+  StreamHelloReply r{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &r, sizeof(r)));
+  if (r.status != 0)
+    return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
+  if (!MacEquals(r.proof, ReadyProof(peer.secret, h.nonce, c.nonce, peer.agent_id)))
+    return Status::NotAllowed("peer '" + peer.name +
+                              "' could not prove it holds the secret of its metadata " +
+                              "(another process at its address?)");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::string> AcceptHello(const AgentContext& ctx, int fd) {
+  ChallengeFrame c{kChallengeMagic, kWireVersion, 0, {}};
+  RandomBytes(c.nonce.data(), c.nonce.size());
+  KVLANE_RETURN_IF_ERROR(SendAll(fd, &c, sizeof(c)));
+  StreamHello h{};
+  std::string name;
+  KVLANE_RETURN_IF_ERROR(RecvHello(fd, &h, &name));
+  Status ok = CheckHello(h, name, ctx.agent_id, ctx.secret, c.nonce);
+  StreamHelloReply reply{static_cast<int32_t>(ok.code()), 0, {}};
+  if (ok.ok()) reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
+  KVLANE_RETURN_IF_ERROR(SendAll(fd, &reply, sizeof(reply)));
+  KVLANE_RETURN_IF_ERROR(ok);
+  return name;
+}
+
+Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
+  // Bounded: a target that stalls half way through its challenge or reply
+  // cannot hold the connect. The lanes then run without socket timeouts.
+  KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd, ctx.options.connect_timeout));
+  KVLANE_RETURN_IF_ERROR(Exchange(ctx, peer, fd, role));
+  return SetIoTimeout(fd, std::chrono::milliseconds(0));
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,287 @@
+// The stream handshake end to end (transport/stream/handshake.h): a Hello
+// captured on one connection is refused on another, a real initiator's bytes
+// never hold the secret, and an initiator refuses a target that cannot prove it
+// holds the secret of the metadata it loaded (before sending it any frame).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <cstring>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/random.h"
+#include "raw_peer.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+core::Secret RandomSecret() {
+  core::Secret s;
+  core::RandomBytes(s.data(), s.size());
+  return s;
+}
+
+class HandshakeTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    AgentOptions o = OptionsFor("target", GetParam());
+    o.connect_timeout = 500ms;
+    auto t = Agent::Create(o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    target_ = std::move(t).value();
+    ASSERT_TRUE(target_->RegisterMemory(region_.data(), region_.size()).ok());
+    info_ = Inspect(target_->ExportMetadata().value());
+  }
+  std::vector<uint8_t> region_ = std::vector<uint8_t>(4096, 0x11);
+  std::unique_ptr<Agent> target_;
+  TargetInfo info_;
+};
+
+TEST_P(HandshakeTest, HelloReplayedOnANewConnectionIsRefused) {
+  auto first = RawPeer::Connect(GetParam(), info_.meta);
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(first->Hello(info_.meta.agent_id, info_.meta.secret).value_or(-100), 0);
+  const std::string captured = first->last_hello();
+  EXPECT_EQ(captured.find(std::string(info_.meta.secret.begin(), info_.meta.secret.end())),
+            std::string::npos);
+  // The first connection stays open and authenticated: the replay races nothing.
+  auto second = RawPeer::Connect(GetParam(), info_.meta);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->SendHello(captured).value_or(-100), static_cast<int32_t>(Code::kNotAllowed));
+  core::WireSeg seg{info_.key, info_.base, 64, 0};
+  (void)second->SendFrame(core::FrameType::kWrite, 0, {seg}, 64, std::string(64, '\x5a'));
+  EXPECT_TRUE(second->ClosedWithin(3s)) << "a replayed Hello left the connection open";
+  EXPECT_EQ(region_, std::vector<uint8_t>(4096, 0x11));
+}
+
+TEST_P(HandshakeTest, OldVersionOneHelloIsRefusedAtOnce) {
+  auto p = RawPeer::Connect(GetParam(), info_.meta);
+  ASSERT_TRUE(p.has_value());
+  core::HelloFrame old{};  // version 1: the secret in clear, and no challenge read
+  old.magic = core::kHelloMagic;
+  old.version = 1;
+  old.name_len = 3;
+  old.target_id = info_.meta.agent_id;
+  std::memcpy(old.secret, info_.meta.secret.data(), info_.meta.secret.size());
+  std::string bytes(reinterpret_cast<const char*>(&old), sizeof(old));
+  ASSERT_TRUE(p->Send((bytes + "old").data(), bytes.size() + 3));
+  auto c = p->ReadChallenge();
+  ASSERT_TRUE(c.has_value());
+  core::StreamHelloReply r{};
+  ASSERT_TRUE(core::WaitReadable(p->fd(), 2000ms).ok())
+      << "an old Hello must be refused before connect_timeout";
+  ASSERT_TRUE(core::RecvAll(p->fd(), &r, sizeof(r)).ok());
+  EXPECT_EQ(r.status, static_cast<int32_t>(Code::kNotAllowed));
+  EXPECT_TRUE(p->ClosedWithin(3s));
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, HandshakeTest, ::testing::Values("tcp", "shm"),
+                         [](const auto& info) { return info.param; });
+
+// Forwards tcp connections to 127.0.0.1:upstream and records, per connection,
+// what the initiator sent: a passive eavesdropper.
+class RecordingProxy {
+ public:
+  explicit RecordingProxy(uint16_t upstream) : upstream_(upstream) {
+    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
+    EXPECT_TRUE(fd.ok());
+    listener_ = std::move(fd).value();
+    accept_ = std::thread([this] { Loop(); });
+  }
+  ~RecordingProxy() {
+    shutdown(listener_.get(), SHUT_RDWR);
+    accept_.join();
+    for (auto& l : links_) {
+      shutdown(l->down.get(), SHUT_RDWR);
+      shutdown(l->up.get(), SHUT_RDWR);
+      l->pump.join();
+    }
+  }
+  uint16_t port() const { return port_; }
+  std::vector<std::string> Sent() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto& l : links_) out.push_back(l->sent);
+    return out;
+  }
+
+ private:
+  struct Link {
+    core::Fd down, up;
+    std::string sent;  // GUARDED_BY(mu_)
+    std::thread pump;
+  };
+  void Loop() {
+    for (;;) {
+      auto c = core::Accept(listener_.get());
+      if (!c.ok()) {
+        if (c.status().code() == Code::kCanceled) return;
+        continue;
+      }
+      auto up = core::ConnectTcp("127.0.0.1", upstream_, 2s);
+      if (!up.ok()) continue;
+      std::lock_guard lock(mu_);
+      auto& l = links_.emplace_back(new Link{std::move(c).value(), std::move(up).value(), {}, {}});
+      l->pump = std::thread([this, p = l.get()] { Pump(p); });
+    }
+  }
+  void Pump(Link* l) {
+    char buf[65536];
+    for (;;) {
+      pollfd p[2] = {{l->down.get(), POLLIN, 0}, {l->up.get(), POLLIN, 0}};
+      if (poll(p, 2, -1) < 0) return;
+      for (int i = 0; i < 2; ++i) {
+        if (p[i].revents == 0) continue;
+        ssize_t n = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (i == 0 && n > 0) {  // recorded before forwarding: complete once answered
+          std::lock_guard lock(mu_);
+          l->sent.append(buf, static_cast<size_t>(n));
+        }
+        if (n <= 0 || !core::SendAll(p[1 - i].fd, buf, static_cast<size_t>(n)).ok()) {
+          shutdown(l->down.get(), SHUT_RDWR);
+          shutdown(l->up.get(), SHUT_RDWR);
+          return;
+        }
+      }
+    }
+  }
+  const uint16_t upstream_;
+  uint16_t port_ = 0;
+  core::Fd listener_;
+  std::mutex mu_;
+  std::list<std::unique_ptr<Link>> links_;  // GUARDED_BY(mu_) until accept_ is joined
+  std::thread accept_;
+};
+
+TEST(HandshakeTcp, RealInitiatorNeverSendsTheSecretAndItsHelloCannotBeReplayed) {
+  Buffers bufs;
+  auto& remote = bufs.Make(4096, 0);
+  auto& local = bufs.Make(4096, 0);
+  Fill(local, 9);
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  ASSERT_TRUE(b.ok());
+  ASSERT_TRUE(b.value()->RegisterMemory(remote.data(), remote.size()).ok());
+  TargetInfo info = Inspect(b.value()->ExportMetadata().value());
+  RecordingProxy proxy(info.meta.tcp_port);
+  core::AgentMeta via_proxy = info.meta;
+  via_proxy.tcp_port = proxy.port();
+  auto a = Agent::Create(OptionsFor("a", "tcp"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a.value()->RegisterMemory(local.data(), local.size()).ok());
+  ASSERT_TRUE(a.value()->LoadPeer(core::EncodeMeta(via_proxy)).ok());
+  auto h = MakeSimple(*a.value(), "b", Op::kWrite, local.data(), remote.data(), 4096);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE(PostAndWait(*a.value(), &h.value()).ok());
+  EXPECT_EQ(FirstMismatch(remote.data(), remote.size(), 9), -1);
+
+  const std::string secret(info.meta.secret.begin(), info.meta.secret.end());
+  std::vector<std::string> sent = proxy.Sent();
+  ASSERT_FALSE(sent.empty());
+  for (const std::string& s : sent)
+    EXPECT_EQ(s.find(secret), std::string::npos) << "the secret went on the wire";
+  ASSERT_GE(sent[0].size(), sizeof(core::StreamHello));
+  core::StreamHello hello{};
+  std::memcpy(&hello, sent[0].data(), sizeof(hello));
+  ASSERT_EQ(hello.target_id, info.meta.agent_id);
+  ASSERT_GE(sent[0].size(), sizeof(hello) + hello.name_len);
+  const std::string captured = sent[0].substr(0, sizeof(hello) + hello.name_len);
+
+  auto replay = RawPeer::Connect("tcp", info.meta);
+  ASSERT_TRUE(replay.has_value());
+  EXPECT_EQ(replay->SendHello(captured).value_or(-100), static_cast<int32_t>(Code::kNotAllowed));
+  EXPECT_TRUE(replay->ClosedWithin(3s));
+}
+
+// A tcp listener at the address of a blob whose secret it does not hold: it
+// accepts every Hello, answering with a proof made with another secret.
+class ImpostorTarget {
+ public:
+  ImpostorTarget() {
+    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
+    EXPECT_TRUE(fd.ok());
+    listener_ = std::move(fd).value();
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ImpostorTarget() {
+    shutdown(listener_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+  std::string Blob() const {
+    core::AgentMeta m;
+    m.name = "impostor";
+    m.agent_id = agent_id_;
+    m.secret = RandomSecret();  // the real agent's, which the impostor lacks
+    m.tcp_host = "127.0.0.1";
+    m.tcp_port = port_;
+    m.pieces = {{0x51, 1ull << 40, 1 << 20, 1, MemoryKind::kHost, 0}};
+    return core::EncodeMeta(m);
+  }
+  int handshakes() const { return handshakes_.load(); }
+  int finished() const { return finished_.load(); }
+  uint64_t bytes_after_reply() const { return bytes_after_.load(); }
+
+ private:
+  void Loop() {
+    for (;;) {
+      auto c = core::Accept(listener_.get());
+      if (!c.ok()) {
+        if (c.status().code() == Code::kCanceled) return;
+        continue;
+      }
+      if (!AcceptAnyHello(c->get(), agent_id_, RandomSecret())) continue;
+      ++handshakes_;
+      char buf[4096];  // whatever the initiator sends next, until it closes
+      while (core::WaitReadable(c->get(), 3000ms).ok()) {
+        ssize_t n = recv(c->get(), buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0) break;
+        bytes_after_ += static_cast<uint64_t>(n);
+      }
+      ++finished_;
+    }
+  }
+  const uint64_t agent_id_ = core::RandomU64() | 1;
+  uint16_t port_ = 0;
+  core::Fd listener_;
+  std::atomic<int> handshakes_{0};
+  std::atomic<int> finished_{0};  // connections read until closed
+  std::atomic<uint64_t> bytes_after_{0};
+  std::thread thread_;
+};
+
+TEST(HandshakeTcp, TargetWithoutTheSecretIsRefusedBeforeAnyFrame) {
+  ImpostorTarget impostor;
+  std::vector<uint8_t> local(4096, 0x33);
+  auto a = Agent::Create(OptionsFor("a", "tcp"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(a.value()->RegisterMemory(local.data(), local.size()).ok());
+  ASSERT_TRUE(a.value()->LoadPeer(impostor.Blob()).ok());
+  auto h = MakeSimple(*a.value(), "impostor", Op::kWrite, local.data(),
+                      reinterpret_cast<void*>(1ull << 40), 4096);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = h.ok() ? PostAndWait(*a.value(), &h.value()) : h.status();
+  // The transport fails the connect with not-allowed; the agent reports a failed
+  // connect as remote-disconnect, naming each transport's reason.
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_NE(s.message().find("tcp: not-allowed: peer 'impostor' could not prove"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s)
+      << "a failed proof must fail the connect at once";
+  a.value().reset();  // closes every connection: the impostor's reads end
+  for (int i = 0;
+       i < 500 && (impostor.handshakes() == 0 || impostor.finished() < impostor.handshakes()); ++i)
+    std::this_thread::sleep_for(10ms);
+  EXPECT_GE(impostor.handshakes(), 1) << "the initiator never reached the proof check";
+  EXPECT_EQ(impostor.finished(), impostor.handshakes());
+  EXPECT_EQ(impostor.bytes_after_reply(), 0u) << "the initiator sent a frame to an unproven target";
+}
+
+}  // namespace
+}  // namespace kvlane::test
