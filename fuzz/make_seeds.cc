@@ -1,12 +1,13 @@
 // Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/): a few
-// valid metadata blobs and valid Hello + frame streams (frame_fuzz's layout:
-// fuzz_util.h).
-//   make_seeds OUT_DIR   (creates OUT_DIR/meta and OUT_DIR/frame)
+// valid metadata blobs, valid Hello + frame streams (frame_fuzz's layout:
+// fuzz_util.h) and valid cuda blobs of each export kind.
+//   make_seeds OUT_DIR   (creates OUT_DIR/meta, OUT_DIR/frame and OUT_DIR/cuda_blob)
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "fuzz_util.h"
+#include "transport/cuda/cuda_blob.h"
 #include "transport/stream/hello_mac.h"
 
 namespace {
@@ -95,5 +96,32 @@ int main(int argc, char** argv) {
   nop.type = static_cast<uint8_t>(FrameType::kNop);
   fuzz::Append(&notify, nop);
   Write(out / "frame", "notify-nop", notify + Frame(FrameType::kWrite, {{k, b + fuzz::kRegionLen - 8, 8, 0}}, true));
+
+  CudaBlob cb;
+  cb.socket = "kvlane-cuda-1122334455667788";
+  cb.devices = 2;
+  Write(out / "cuda_blob", "no-exports", EncodeCudaBlob(cb));
+  CudaExport legacy;
+  legacy.key = 0x3333;
+  legacy.piece_base = 0x7f0000010000;
+  legacy.piece_len = 0x10000;
+  legacy.alloc_base = 0x7f0000000000;
+  legacy.alloc_len = 0x200000;
+  for (size_t i = 0; i < legacy.handle.size(); ++i) legacy.handle[i] = static_cast<uint8_t>(i);
+  CudaExport vmm = legacy;
+  vmm.key = 0x4444;
+  vmm.kind = ExportKind::kVmm;
+  vmm.device = 1;
+  vmm.allocs = {{0x7f0000000000, 0x100000, kVmmPosixFd, {}},
+                {0x7f0000100000, 0x100000, kVmmPosixFd | kVmmFabric, {}}};
+  vmm.allocs[1].fabric.fill(0x5a);
+  CudaExport none = legacy;
+  none.key = 0x5555;
+  none.kind = ExportKind::kNone;
+  none.reason = "not exportable";
+  cb.exports = {legacy};
+  Write(out / "cuda_blob", "legacy", EncodeCudaBlob(cb));
+  cb.exports = {legacy, vmm, none};
+  Write(out / "cuda_blob", "all-kinds", EncodeCudaBlob(cb));
   return 0;
 }

@@ -67,10 +67,10 @@ tsan() {
 fuzz() {
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-hard-fuzz "${COMMON[@]}" -DKVLANE_FUZZ=ON \
     -DKVLANE_BUILD_TESTS=OFF >/dev/null
-  cmake --build build-hard-fuzz -j"$JOBS" --target meta_fuzz frame_fuzz
+  cmake --build build-hard-fuzz -j"$JOBS" --target meta_fuzz frame_fuzz cuda_blob_fuzz
   local work rc
   work=$(mktemp -d)
-  for t in meta frame; do
+  for t in meta frame cuda_blob; do
     mkdir -p "$work/$t"
     rc=0
     # New inputs go to the scratch dir (listed first); the committed seeds are only read.

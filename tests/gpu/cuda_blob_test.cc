@@ -137,6 +137,33 @@ TEST(CudaBlob, BoundsCountsAndReasonsFromUntrustedBytes) {
   }
 }
 
+// What decoding allocates is bounded by the blob, not only by each entry: 17
+// pieces of 2^16 one-byte VMM allocations each (each entry within its own cap)
+// pass the blob-wide cap and are refused; 16 of them decode.
+TEST(CudaBlob, BoundsTheVmmAllocationsOfTheWholeBlob) {
+  auto blob = [](uint32_t pieces) {
+    CudaBlob b{"kvlane-cuda-3", 1, {}};
+    for (uint32_t p = 0; p < pieces; ++p) {
+      CudaExport e;
+      e.key = p + 1;
+      e.kind = ExportKind::kVmm;
+      e.alloc_base = e.piece_base = uint64_t{p} << 32;
+      e.alloc_len = e.piece_len = kMaxVmmAllocs;
+      e.allocs.resize(kMaxVmmAllocs);
+      for (uint32_t i = 0; i < kMaxVmmAllocs; ++i)
+        e.allocs[i] = {e.alloc_base + i, 1, kVmmPosixFd, {}};
+      b.exports.push_back(std::move(e));
+    }
+    return EncodeCudaBlob(b);
+  };
+  static_assert(kMaxBlobVmmAllocs == 16 * kMaxVmmAllocs);
+  EXPECT_TRUE(DecodeCudaBlob(blob(16)).ok());
+  auto d = DecodeCudaBlob(blob(17));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("too many VMM allocations"), std::string::npos)
+      << d.status().ToString();
+}
+
 TEST(CudaTransport, AgentsStartWithDefaultTransportsWithoutAGpu) {
   AgentOptions o;
   o.name = "a";

@@ -31,7 +31,7 @@ bool BackToBack(const CudaExport& e) {
 
 void PutBody(ByteWriter& w, const CudaExport& e) {
   w.Put(static_cast<uint8_t>(e.kind));
-  if (e.kind == ExportKind::kLegacyIpc) w.PutRaw(&e.handle, sizeof(e.handle));
+  if (e.kind == ExportKind::kLegacyIpc) w.PutRaw(e.handle.data(), e.handle.size());
   if (e.kind == ExportKind::kNone) w.PutString(e.reason.substr(0, kMaxReasonBytes));
   if (e.kind != ExportKind::kVmm) return;
   w.Put(static_cast<uint32_t>(e.allocs.size()));
@@ -46,7 +46,7 @@ void PutBody(ByteWriter& w, const CudaExport& e) {
 bool GetBody(ByteReader& r, CudaExport* e) {
   uint8_t kind = r.Get<uint8_t>();
   e->kind = static_cast<ExportKind>(kind);
-  if (e->kind == ExportKind::kLegacyIpc) return r.GetRaw(&e->handle, sizeof(e->handle));
+  if (e->kind == ExportKind::kLegacyIpc) return r.GetRaw(e->handle.data(), e->handle.size());
   if (e->kind == ExportKind::kNone) {
     e->reason = r.GetString(kMaxReasonBytes);
     return r.ok();
@@ -93,9 +93,10 @@ Result<CudaBlob> DecodeCudaBlob(std::string_view bytes) {
   b.socket = r.GetString(107);
   b.devices = r.Get<uint32_t>();
   uint32_t n = r.Get<uint32_t>();
-  if (!r.ok() || b.devices > 4096 || n > r.remaining() / kEntryMinBytes)
+  if (!r.ok() || b.devices > 4096 || n > kMaxExports || n > r.remaining() / kEntryMinBytes)
     return Status::InvalidArgument("cuda metadata: truncated header or bad counts");
   b.exports.resize(n);
+  uint64_t allocs = 0;
   for (CudaExport& e : b.exports) {
     e.key = r.Get<uint64_t>();
     e.device = r.Get<int32_t>();
@@ -105,6 +106,8 @@ Result<CudaBlob> DecodeCudaBlob(std::string_view bytes) {
     e.alloc_len = r.Get<uint64_t>();
     if (!r.ok() || e.key == 0 || e.device < 0 || !Inside(e) || !GetBody(r, &e))
       return Status::InvalidArgument("cuda metadata: malformed export entry");
+    if ((allocs += e.allocs.size()) > kMaxBlobVmmAllocs)
+      return Status::InvalidArgument("cuda metadata: too many VMM allocations");
   }
   if (r.remaining() != 0) return Status::InvalidArgument("cuda metadata: trailing bytes");
   return b;

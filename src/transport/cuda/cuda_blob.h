@@ -2,10 +2,9 @@
 // control socket listens and, per exported device piece, how another process
 // reaches it: a legacy CUDA IPC handle, or the VMM allocations under it
 // (cuMemCreate + cuMemMap) with the shareable handle types each offers, or why
-// it cannot be exported. Decoding treats the blob as untrusted input.
+// it cannot be exported. Decoding treats the blob as untrusted input. No CUDA
+// here: the decoder is built (and fuzzed, fuzz/cuda_blob_fuzz.cc) without it.
 #pragma once
-
-#include <cuda_runtime_api.h>
 
 #include <array>
 #include <cstdint>
@@ -28,6 +27,10 @@ inline constexpr uint8_t kVmmPosixFd =
     1;  // the importer asks the exporter's control socket for an fd
 inline constexpr uint8_t kVmmFabric = 2;             // CudaVmmAlloc::fabric is the handle
 inline constexpr uint32_t kMaxVmmAllocs = 1u << 16;  // per piece
+// Per blob: the exports (one per piece at most, so the metadata's own cap) and
+// the VMM allocations of all of them, which bound what decoding allocates.
+inline constexpr uint32_t kMaxExports = 1u << 20;
+inline constexpr uint32_t kMaxBlobVmmAllocs = 1u << 20;
 inline constexpr uint32_t kMaxReasonBytes = 512;
 
 // One VMM allocation, mapped at [base, base + len) in the exporter (one cuMemMap).
@@ -47,7 +50,8 @@ struct CudaExport {
   uint64_t alloc_base = 0;  // exporter's virtual address of the memory to map (legacy: the
   uint64_t alloc_len = 0;   // allocation; VMM: the allocations back to back), holds the piece
   ExportKind kind = ExportKind::kLegacyIpc;
-  cudaIpcMemHandle_t handle{};       // kLegacyIpc: names the allocation (alloc_base)
+  // kLegacyIpc: the cudaIpcMemHandle_t of the allocation (alloc_base), its bytes.
+  std::array<uint8_t, 64> handle{};
   std::vector<CudaVmmAlloc> allocs;  // kVmm: from alloc_base, contiguous, covering alloc_len
   std::string reason;                // kNone
 };

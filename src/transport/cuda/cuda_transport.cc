@@ -1,6 +1,7 @@
 #include "transport/cuda/cuda_transport.h"
 
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/host_info.h"
@@ -43,7 +44,12 @@ CudaExport ExportPiece(const Piece& p, int device) {
     } else {
       e.alloc_base = base;
       e.alloc_len = size;
-      if (cudaIpcGetMemHandle(&e.handle, reinterpret_cast<void*>(base)) == cudaSuccess) return e;
+      cudaIpcMemHandle_t h{};
+      static_assert(sizeof(h) == sizeof(e.handle));
+      if (cudaIpcGetMemHandle(&h, reinterpret_cast<void*>(base)) == cudaSuccess) {
+        std::memcpy(e.handle.data(), &h, sizeof(h));
+        return e;
+      }
       e.alloc_base = p.base;
       e.alloc_len = p.len;
     }

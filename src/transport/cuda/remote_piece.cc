@@ -3,6 +3,7 @@
 // metadata exports: a legacy IPC handle (opened once per handle) or VMM
 // allocations (imported and mapped once per exported range, vmm.h).
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "core/peer.h"
@@ -103,13 +104,16 @@ Result<uint64_t> CudaChannel::MapExport(const CudaExport& e, const AgentMeta& di
 // keeps the piece inside alloc_base + alloc_len), else the GPU would copy past
 // the mapping, into whatever this process has there. REQUIRES: build_mu_ held.
 Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
-  const std::string id(reinterpret_cast<const char*>(&e.handle), sizeof(e.handle));
+  const std::string id(e.handle.begin(), e.handle.end());
   auto it = opened_.find(id);
   if (it == opened_.end()) {
     if (Driver().address_range == nullptr)
       return Status::NotSupported("cuMemGetAddressRange is missing: cannot check a peer's memory");
     LegacyMapping m;
-    cudaError_t err = cudaIpcOpenMemHandle(&m.ptr, e.handle, cudaIpcMemLazyEnablePeerAccess);
+    cudaIpcMemHandle_t h{};
+    static_assert(sizeof(h) == sizeof(e.handle));
+    std::memcpy(&h, e.handle.data(), sizeof(h));
+    cudaError_t err = cudaIpcOpenMemHandle(&m.ptr, h, cudaIpcMemLazyEnablePeerAccess);
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
       return CudaStatus(err, "cudaIpcOpenMemHandle", __FILE__, __LINE__);
