@@ -1,7 +1,6 @@
 // Faults: deregistration racing remote transfers, and a peer that stops reading.
 // (A peer killed with SIGKILL is covered by tests/ elsewhere.)
 #include <gtest/gtest.h>
-
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "core/random.h"
+#include "loopback_listener.h"
 #include "raw_peer.h"
 #include "test_util.h"
 
@@ -83,16 +83,6 @@ INSTANTIATE_TEST_SUITE_P(Transports, DeregisterInFlightTest, ::testing::Values("
 // A tcp "peer" that accepts every Hello and then never reads another byte.
 class StalledTarget {
  public:
-  StalledTarget() {
-    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
-    EXPECT_TRUE(fd.ok());
-    listener_ = std::move(fd).value();
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~StalledTarget() {
-    shutdown(listener_.get(), SHUT_RDWR);
-    thread_.join();
-  }
   // Metadata naming this endpoint, with one large fake region.
   std::string Blob() const {
     core::AgentMeta m;
@@ -100,22 +90,15 @@ class StalledTarget {
     m.agent_id = agent_id_;
     m.secret = secret_;
     m.tcp_host = "127.0.0.1";
-    m.tcp_port = port_;
+    m.tcp_port = listener_.port();
     m.pieces = {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
     return core::EncodeMeta(m);
   }
 
  private:
-  void Loop() {
-    for (;;) {
-      auto c = core::Accept(listener_.get());
-      if (!c.ok()) {
-        if (c.status().code() == Code::kCanceled) return;
-        continue;
-      }
-      if (!AcceptAnyHello(c->get(), agent_id_, secret_)) continue;
-      conns_.push_back(std::move(c).value());  // and never read again
-    }
+  void Serve(core::Fd c) {
+    if (AcceptAnyHello(c.get(), agent_id_, secret_))
+      conns_.push_back(std::move(c));  // never read again
   }
   const uint64_t agent_id_ = core::RandomU64() | 1;
   const core::Secret secret_ = [] {
@@ -123,10 +106,8 @@ class StalledTarget {
     core::RandomBytes(s.data(), s.size());
     return s;
   }();
-  uint16_t port_ = 0;
-  core::Fd listener_;
-  std::thread thread_;
-  std::list<core::Fd> conns_;  // accept thread only
+  std::list<core::Fd> conns_;  // listener thread only
+  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
 
 // The stalled peer's requests end with the io_timeout latch; meanwhile the same

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/random.h"
+#include "loopback_listener.h"
 #include "raw_peer.h"
 #include "test_util.h"
 
@@ -89,22 +90,16 @@ INSTANTIATE_TEST_SUITE_P(Transports, HandshakeTest, ::testing::Values("tcp", "sh
 // what the initiator sent: a passive eavesdropper.
 class RecordingProxy {
  public:
-  explicit RecordingProxy(uint16_t upstream) : upstream_(upstream) {
-    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
-    EXPECT_TRUE(fd.ok());
-    listener_ = std::move(fd).value();
-    accept_ = std::thread([this] { Loop(); });
-  }
+  explicit RecordingProxy(uint16_t upstream) : upstream_(upstream) {}
   ~RecordingProxy() {
-    shutdown(listener_.get(), SHUT_RDWR);
-    accept_.join();
+    listener_.Stop();
     for (auto& l : links_) {
       shutdown(l->down.get(), SHUT_RDWR);
       shutdown(l->up.get(), SHUT_RDWR);
       l->pump.join();
     }
   }
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return listener_.port(); }
   std::vector<std::string> Sent() {
     std::lock_guard lock(mu_);
     std::vector<std::string> out;
@@ -118,19 +113,12 @@ class RecordingProxy {
     std::string sent;  // GUARDED_BY(mu_)
     std::thread pump;
   };
-  void Loop() {
-    for (;;) {
-      auto c = core::Accept(listener_.get());
-      if (!c.ok()) {
-        if (c.status().code() == Code::kCanceled) return;
-        continue;
-      }
-      auto up = core::ConnectTcp("127.0.0.1", upstream_, 2s);
-      if (!up.ok()) continue;
-      std::lock_guard lock(mu_);
-      auto& l = links_.emplace_back(new Link{std::move(c).value(), std::move(up).value(), {}, {}});
-      l->pump = std::thread([this, p = l.get()] { Pump(p); });
-    }
+  void Serve(core::Fd c) {
+    auto up = core::ConnectTcp("127.0.0.1", upstream_, 2s);
+    if (!up.ok()) return;
+    std::lock_guard lock(mu_);
+    auto& l = links_.emplace_back(new Link{std::move(c), std::move(up).value(), {}, {}});
+    l->pump = std::thread([this, p = l.get()] { Pump(p); });
   }
   void Pump(Link* l) {
     char buf[65536];
@@ -153,11 +141,9 @@ class RecordingProxy {
     }
   }
   const uint16_t upstream_;
-  uint16_t port_ = 0;
-  core::Fd listener_;
   std::mutex mu_;
-  std::list<std::unique_ptr<Link>> links_;  // GUARDED_BY(mu_) until accept_ is joined
-  std::thread accept_;
+  std::list<std::unique_ptr<Link>> links_;  // GUARDED_BY(mu_) until listener_ stopped
+  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
 
 TEST(HandshakeTcp, RealInitiatorNeverSendsTheSecretAndItsHelloCannotBeReplayed) {
@@ -203,23 +189,13 @@ TEST(HandshakeTcp, RealInitiatorNeverSendsTheSecretAndItsHelloCannotBeReplayed) 
 // accepts every Hello, answering with a proof made with another secret.
 class ImpostorTarget {
  public:
-  ImpostorTarget() {
-    auto fd = core::ListenTcp("127.0.0.1", 0, &port_);
-    EXPECT_TRUE(fd.ok());
-    listener_ = std::move(fd).value();
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~ImpostorTarget() {
-    shutdown(listener_.get(), SHUT_RDWR);
-    thread_.join();
-  }
   std::string Blob() const {
     core::AgentMeta m;
     m.name = "impostor";
     m.agent_id = agent_id_;
     m.secret = RandomSecret();  // the real agent's, which the impostor lacks
     m.tcp_host = "127.0.0.1";
-    m.tcp_port = port_;
+    m.tcp_port = listener_.port();
     m.pieces = {{0x51, 1ull << 40, 1 << 20, 1, MemoryKind::kHost, 0}};
     return core::EncodeMeta(m);
   }
@@ -228,31 +204,22 @@ class ImpostorTarget {
   uint64_t bytes_after_reply() const { return bytes_after_.load(); }
 
  private:
-  void Loop() {
-    for (;;) {
-      auto c = core::Accept(listener_.get());
-      if (!c.ok()) {
-        if (c.status().code() == Code::kCanceled) return;
-        continue;
-      }
-      if (!AcceptAnyHello(c->get(), agent_id_, RandomSecret())) continue;
-      ++handshakes_;
-      char buf[4096];  // whatever the initiator sends next, until it closes
-      while (core::WaitReadable(c->get(), 3000ms).ok()) {
-        ssize_t n = recv(c->get(), buf, sizeof(buf), MSG_DONTWAIT);
-        if (n <= 0) break;
-        bytes_after_ += static_cast<uint64_t>(n);
-      }
-      ++finished_;
+  void Serve(core::Fd c) {
+    if (!AcceptAnyHello(c.get(), agent_id_, RandomSecret())) return;
+    ++handshakes_;
+    char buf[4096];  // whatever the initiator sends next, until it closes
+    while (core::WaitReadable(c.get(), 3000ms).ok()) {
+      ssize_t n = recv(c.get(), buf, sizeof(buf), MSG_DONTWAIT);
+      if (n <= 0) break;
+      bytes_after_ += static_cast<uint64_t>(n);
     }
+    ++finished_;
   }
   const uint64_t agent_id_ = core::RandomU64() | 1;
-  uint16_t port_ = 0;
-  core::Fd listener_;
   std::atomic<int> handshakes_{0};
   std::atomic<int> finished_{0};  // connections read until closed
   std::atomic<uint64_t> bytes_after_{0};
-  std::thread thread_;
+  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
 
 TEST(HandshakeTcp, TargetWithoutTheSecretIsRefusedBeforeAnyFrame) {
