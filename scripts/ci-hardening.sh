@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Hardening CI (issue 5, docs/SECURITY.md): the CPU test suite (ctest -LE gpu)
-# under AddressSanitizer + UBSan, then under ThreadSanitizer, then every
-# libFuzzer target for a bounded time on its seed corpus (fuzz/corpus/<target>).
+# under AddressSanitizer + UBSan, then under ThreadSanitizer (both built without
+# CUDA), then the cuda transport's CPU tests (label cuda: its metadata codec and
+# its control socket, no GPU needed) in a CUDA build under each sanitizer, then
+# every libFuzzer target for a bounded time on its seed corpus (fuzz/corpus/<target>).
 # Each stage gets its own build directory; the timings are printed at the end.
 #
 # Environment:
@@ -10,14 +12,15 @@
 #   TSAN_SOAK_REQUESTS   soak_test's request count under TSan (default 20000;
 #                        the full 100,000 run in the plain suite, scripts/test.sh,
 #                        and under ASan)
-#   STAGES               subset of "asan tsan fuzz" (default all three)
+#   STAGES               subset of "asan tsan cuda fuzz" (default all four; cuda
+#                        says "skipped" and passes when no CUDA toolkit is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 TSAN_SOAK_REQUESTS=${TSAN_SOAK_REQUESTS:-20000}
-STAGES=${STAGES:-"asan tsan fuzz"}
+STAGES=${STAGES:-"asan tsan cuda fuzz"}
 COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLANE_BUILD_TOOLS=OFF -DKVLANE_BUILD_BENCH=OFF -DKVLANE_CUDA=OFF)
 # Tests that cannot run under a sanitizer, by label (none today). Documented in
 # docs/SECURITY.md; never exclude silently.
@@ -49,7 +52,7 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_FLAG
   local dir=$1 flag=$2
   cmake -S . -B "$dir" "${COMMON[@]}" "$flag" >/dev/null
   cmake --build "$dir" -j"$JOBS"
-  ctest --test-dir "$dir" --output-on-failure -LE "$SANITIZER_EXCLUDE_LABELS" -j"$JOBS" --timeout 900
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error -LE "$SANITIZER_EXCLUDE_LABELS" -j"$JOBS" --timeout 900
 }
 
 asan() {
@@ -62,6 +65,27 @@ tsan() {
   # No suppressions: the suite must be race-free as is.
   TSAN_OPTIONS=second_deadlock_stack=1:history_size=4 KVLANE_SOAK_REQUESTS=$TSAN_SOAK_REQUESTS \
     run_suite build-hard-tsan -DKVLANE_TSAN=ON
+}
+
+# The cuda transport's host code (control socket, fd passing, metadata) under
+# each sanitizer: only the tests labelled cuda and not gpu, which need the
+# toolkit to build and no GPU to run.
+cuda() {
+  if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+    echo "skipped: no CUDA toolkit (nvcc) on this machine"
+    return 0
+  fi
+  local flags=("${COMMON[@]/-DKVLANE_CUDA=OFF/-DKVLANE_CUDA=ON}" -DCMAKE_CUDA_ARCHITECTURES=90a)
+  local san dir
+  for san in ASAN TSAN; do
+    dir=build-hard-cuda-${san,,}
+    cmake -S . -B "$dir" "${flags[@]}" -DKVLANE_$san=ON >/dev/null
+    cmake --build "$dir" -j"$JOBS" --target cuda_blob_test cuda_fd_test
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    TSAN_OPTIONS=second_deadlock_stack=1:history_size=4 \
+      ctest --test-dir "$dir" --output-on-failure --no-tests=error -L cuda -LE gpu -j"$JOBS" --timeout 900
+  done
 }
 
 fuzz() {
