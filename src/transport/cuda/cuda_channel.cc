@@ -127,7 +127,7 @@ void CudaChannel::ControlLoop() {
   CtlFrame f{};
   std::string payload;
   for (;;) {
-    Status s = RecvCtl(control_.get(), &f, &payload);
+    Status s = RecvCtl(control_.get(), &f, &payload, io_timeout_);
     if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kNotifyAck)) {
       std::lock_guard lock(ack_mu_);
       ack_status_ = static_cast<int32_t>(f.seq);
@@ -172,7 +172,8 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
     }
   }
   std::lock_guard w(write_mu_);
-  (void)SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0);
+  Status s = SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0, DeadlineIn(io_timeout_));
+  if (!s.ok()) Fail(s);
 }
 
 // True when batch `seq` can no longer touch memory: retired, never launched, or
@@ -206,7 +207,9 @@ Status CudaChannel::Notify(std::string_view bytes) {
   }
   {
     std::lock_guard w(write_mu_);
-    Status s = SendCtl(control_.get(), CtlType::kNotify, 0, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    // Bounded: a target that stops reading fails the channel, not the caller's thread.
+    Status s = SendCtl(control_.get(), CtlType::kNotify, 0, bytes.data(),
+                       static_cast<uint32_t>(bytes.size()), DeadlineIn(io_timeout_));
     if (!s.ok()) {
       Fail(s);
       return s;
