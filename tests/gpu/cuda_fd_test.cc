@@ -1,6 +1,7 @@
 // Runs everywhere (no GPU needed): handing VMM allocations' file descriptors to
 // authenticated peers over the cuda control socket (SCM_RIGHTS), with a fake
-// fd source standing in for the driver.
+// fd source standing in for the driver; and hostile control peers, each test
+// bounded in time (a hang fails it instead of stalling it).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -59,11 +60,12 @@ bool ReturnsWithin(milliseconds limit, const std::function<void()>& f,
 bool HungUpWithin(int sock, milliseconds limit) {
   const auto end = Clock::now() + limit;
   char buf[4096];
-  while (WaitReadable(sock, std::chrono::duration_cast<milliseconds>(end - Clock::now())).ok()) {
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
+    if (left.count() <= 0 || !WaitReadable(sock, left).ok()) return false;
     ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
   }
-  return false;
 }
 
 TEST(FdPassing, DescriptorRidesOnTheBytes) {
