@@ -1,12 +1,16 @@
 // Runs everywhere (no GPU needed): handing VMM allocations' file descriptors to
 // authenticated peers over the cuda control socket (SCM_RIGHTS), with a fake
-// fd source standing in for the driver.
+// fd source standing in for the driver; and hostile control peers, each test
+// bounded in time (a hang fails it instead of stalling it).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include "transport/cuda/cuda_control.h"
@@ -16,6 +20,10 @@ namespace kvlane::core {
 namespace {
 
 constexpr uint64_t kKey = 0x1234;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+Deadline Soon() { return DeadlineIn(milliseconds(2000)); }
 
 // A memfd holding `text`: what an exporter's fd would name.
 Fd MemFdWith(const std::string& text) {
@@ -31,23 +39,52 @@ std::string ReadAll(int fd) {
   return n > 0 ? std::string(buf, n) : std::string();
 }
 
+// Runs `f` on a thread of its own; true when it returned within `limit`. When
+// it did not, `unblock` runs before the join, so that a hang fails the test
+// instead of stalling it.
+bool ReturnsWithin(milliseconds limit, const std::function<void()>& f,
+                   const std::function<void()>& unblock) {
+  std::promise<void> done;
+  std::future<void> returned = done.get_future();
+  std::thread t([&] {
+    f();
+    done.set_value();
+  });
+  const bool in_time = returned.wait_for(limit) == std::future_status::ready;
+  if (!in_time) unblock();
+  t.join();
+  return in_time;
+}
+
+// True when the peer of `sock` hangs up within `limit` (what it sent first is dropped).
+bool HungUpWithin(int sock, milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
+    if (left.count() <= 0 || !WaitReadable(sock, left).ok()) return false;
+    ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+}
+
 TEST(FdPassing, DescriptorRidesOnTheBytes) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   Fd a(sv[0]), b(sv[1]);
   Fd file = MemFdWith("payload");
   const char msg[] = "0123456789abcdef";
-  ASSERT_TRUE(SendWithFd(a.get(), msg, sizeof(msg), file.get()).ok());
+  ASSERT_TRUE(SendWithFd(a.get(), msg, sizeof(msg), file.get(), kNoDeadline).ok());
   char got[sizeof(msg)] = {};
   Fd received;
-  ASSERT_TRUE(RecvWithFd(b.get(), got, sizeof(got), &received).ok());
+  ASSERT_TRUE(RecvWithFd(b.get(), got, sizeof(got), &received, kNoDeadline).ok());
   EXPECT_EQ(std::memcmp(got, msg, sizeof(msg)), 0);
   ASSERT_TRUE(received.valid());
   EXPECT_NE(received.get(), file.get());
   EXPECT_EQ(ReadAll(received.get()), "payload");
-  ASSERT_TRUE(SendWithFd(a.get(), msg, 4, -1).ok());  // no descriptor at all
+  ASSERT_TRUE(SendWithFd(a.get(), msg, 4, -1, kNoDeadline).ok());  // no descriptor at all
   Fd none;
-  ASSERT_TRUE(RecvWithFd(b.get(), got, 4, &none).ok());
+  ASSERT_TRUE(RecvWithFd(b.get(), got, 4, &none, kNoDeadline).ok());
   EXPECT_FALSE(none.valid());
 }
 
@@ -82,14 +119,22 @@ class FdServerTest : public ::testing::Test {
   // fd that comes back names it.
   static void ExpectAllocationFd(int sock) {
     FdRequest good{kKey, 0, 0};
-    ASSERT_TRUE(SendCtl(sock, CtlType::kFdRequest, 0, &good, sizeof(good)).ok());
-    ASSERT_TRUE(WaitReadable(sock, std::chrono::milliseconds(2000)).ok());
+    ASSERT_TRUE(SendCtl(sock, CtlType::kFdRequest, 0, &good, sizeof(good), Soon()).ok());
     CtlFrame f{};
     Fd fd;
-    ASSERT_TRUE(RecvWithFd(sock, &f, sizeof(f), &fd).ok());
+    ASSERT_TRUE(RecvWithFd(sock, &f, sizeof(f), &fd, Soon()).ok());
     EXPECT_EQ(f.seq, 0u);
     ASSERT_TRUE(fd.valid());
     EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
+  }
+
+  // An authenticated control connection to the server, whose own sends give up after 200 ms.
+  Fd Dial() {
+    auto sock = DialControl(peer_.self_name, peer_.connect_timeout, peer_.peer, socket_);
+    EXPECT_TRUE(sock.ok()) << sock.status().ToString();
+    if (!sock.ok()) return Fd();
+    EXPECT_TRUE(SetIoTimeout(sock->get(), milliseconds(200)).ok());
+    return std::move(sock).value();
   }
 
   AgentContext ctx_;
@@ -129,14 +174,13 @@ TEST_F(FdServerTest, MalformedRequestsGetAnErrorReply) {
       std::string(3, 'x'), std::string(17, 'x'), std::string(),
       std::string(reinterpret_cast<const char*>(&bad_reserved), sizeof(bad_reserved))};
   for (const std::string& req : shapes) {
-    ASSERT_TRUE(
-        SendCtl(sock->get(), CtlType::kFdRequest, 0, req.data(), static_cast<uint32_t>(req.size()))
-            .ok());
+    ASSERT_TRUE(SendCtl(sock->get(), CtlType::kFdRequest, 0, req.data(),
+                        static_cast<uint32_t>(req.size()), Soon())
+                    .ok());
     CtlFrame f{};
     std::string text;
     Fd fd;
-    ASSERT_TRUE(WaitReadable(sock->get(), std::chrono::milliseconds(2000)).ok());
-    ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd).ok());
+    ASSERT_TRUE(RecvWithFd(sock->get(), &f, sizeof(f), &fd, Soon()).ok());
     text.resize(f.len);
     ASSERT_TRUE(RecvAll(sock->get(), text.data(), f.len).ok());
     EXPECT_EQ(f.type, static_cast<uint32_t>(CtlType::kFdReply));
@@ -185,6 +229,129 @@ TEST_F(FdServerTest, RevocationDuringAFetchIsAcknowledged) {
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
   EXPECT_EQ(ReadAll(fd->get()), "late");
   slow->Stop();
+}
+
+// A peer that answers half a HelloReply and then stalls: the dial gives up
+// within connect_timeout (it used to wait for the rest forever).
+TEST_F(FdServerTest, DialGivesUpOnAPartialHelloReply) {
+  const std::string name = socket_ + "-stall";
+  auto listener = ListenUnix(name);
+  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
+  std::promise<void> release;
+  std::thread stalling([&, f = release.get_future()] {
+    auto c = Accept(listener->get());
+    if (!c.ok()) return;
+    char hello[512];
+    (void)!read(c->get(), hello, sizeof(hello));
+    const int32_t half = 0;
+    (void)!write(c->get(), &half, sizeof(half));
+    f.wait();  // then closes: the end of stream unblocks a dial that still waits
+  });
+  Status got;
+  const auto t0 = Clock::now();
+  const bool returned = ReturnsWithin(
+      milliseconds(3000),
+      [&] { got = DialControl("init", milliseconds(300), peer_.peer, name).status(); },
+      [&] { release.set_value(); });
+  if (returned) release.set_value();
+  stalling.join();
+  ASSERT_TRUE(returned) << "DialControl still blocked 3 s into a 300 ms connect_timeout";
+  EXPECT_FALSE(got.ok());
+  EXPECT_LT(Clock::now() - t0, milliseconds(1500));
+}
+
+// A peer that floods fd requests and never reads the replies leaves the
+// connection's thread stuck in a send. Revoke (DeregisterMemory) and Stop
+// still return within a few io_timeouts, and other peers are still served.
+TEST_F(FdServerTest, RevokeIsBoundedWhenAPeerStopsReading) {
+  ctx_.options.io_timeout = milliseconds(300);
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  int sent = 0;
+  while (
+      sent < 1000000 &&
+      SendCtl(sock.get(), CtlType::kFdRequest, 0, nullptr, 0, DeadlineIn(milliseconds(200))).ok())
+    ++sent;
+  ASSERT_LT(sent, 1000000) << "the server kept reading without a reader of its replies";
+  const uint64_t keys[] = {kKey};
+  auto unblock = [&] { shutdown(sock.get(), SHUT_RDWR); };
+  EXPECT_TRUE(ReturnsWithin(
+      milliseconds(2500), [&] { server_->Revoke(keys); }, unblock))
+      << "Revoke blocked behind a peer that does not read (io_timeout 300 ms)";
+  auto fd = FetchPeerFd(peer_, kKey, 0);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  EXPECT_TRUE(ReturnsWithin(
+      milliseconds(2500), [&] { server_->Stop(); }, unblock));
+}
+
+// Acknowledging a revocation before it was sent is a protocol violation: the
+// connection is cut (it used to make every later revocation count as
+// acknowledged at once).
+TEST_F(FdServerTest, AcknowledgingAnUnsentRevocationIsAViolation) {
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  ASSERT_TRUE(SendCtl(sock.get(), CtlType::kRevokeAck, ~0ull, nullptr, 0, Soon()).ok());
+  EXPECT_TRUE(HungUpWithin(sock.get(), milliseconds(1500)));
+}
+
+// An authenticated peer may idle between frames, but one that stalls inside a
+// frame is cut after io_timeout.
+TEST_F(FdServerTest, StalledFrameIsCut) {
+  ctx_.options.io_timeout = milliseconds(300);
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  const char half_header[8] = {};
+  ASSERT_EQ(send(sock.get(), half_header, sizeof(half_header), 0), 8);
+  const auto t0 = Clock::now();
+  EXPECT_TRUE(HungUpWithin(sock.get(), milliseconds(2000)));
+  EXPECT_LT(Clock::now() - t0, milliseconds(1500));
+}
+
+// Notifications are capped at 64 KiB by every sender: a larger one is hostile.
+TEST_F(FdServerTest, OversizedNotificationIsAViolation) {
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  const std::string big((64u << 10) + 1, 'n');
+  ASSERT_TRUE(SendCtl(sock.get(), CtlType::kNotify, 0, big.data(),
+                      static_cast<uint32_t>(big.size()), Soon())
+                  .ok());
+  EXPECT_TRUE(HungUpWithin(sock.get(), milliseconds(1500)));
+  EXPECT_TRUE(ctx_.notifs->TakeAll().empty());
+}
+
+// The fetches of one VMM import share one deadline: a slow peer cannot hold
+// the importer for one io_timeout per allocation; a cancelled one starts none.
+TEST_F(FdServerTest, FetchesStopAtTheirCommonDeadline) {
+  auto slow = std::make_unique<ControlServer>(&ctx_, [](uint64_t, uint32_t) -> Result<Fd> {
+    std::this_thread::sleep_for(milliseconds(150));
+    return MemFdWith("slow");
+  });
+  const std::string name = socket_ + "-slow";
+  ASSERT_TRUE(slow->Start(name).ok());
+  peer_.socket = name;
+  peer_.io_timeout = milliseconds(1000);
+  peer_.deadline = DeadlineIn(milliseconds(400));
+  const auto t0 = Clock::now();
+  Status last;
+  for (int i = 0; i < 10 && last.ok(); ++i) last = FetchPeerFd(peer_, kKey, 0).status();
+  EXPECT_EQ(last.code(), Code::kTimeout) << last.ToString();
+  EXPECT_LT(Clock::now() - t0, milliseconds(900));
+  std::atomic<bool> closing{true};
+  peer_.deadline = DeadlineIn(milliseconds(2000));
+  peer_.cancel = &closing;
+  EXPECT_EQ(FetchPeerFd(peer_, kKey, 0).status().code(), Code::kCanceled);
+  slow->Stop();
+}
+
+// A channel dials only the control socket named after the peer's agent id,
+// whatever socket its metadata announces.
+TEST_F(FdServerTest, ChannelDialsOnlyTheSocketOfThePeersAgentId) {
+  AgentContext init;
+  init.name = "init";
+  init.options.connect_timeout = milliseconds(2000);
+  auto other = DialControl(init, peer_.peer, socket_);  // a live server, but not kvlane-cuda-<id>
+  EXPECT_EQ(other.status().code(), Code::kNotAllowed) << other.status().ToString();
+  EXPECT_EQ(ControlSocketName(0x4d), "kvlane-cuda-000000000000004d");
 }
 
 }  // namespace

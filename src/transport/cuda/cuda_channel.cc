@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "core/random.h"
 #include "transport/cuda/cuda_check.h"
@@ -127,7 +128,7 @@ void CudaChannel::ControlLoop() {
   CtlFrame f{};
   std::string payload;
   for (;;) {
-    Status s = RecvCtl(control_.get(), &f, &payload);
+    Status s = RecvCtl(control_.get(), &f, &payload, io_timeout_);
     if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kNotifyAck)) {
       std::lock_guard lock(ack_mu_);
       ack_status_ = static_cast<int32_t>(f.seq);
@@ -147,32 +148,63 @@ void CudaChannel::ControlLoop() {
   }
 }
 
-// Marks the keys revoked, then waits until nothing launched before can still
-// touch them: the seq_cst store of `revoked` and the lanes' seq_cst `issuing`
-// flag pair up (Dekker), so a lane either sees the flag or is seen issuing.
+// Marks the keys revoked, then waits (io_timeout) until nothing launched
+// before can still touch them, and only then acknowledges: a copy still
+// running at the deadline fails the channel instead (the target cuts us off).
 void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
-  {
-    std::lock_guard lock(build_mu_);
-    for (size_t i = 0; i + 8 <= keys.size(); i += 8) {
-      uint64_t key;
-      std::memcpy(&key, keys.data() + i, 8);
-      revoked_keys_[key] = true;
-      auto it = remote_.find(key);
-      if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
-    }
-    RetireRevokedVmm();
-  }
-  auto deadline = std::chrono::steady_clock::now() + io_timeout_;
-  for (auto& l : lanes_) {
-    while (l->issuing.load(std::memory_order_seq_cst)) std::this_thread::yield();
-    uint64_t upto = l->issued.load(std::memory_order_acquire);
-    for (uint64_t seq = l->retired.load(std::memory_order_acquire); seq < upto; ++seq) {
-      while (!BatchFinished(*l, seq) && !closing().load() && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::microseconds(5));
-    }
+  MarkRevoked(keys);
+  if (!LanesQuiet(DeadlineIn(io_timeout_))) {
+    if (!closing().load(std::memory_order_acquire))
+      Fail(Status::Timeout("cuda: copies to peer '" + peer_name_ +
+                           "' still running io_timeout after it revoked memory"));
+    return;
   }
   std::lock_guard w(write_mu_);
-  (void)SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0);
+  Status s = SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0, DeadlineIn(io_timeout_));
+  if (!s.ok()) Fail(s);
+}
+
+// Records the keys of a kRevoke frame. A key this channel opened, or one in the
+// peer's export table it last decoded, is always recorded; any other only while
+// fewer than kMaxRevokedKeys are (a hostile peer may send any number).
+void CudaChannel::MarkRevoked(const std::string& keys) {
+  std::lock_guard lock(build_mu_);
+  std::unordered_set<uint64_t> exported;
+  for (size_t i = 0; i + 8 <= keys.size(); i += 8) {
+    uint64_t key;
+    std::memcpy(&key, keys.data() + i, 8);
+    auto it = remote_.find(key);
+    if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
+    if (it == remote_.end() && revoked_keys_.size() >= kMaxRevokedKeys) {
+      if (exported.empty())
+        for (const CudaExport& e : blob_.exports) exported.insert(e.key);
+      if (!exported.contains(key)) continue;
+    }
+    revoked_keys_[key] = true;
+  }
+  RetireRevokedVmm();
+}
+
+// The seq_cst store of `revoked` (MarkRevoked) and the lanes' seq_cst
+// `issuing` flag pair up (Dekker), so a lane either sees the flag or is seen
+// issuing. True once every batch issued so far has finished; false at
+// `deadline`, or once the channel closes.
+bool CudaChannel::LanesQuiet(Deadline deadline) {
+  auto waiting = [&] { return !closing().load() && std::chrono::steady_clock::now() < deadline; };
+  for (auto& l : lanes_) {
+    while (l->issuing.load(std::memory_order_seq_cst)) {
+      if (!waiting()) return false;
+      std::this_thread::yield();
+    }
+    uint64_t upto = l->issued.load(std::memory_order_acquire);
+    for (uint64_t seq = l->retired.load(std::memory_order_acquire); seq < upto; ++seq) {
+      while (!BatchFinished(*l, seq)) {
+        if (!waiting()) return false;
+        std::this_thread::sleep_for(std::chrono::microseconds(5));
+      }
+    }
+  }
+  return true;
 }
 
 // True when batch `seq` can no longer touch memory: retired, never launched, or
@@ -206,7 +238,9 @@ Status CudaChannel::Notify(std::string_view bytes) {
   }
   {
     std::lock_guard w(write_mu_);
-    Status s = SendCtl(control_.get(), CtlType::kNotify, 0, bytes.data(), static_cast<uint32_t>(bytes.size()));
+    // Bounded: a target that stops reading fails the channel, not the caller's thread.
+    Status s = SendCtl(control_.get(), CtlType::kNotify, 0, bytes.data(),
+                       static_cast<uint32_t>(bytes.size()), DeadlineIn(io_timeout_));
     if (!s.ok()) {
       Fail(s);
       return s;

@@ -33,6 +33,7 @@
 #include "core/request.h"
 #include "transport/cuda/cuda_blob.h"
 #include "transport/cuda/cuda_proxy.h"
+#include "transport/cuda/fd_passing.h"
 #include "transport/cuda/vmm.h"
 #include "transport/cuda/xfer_table.h"
 #include "transport/stream/socket.h"
@@ -193,6 +194,8 @@ class CudaChannel final : public Channel {
   // cuda_channel.cc
   void ControlLoop();
   void HandleRevoke(const std::string& keys, uint64_t seq);
+  void MarkRevoked(const std::string& keys);
+  bool LanesQuiet(Deadline deadline);
   static bool BatchFinished(const Lane& l, uint64_t seq);
   void Fail(const Status& s);
 
@@ -241,7 +244,9 @@ class CudaChannel final : public Channel {
   };
   std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
   std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, bool> revoked_keys_;  // revoked before first use; GUARDED_BY(build_mu_)
+  // Keys the peer revoked (see MarkRevoked for which); GUARDED_BY(build_mu_)
+  static constexpr size_t kMaxRevokedKeys = 1u << 16;
+  std::unordered_map<uint64_t, bool> revoked_keys_;
   // Local pieces checked, by key: on this GPU? GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)

@@ -1,30 +1,42 @@
 #include "transport/cuda/cuda_control.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "transport/stream/wire.h"
 
 namespace kvlane::core {
 
-Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len) {
+Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len,
+               Deadline deadline) {
   CtlFrame f{static_cast<uint32_t>(type), len, seq};
   iovec v[2] = {{&f, sizeof(f)}, {const_cast<void*>(payload), len}};
-  return SendIov(fd, v, len == 0 ? 1 : 2);
+  return SendIovBy(fd, v, len == 0 ? 1 : 2, -1, deadline);
 }
 
-Status RecvCtl(int fd, CtlFrame* f, std::string* payload) {
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, f, sizeof(*f)));
+Status RecvCtl(int fd, CtlFrame* f, std::string* payload, std::chrono::milliseconds timeout) {
+  KVLANE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, kNoDeadline));
+  const Deadline by = DeadlineIn(timeout);
+  KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, f, sizeof(*f), nullptr, by));
   if (f->len > kMaxCtlPayload) return Status::Backend("control: frame too large");
   payload->resize(f->len);
-  if (f->len != 0) KVLANE_RETURN_IF_ERROR(RecvAll(fd, payload->data(), f->len));
-  return Status::Ok();
+  return RecvWithFd(fd, payload->data(), f->len, nullptr, by);
+}
+
+std::string ControlSocketName(uint64_t agent_id) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "kvlane-cuda-%016llx", static_cast<unsigned long long>(agent_id));
+  return buf;
 }
 
 Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds connect_timeout,
                        const AgentMeta& peer, const std::string& socket) {
+  const Deadline by = DeadlineIn(connect_timeout);
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, connect_timeout));
+  KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd.get(), connect_timeout));
   HelloFrame h{};
   h.magic = kHelloMagic;
   h.version = kWireVersion;
@@ -33,29 +45,34 @@ Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds c
   h.target_id = peer.agent_id;
   std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
   iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(self_name.data()), self_name.size()}};
-  KVLANE_RETURN_IF_ERROR(SendIov(fd.get(), v, 2));
-  KVLANE_RETURN_IF_ERROR(WaitReadable(fd.get(), connect_timeout));
+  KVLANE_RETURN_IF_ERROR(SendIovBy(fd.get(), v, 2, -1, by));
   HelloReply r{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd.get(), &r, sizeof(r)));
+  KVLANE_RETURN_IF_ERROR(RecvWithFd(fd.get(), &r, sizeof(r), nullptr, by));
   if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
   return fd;
 }
 
+Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std::string& socket) {
+  if (socket != ControlSocketName(peer.agent_id))
+    return Status::NotAllowed("peer '" + peer.name + "' announces a control socket not its own");
+  return DialControl(ctx.name, ctx.options.connect_timeout, peer, socket);
+}
+
 namespace {
 
-// Reads and checks the Hello; returns the initiator's name.
+// Reads and checks the Hello within connect_timeout; returns the initiator's name.
 Result<std::string> Handshake(const AgentContext& ctx, int fd) {
-  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
+  const Deadline by = DeadlineIn(ctx.options.connect_timeout);
   HelloFrame h{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h)));
+  KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, &h, sizeof(h), nullptr, by));
   Secret got{};
   std::copy(std::begin(h.secret), std::end(h.secret), got.begin());
   bool ok = h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == ctx.agent_id &&
             SecretEquals(got, ctx.secret) && h.name_len > 0;
   std::string name(h.name_len, '\0');
-  if (ok) KVLANE_RETURN_IF_ERROR(RecvAll(fd, name.data(), name.size()));
+  if (ok) KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, name.data(), name.size(), nullptr, by));
   HelloReply reply{static_cast<int32_t>(ok ? Code::kOk : Code::kNotAllowed), 0};
-  KVLANE_RETURN_IF_ERROR(SendAll(fd, &reply, sizeof(reply)));
+  KVLANE_RETURN_IF_ERROR(SendWithFd(fd, &reply, sizeof(reply), -1, by));
   if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, secret or version");
   return name;
 }
@@ -69,59 +86,106 @@ Status ControlServer::Start(const std::string& socket) {
 }
 
 void ControlServer::Serve(Conn* c) {
-  int fd = c->fd.get();
-  // An unauthenticated peer gets connect_timeout to say Hello; an authenticated
-  // control connection is idle most of its life, so no timeout after it.
-  Status timed = SetIoTimeout(fd, ctx_->options.connect_timeout);
-  auto name = timed.ok() ? Handshake(*ctx_, fd) : Result<std::string>(timed);
-  if (name.ok() && !SetIoTimeout(fd, std::chrono::milliseconds(0)).ok()) name = Status::Backend("control: socket options");
+  const int fd = c->fd.get();
+  // Every call below is bounded by a deadline of its own: the Hello by
+  // connect_timeout, a frame once begun and each reply by io_timeout; an
+  // authenticated connection may idle between frames. The socket timeouts
+  // are a second line only.
+  Result<std::string> name = Handshake(*ctx_, fd);
+  if (name.ok() && !SetIoTimeout(fd, ctx_->options.io_timeout).ok())
+    name = Status::Backend("control: socket options");
   CtlFrame f{};
   std::string payload;
-  while (name.ok() && RecvCtl(fd, &f, &payload).ok()) {
-    if (f.type == static_cast<uint32_t>(CtlType::kNotify)) {
-      // The initiator's data landed before it sent this. The ack carries the
-      // queue's verdict (its code, two's complement, in seq).
-      const Status queued = ctx_->notifs->Push({name.value(), payload});
-      const auto verdict = static_cast<uint32_t>(static_cast<int32_t>(queued.code()));
-      std::lock_guard w(c->write_mu);
-      if (!SendCtl(fd, CtlType::kNotifyAck, verdict, nullptr, 0).ok()) break;
-    } else if (f.type == static_cast<uint32_t>(CtlType::kRevokeAck)) {
-      std::lock_guard lock(conns_.mu());
-      c->acked = std::max(c->acked, f.seq);
-      conns_.cv().notify_all();
-    } else if (f.type == static_cast<uint32_t>(CtlType::kFdRequest)) {
-      if (!ServeFd(c, payload).ok()) break;
-    } else {
-      break;  // protocol violation: drop the connection
-    }
+  while (name.ok() && RecvCtl(fd, &f, &payload, ctx_->options.io_timeout).ok() &&
+         Handle(c, name.value(), f, payload)) {
   }
   shutdown(fd, SHUT_RDWR);
+  {
+    std::unique_lock lock(conns_.mu());
+    c->leaving = true;  // Revoke pins no more, and stops waiting for this one
+    conns_.cv().notify_all();
+    conns_.cv().wait(lock, [&] { return c->pins == 0; });  // bounded: see Revoke
+  }
   conns_.Finish(c);
 }
 
-void ControlServer::Revoke(std::span<const uint64_t> keys) {
-  std::unique_lock lock(conns_.mu());
-  auto& conns = conns_.conns();
-  if (conns_.stopped() || conns.empty()) return;
-  uint64_t seq = 0;
-  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys) {
-    uint32_t n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
-    seq = ++revoke_seq_;
-    for (auto& c : conns) {
-      if (c->done) continue;
+bool ControlServer::Handle(Conn* c, const std::string& name, const CtlFrame& f,
+                           const std::string& payload) {
+  switch (static_cast<CtlType>(f.type)) {
+    case CtlType::kNotify: {
+      // The sender caps notifications as the stream transports do: a larger one is hostile.
+      if (payload.size() > kMaxNotifyBytes) return false;
+      // The initiator's data landed before it sent this. The ack carries the
+      // queue's verdict (its code, two's complement, in seq).
+      const Status queued = ctx_->notifs->Push({name, payload});
+      const auto verdict = static_cast<uint32_t>(static_cast<int32_t>(queued.code()));
       std::lock_guard w(c->write_mu);
-      if (!SendCtl(c->fd.get(), CtlType::kRevoke, seq, keys.data() + at, n * 8).ok())
-        shutdown(c->fd.get(), SHUT_RDWR);
+      return SendCtl(c->fd.get(), CtlType::kNotifyAck, verdict, nullptr, 0,
+                     DeadlineIn(ctx_->options.io_timeout))
+          .ok();
+    }
+    case CtlType::kRevokeAck:
+      return Acknowledged(c, f.seq);
+    case CtlType::kFdRequest:
+      return ServeFd(c, payload).ok();
+    default:
+      return false;  // protocol violation: drop the connection
+  }
+}
+
+bool ControlServer::Acknowledged(Conn* c, uint64_t seq) {
+  std::lock_guard lock(conns_.mu());
+  if (seq > c->sent) return false;  // would pass for revocations it has not seen
+  c->acked = std::max(c->acked, seq);
+  conns_.cv().notify_all();
+  return true;
+}
+
+void ControlServer::Revoke(std::span<const uint64_t> keys) {
+  if (keys.empty()) return;
+  std::lock_guard one(revoke_mu_);
+  const uint64_t frames = (keys.size() + kMaxRevokeKeys - 1) / kMaxRevokeKeys;
+  const uint64_t first = revoke_seq_ + 1;
+  revoke_seq_ += frames;
+  std::vector<Conn*> to;
+  {
+    std::lock_guard lock(conns_.mu());
+    if (conns_.stopped()) return;
+    for (auto& c : conns_.conns()) {
+      if (c->done || c->leaving) continue;
+      ++c->pins;              // keeps it (and its fd) alive while unlocked below
+      c->sent = revoke_seq_;  // before the send: the ack may come back at once
+      to.push_back(c.get());
     }
   }
-  auto deadline = std::chrono::steady_clock::now() + ctx_->options.io_timeout;
-  auto all_acked = [&] {
-    return std::all_of(conns.begin(), conns.end(), [&](auto& c) { return c->done || c->acked >= seq; });
-  };
-  if (!conns_.cv().wait_until(lock, deadline, all_acked)) {
-    for (auto& c : conns)  // an initiator that cannot confirm loses its connection
-      if (!c->done && c->acked < seq) shutdown(c->fd.get(), SHUT_RDWR);
+  for (Conn* c : to)  // sends without conns_.mu(): a slow one holds up only this call
+    if (!SendRevoke(c, keys, first)) shutdown(c->fd.get(), SHUT_RDWR);
+  WaitAcks(to, revoke_seq_);
+}
+
+bool ControlServer::SendRevoke(Conn* c, std::span<const uint64_t> keys, uint64_t seq) {
+  const Deadline by = DeadlineIn(ctx_->options.io_timeout);
+  std::unique_lock w(c->write_mu, by);  // its thread may be stuck in a reply's send
+  if (!w.owns_lock()) return false;
+  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys, ++seq) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
+    if (!SendCtl(c->fd.get(), CtlType::kRevoke, seq, keys.data() + at, n * 8, by).ok())
+      return false;
   }
+  return true;
+}
+
+void ControlServer::WaitAcks(const std::vector<Conn*>& to, uint64_t seq) {
+  std::unique_lock lock(conns_.mu());
+  auto settled = [&](const Conn* c) { return c->leaving || c->acked >= seq; };
+  conns_.cv().wait_until(lock, DeadlineIn(ctx_->options.io_timeout), [&] {
+    return conns_.stopped() || std::all_of(to.begin(), to.end(), settled);
+  });
+  for (Conn* c : to) {
+    if (!settled(c)) shutdown(c->fd.get(), SHUT_RDWR);  // cannot confirm: loses its connection
+    --c->pins;
+  }
+  conns_.cv().notify_all();  // a leaving connection's thread waits for its pins to go
 }
 
 }  // namespace kvlane::core

@@ -10,6 +10,7 @@
 // of their own (FetchPeerFd), so the channel's control thread never sees one.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -20,8 +21,10 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "transport/conn_set.h"
+#include "transport/cuda/fd_passing.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 
@@ -46,19 +49,27 @@ static_assert(sizeof(CtlFrame) == 16);
 inline constexpr uint32_t kMaxCtlPayload = 1u << 20;
 inline constexpr uint32_t kMaxRevokeKeys = kMaxCtlPayload / 8;
 
-// Sends one frame (header + payload).
-Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len);
-// Reads one frame header and its payload (at most kMaxCtlPayload bytes) into `payload`.
-Status RecvCtl(int fd, CtlFrame* frame, std::string* payload);
+// Sends one frame (header + payload) by `deadline` (see SendIovBy: after a
+// failure the connection is of no further use).
+Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len,
+               Deadline deadline);
+// Waits, without bound, for a frame to begin (a control connection idles
+// between frames), then reads its header and payload (at most kMaxCtlPayload
+// bytes) into `payload` within `timeout`: a peer that stalls mid-frame is cut.
+Status RecvCtl(int fd, CtlFrame* frame, std::string* payload, std::chrono::milliseconds timeout);
+
+// The abstract unix socket name of agent `agent_id`'s control server.
+std::string ControlSocketName(uint64_t agent_id);
 
 // Dials `socket` and authenticates as `self_name`, an initiator of `peer`
-// (its name, agent_id and secret are used).
+// (its name, agent_id and secret are used); the whole exchange ends within
+// `connect_timeout`. The socket comes back with connect_timeout as its send
+// and receive timeouts (SetIoTimeout).
 Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds connect_timeout,
                        const AgentMeta& peer, const std::string& socket);
-inline Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer,
-                              const std::string& socket) {
-  return DialControl(ctx.name, ctx.options.connect_timeout, peer, socket);
-}
+// The same for a channel's connection to `peer`, whose metadata announced
+// `socket`: NotAllowed unless that is the name `peer`'s agent id gives.
+Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std::string& socket);
 
 // kFdRequest payload: the piece key and the index of the VMM allocation under it.
 struct FdRequest {
@@ -75,9 +86,16 @@ struct FdPeer {
   std::string socket;
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds io_timeout{10000};
+  // Every fetch made with this FdPeer (e.g. all the allocations of one VMM
+  // import) ends by then; by default connect_timeout + 4 io_timeouts after it
+  // was made (a slow peer cannot hold the caller for one timeout per allocation).
+  Deadline deadline = DeadlineIn(connect_timeout + 4 * io_timeout);
+  // When set (e.g. to the channel's closing flag), no fetch starts once it is true.
+  const std::atomic<bool>* cancel = nullptr;
 };
 // Dials the peer, asks for allocation `index` of piece `key` and returns the fd
-// it sends (the caller closes it). The peer's refusal comes back as its status.
+// it sends (the caller closes it). The peer's refusal comes back as its status;
+// kTimeout past p.deadline or io_timeout, kCanceled once *p.cancel is set.
 Result<Fd> FetchPeerFd(const FdPeer& p, uint64_t key, uint32_t index);
 
 // Target side: the fd of allocation `index` under piece `key`, for an
@@ -93,24 +111,39 @@ class ControlServer {
 
   Status Start(const std::string& socket);
   void Stop() { conns_.Stop(); }
-  // Tells every connected initiator that `keys` are gone and waits (up to
-  // io_timeout) for each to acknowledge; an initiator that does not is cut off.
+  // Tells every connected initiator that `keys` are gone and waits for each to
+  // acknowledge; an initiator that does not is cut off. Bounded: at most
+  // io_timeout per connection to send (the wait for its write lock included),
+  // then io_timeout for the acknowledgements. Never blocks holding conns_.mu().
   void Revoke(std::span<const uint64_t> keys);
 
  private:
   struct Conn {
     Fd fd;
     std::thread thread;
-    std::mutex write_mu;
-    uint64_t acked = 0;  // GUARDED_BY(conns_.mu())
-    bool done = false;   // GUARDED_BY(conns_.mu())
+    std::timed_mutex write_mu;  // one frame at a time; each send bounded by io_timeout
+    uint64_t sent = 0;          // newest revocation sent (or about to be); GUARDED_BY(conns_.mu())
+    uint64_t acked = 0;         // GUARDED_BY(conns_.mu())
+    int pins = 0;               // Revoke calls using it: it stays alive; GUARDED_BY(conns_.mu())
+    bool leaving = false;       // its thread is about to finish; GUARDED_BY(conns_.mu())
+    bool done = false;          // GUARDED_BY(conns_.mu())
   };
   void Serve(Conn* c);
+  // Handles one frame from an authenticated initiator; false: drop the connection.
+  bool Handle(Conn* c, const std::string& name, const CtlFrame& f, const std::string& payload);
+  // Records the acknowledgement of revocation `seq`; false: not sent yet (a violation).
+  bool Acknowledged(Conn* c, uint64_t seq);
+  // Sends `keys` as kRevoke frames numbered from `seq` within io_timeout.
+  bool SendRevoke(Conn* c, std::span<const uint64_t> keys, uint64_t seq);
+  // Waits (io_timeout) until each of `to` acknowledged `seq` or left; cuts those
+  // that did not, and unpins them all.
+  void WaitAcks(const std::vector<Conn*>& to, uint64_t seq);
   Status ServeFd(Conn* c, const std::string& request);  // fd_request.cc
 
   AgentContext* ctx_;
   const FdSource fds_;
-  uint64_t revoke_seq_ = 0;  // GUARDED_BY(conns_.mu())
+  std::mutex revoke_mu_;     // one Revoke at a time: numbers go out in order everywhere
+  uint64_t revoke_seq_ = 0;  // GUARDED_BY(revoke_mu_)
   ConnSet<Conn> conns_;      // last: stopped (threads joined) before the members above go
 };
 

@@ -1,6 +1,5 @@
 #include "transport/cuda/cuda_transport.h"
 
-#include <cstdio>
 #include <cstring>
 #include <unordered_map>
 
@@ -83,9 +82,7 @@ class CudaTransport final : public Transport {
       (void)cudaGetLastError();
       return Status::Ok();
     }
-    char buf[64];
-    std::snprintf(buf, sizeof(buf), "kvlane-cuda-%016llx", static_cast<unsigned long long>(ctx_->agent_id));
-    socket_ = buf;
+    socket_ = ControlSocketName(ctx_->agent_id);
     KVLANE_RETURN_IF_ERROR(server_.Start(socket_));
     devices_ = static_cast<uint32_t>(n);
     ctx_->registry->SetRemoveHook([this](const std::vector<Piece>& gone) { Revoke(gone); });

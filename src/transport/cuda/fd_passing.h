@@ -1,19 +1,41 @@
-// Passing a file descriptor over a connected unix socket (SCM_RIGHTS), riding
-// on the bytes of one message. Both calls retry EINTR.
+// Unix-socket I/O for the cuda control path, each call bounded by a deadline
+// (the peer is untrusted: it may stop reading or stall mid-frame), with a file
+// descriptor riding on the bytes of a message (SCM_RIGHTS). The calls wait with
+// poll and move bytes with MSG_DONTWAIT, so the socket's own timeouts do not
+// matter; all of them retry EINTR.
 #pragma once
 
+#include <sys/uio.h>
+
+#include <chrono>
 #include <cstddef>
 
 #include "transport/stream/socket.h"
 
 namespace kvlane::core {
 
-// Sends all `len` bytes with `fd` attached to the first of them (fd < 0: none).
-// The caller keeps its own `fd` (the kernel duplicates it into the receiver).
-Status SendWithFd(int sock, const void* buf, size_t len, int fd);
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
 
-// Receives exactly `len` bytes; a descriptor that rides on them lands in `*fd`
-// (close-on-exec). Extra descriptors are closed; truncated control data fails.
-Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd);
+// `timeout` from now.
+inline Deadline DeadlineIn(std::chrono::milliseconds timeout) {
+  return std::chrono::steady_clock::now() + timeout;
+}
+
+// Waits until `events` (POLLIN, POLLOUT) are ready on `sock`, or it hung up.
+// kTimeout once `deadline` has passed.
+Status WaitFor(int sock, short events, Deadline deadline);
+
+// Sends every byte of iov[0..n) by `deadline`, with `fd` attached to the first
+// of them (fd < 0: none); may modify iov. The caller keeps its own `fd` (the
+// kernel duplicates it into the receiver). kTimeout at the deadline: then part
+// of the message may have gone out, and the connection is of no further use.
+Status SendIovBy(int sock, iovec* iov, int n, int fd, Deadline deadline);
+Status SendWithFd(int sock, const void* buf, size_t len, int fd, Deadline deadline);
+
+// Receives exactly `len` bytes by `deadline`; a descriptor that rides on them
+// lands in `*fd` (close-on-exec) if it is still empty. Extra descriptors, and
+// every one when `fd` is null, are closed; truncated control data fails.
+Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline);
 
 }  // namespace kvlane::core

@@ -141,7 +141,9 @@ Result<uint64_t> CudaChannel::MapVmm(const CudaExport& e, const AgentMeta& dial)
   const std::pair<uint64_t, uint64_t> span{e.alloc_base, e.alloc_len};
   auto it = vmm_.find(span);
   if (it == vmm_.end()) {
-    FdPeer p{self_name_, dial, blob_.socket, connect_timeout_, io_timeout_};
+    // The peer's own socket, whatever its metadata says (as at Connect).
+    FdPeer p{self_name_, dial, ControlSocketName(dial.agent_id), connect_timeout_, io_timeout_};
+    p.cancel = &closing();  // Close() need not wait for the import's deadline
     auto m = VmmMapping::Map(e, device_, [&](uint32_t i) { return FetchPeerFd(p, e.key, i); });
     if (!m.ok()) return m.status();
     it = vmm_.emplace(span, VmmEntry{std::move(m).value(), {}}).first;
