@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "transport/stream/wire.h"
 
@@ -163,9 +164,24 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
   WaitAcks(to, revoke_seq_);
 }
 
+// Locks `mu` by `by`, else returns a lock that owns nothing. try_lock with
+// short sleeps (a revocation is rare): std::timed_mutex would wait in
+// pthread_mutex_clocklock, which ThreadSanitizer (GCC 12) does not intercept,
+// so it reported every unlock as one of an unlocked mutex.
+namespace {
+std::unique_lock<std::mutex> LockBy(std::mutex& mu, Deadline by) {
+  std::unique_lock l(mu, std::try_to_lock);
+  while (!l.owns_lock() && std::chrono::steady_clock::now() < by) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    (void)l.try_lock();
+  }
+  return l;
+}
+}  // namespace
+
 bool ControlServer::SendRevoke(Conn* c, std::span<const uint64_t> keys, uint64_t seq) {
   const Deadline by = DeadlineIn(ctx_->options.io_timeout);
-  std::unique_lock w(c->write_mu, by);  // its thread may be stuck in a reply's send
+  std::unique_lock w = LockBy(c->write_mu, by);  // its thread may be stuck in a reply's send
   if (!w.owns_lock()) return false;
   for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys, ++seq) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));

@@ -121,7 +121,7 @@ class ControlServer {
   struct Conn {
     Fd fd;
     std::thread thread;
-    std::timed_mutex write_mu;  // one frame at a time; each send bounded by io_timeout
+    std::mutex write_mu;        // one frame at a time; each send bounded by io_timeout
     uint64_t sent = 0;          // newest revocation sent (or about to be); GUARDED_BY(conns_.mu())
     uint64_t acked = 0;         // GUARDED_BY(conns_.mu())
     int pins = 0;               // Revoke calls using it: it stays alive; GUARDED_BY(conns_.mu())
