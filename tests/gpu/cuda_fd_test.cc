@@ -7,14 +7,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <thread>
 
+#include "core/random.h"
 #include "transport/cuda/cuda_control.h"
 #include "transport/cuda/fd_passing.h"
+#include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {
 namespace {
@@ -67,6 +72,111 @@ bool HungUpWithin(int sock, milliseconds limit) {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
   }
 }
+
+// Up to `n` bytes from `sock`, read until they came, the peer closed, or `limit` passed.
+std::string ReadFor(int sock, size_t n, milliseconds limit) {
+  const auto end = Clock::now() + limit;
+  std::string got;
+  char buf[4096];
+  while (got.size() < n) {
+    const auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
+    if (left.count() <= 0 || !WaitReadable(sock, left).ok()) break;
+    ssize_t r = recv(sock, buf, std::min(sizeof(buf), n - got.size()), MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) break;
+    if (r > 0) got.append(buf, static_cast<size_t>(r));
+  }
+  return got;
+}
+
+// Sends `bytes` one at a time, `gap` apart, until sent or the peer hung up.
+// Returns how long it took the peer to hang up; nullopt if it never did.
+std::optional<milliseconds> TrickleUntilCut(int sock, const std::string& bytes, milliseconds gap) {
+  const auto t0 = Clock::now();
+  for (char b : bytes) {
+    if (send(sock, &b, 1, MSG_NOSIGNAL) != 1) break;
+    if (HungUpWithin(sock, gap)) break;
+  }
+  if (!HungUpWithin(sock, gap)) return std::nullopt;
+  return std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
+}
+
+ChallengeFrame NewChallenge() {
+  ChallengeFrame c{kChallengeMagic, kWireVersion, 0, {}};
+  RandomBytes(c.nonce.data(), c.nonce.size());
+  return c;
+}
+
+// The challenge a control server opens with, or nullopt.
+std::optional<ChallengeFrame> ReadChallenge(int sock) {
+  ChallengeFrame c{};
+  if (!RecvWithFd(sock, &c, sizeof(c), nullptr, DeadlineIn(milliseconds(2000))).ok())
+    return std::nullopt;
+  EXPECT_EQ(c.magic, kChallengeMagic);
+  return c;
+}
+
+// A control Hello (+ name) that answers `c` with a proof made with `secret`.
+std::string HelloFor(const ChallengeFrame& c, uint64_t target_id, const Secret& secret,
+                     const std::string& name = "evil") {
+  StreamHello h{};
+  h.magic = kHelloMagic;
+  h.version = kWireVersion;
+  h.role = static_cast<uint8_t>(ConnRole::kCudaControl);
+  h.name_len = static_cast<uint8_t>(name.size());
+  h.target_id = target_id;
+  RandomBytes(h.nonce.data(), h.nonce.size());
+  h.proof = HelloProof(secret, c.nonce, h.nonce, target_id, h.version, name);
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + name;
+}
+
+// Opens a raw connection to the control server at `socket`, reads its
+// challenge and sends `hello` as is. Returns the reply (nullopt: none came).
+std::optional<StreamHelloReply> SendRawHello(const std::string& socket, const std::string& hello,
+                                             Fd* sock) {
+  auto c = ConnectUnix(socket, milliseconds(2000));
+  if (!c.ok()) return std::nullopt;
+  *sock = std::move(c).value();
+  if (!ReadChallenge(sock->get())) return std::nullopt;
+  StreamHelloReply r{};
+  if (!SendWithFd(sock->get(), hello.data(), hello.size(), -1, Soon()).ok() ||
+      !RecvWithFd(sock->get(), &r, sizeof(r), nullptr, Soon()).ok())
+    return std::nullopt;
+  return r;
+}
+
+// A fake control peer at `name` (e.g. a process squatting an agent's socket
+// name): `serve` runs on the first connection it accepts, on a thread of its
+// own; the connection is then held open until Release() or destruction.
+class FakeControlPeer {
+ public:
+  FakeControlPeer(const std::string& name, std::function<void(int)> serve) {
+    auto l = ListenUnix(name);
+    EXPECT_TRUE(l.ok()) << l.status().ToString();
+    if (l.ok()) listener_ = std::move(l).value();
+    thread_ = std::thread([this, serve = std::move(serve), f = release_.get_future()] {
+      auto c = Accept(listener_.get());
+      if (!c.ok()) return;
+      serve(c->get());
+      f.wait();  // then closes: the end of stream unblocks a dial that still waits
+    });
+  }
+  ~FakeControlPeer() {
+    Release();
+    thread_.join();
+  }
+  void Release() {
+    std::call_once(released_, [&] {
+      shutdown(listener_.get(), SHUT_RDWR);  // an Accept still waiting returns
+      release_.set_value();
+    });
+  }
+
+ private:
+  Fd listener_;
+  std::promise<void> release_;
+  std::once_flag released_;
+  std::thread thread_;  // last: started once the members above exist
+};
 
 TEST(FdPassing, DescriptorRidesOnTheBytes) {
   int sv[2];
@@ -199,9 +309,8 @@ TEST_F(FdServerTest, SilentConnectionIsCutButIdleAuthenticatedOneIsNot) {
   auto sock = DialControl(peer_.self_name, peer_.connect_timeout, peer_.peer, socket_);
   ASSERT_TRUE(sock.ok()) << sock.status().ToString();
   const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitReadable(silent->get(), std::chrono::milliseconds(3000)).ok()) << "never cut";
-  char b = 0;
-  EXPECT_EQ(recv(silent->get(), &b, 1, 0), 0);  // end of stream: the server hung up
+  // The server's challenge, then the end of stream: it hung up.
+  ASSERT_TRUE(HungUpWithin(silent->get(), milliseconds(3000))) << "never cut";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2000));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // idle past connect_timeout
   ASSERT_NO_FATAL_FAILURE(ExpectAllocationFd(sock->get()));
@@ -231,33 +340,118 @@ TEST_F(FdServerTest, RevocationDuringAFetchIsAcknowledged) {
   slow->Stop();
 }
 
-// A peer that answers half a HelloReply and then stalls: the dial gives up
-// within connect_timeout (it used to wait for the rest forever).
-TEST_F(FdServerTest, DialGivesUpOnAPartialHelloReply) {
+// A target that stalls half way through the handshake, or trickles it a byte at
+// a time: the dial gives up within connect_timeout (it used to wait for the
+// rest of a reply forever).
+TEST_F(FdServerTest, DialGivesUpOnAPartialOrTrickledHandshake) {
   const std::string name = socket_ + "-stall";
-  auto listener = ListenUnix(name);
-  ASSERT_TRUE(listener.ok()) << listener.status().ToString();
-  std::promise<void> release;
-  std::thread stalling([&, f = release.get_future()] {
-    auto c = Accept(listener->get());
-    if (!c.ok()) return;
-    char hello[512];
-    (void)!read(c->get(), hello, sizeof(hello));
-    const int32_t half = 0;
-    (void)!write(c->get(), &half, sizeof(half));
-    f.wait();  // then closes: the end of stream unblocks a dial that still waits
-  });
-  Status got;
-  const auto t0 = Clock::now();
-  const bool returned = ReturnsWithin(
-      milliseconds(3000),
-      [&] { got = DialControl("init", milliseconds(300), peer_.peer, name).status(); },
-      [&] { release.set_value(); });
-  if (returned) release.set_value();
-  stalling.join();
-  ASSERT_TRUE(returned) << "DialControl still blocked 3 s into a 300 ms connect_timeout";
-  EXPECT_FALSE(got.ok());
-  EXPECT_LT(Clock::now() - t0, milliseconds(1500));
+  const ChallengeFrame c = NewChallenge();
+  const std::string challenge(reinterpret_cast<const char*>(&c), sizeof(c));
+  const std::function<void(int)> stalls[] = {
+      [&](int fd) {  // a challenge, then half a reply
+        (void)!write(fd, &c, sizeof(c));
+        (void)ReadFor(fd, sizeof(StreamHello) + 4, milliseconds(2000));
+        const StreamHelloReply ok{};
+        (void)!write(fd, &ok, sizeof(ok) / 2);
+      },
+      [&](int fd) { (void)TrickleUntilCut(fd, challenge, milliseconds(50)); },
+  };
+  for (const auto& stall : stalls) {
+    FakeControlPeer peer(name, stall);
+    Status got;
+    const auto t0 = Clock::now();
+    const bool returned = ReturnsWithin(
+        milliseconds(3000),
+        [&] { got = DialControl("init", milliseconds(300), peer_.peer, name).status(); },
+        [&] { peer.Release(); });
+    ASSERT_TRUE(returned) << "DialControl still blocked 3 s into a 300 ms connect_timeout";
+    EXPECT_EQ(got.code(), Code::kTimeout) << got.ToString();
+    EXPECT_LT(Clock::now() - t0, milliseconds(1500));
+  }
+}
+
+// The server's side of the handshake ends within connect_timeout too, also
+// for a Hello trickled a byte at a time (each byte well within the timeout).
+TEST_F(FdServerTest, TrickledHelloIsCutAtConnectTimeout) {
+  ctx_.options.connect_timeout = milliseconds(300);
+  auto sock = ConnectUnix(socket_, milliseconds(2000));
+  ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+  auto c = ReadChallenge(sock->get());
+  ASSERT_TRUE(c.has_value());
+  const std::string hello = HelloFor(*c, ctx_.agent_id, ctx_.secret);
+  auto cut = TrickleUntilCut(sock->get(), hello, milliseconds(50));
+  ASSERT_TRUE(cut.has_value()) << "a trickled Hello held the connection for " << hello.size() * 50
+                               << " ms";
+  EXPECT_LT(*cut, milliseconds(1500));
+}
+
+// A process that binds the control socket name of an agent not (or no longer)
+// running receives every initiator's Hello: it learns no secret from it — an
+// initiator sends nothing before a challenge, and its Hello holds a proof only —
+// the initiator refuses it for not proving the secret, and what it captured
+// is refused by the real agent.
+TEST_F(FdServerTest, SquatterAtThePeersSocketNameLearnsNoSecret) {
+  const std::string secret(peer_.peer.secret.begin(), peer_.peer.secret.end());
+  const std::string name = socket_ + "-squat";
+  std::string silent, captured;
+  {
+    FakeControlPeer squatter(name,
+                             [&](int fd) { silent = ReadFor(fd, ~size_t{0}, milliseconds(2000)); });
+    auto s = DialControl("init", milliseconds(300), peer_.peer, name);
+    EXPECT_EQ(s.status().code(), Code::kTimeout) << s.status().ToString();
+  }
+  EXPECT_EQ(silent.find(secret), std::string::npos) << "the secret went to a silent squatter";
+  EXPECT_EQ(silent, "") << "an initiator spoke before any challenge";
+  {
+    FakeControlPeer squatter(name, [&](int fd) {
+      const ChallengeFrame c = NewChallenge();
+      (void)!write(fd, &c, sizeof(c));
+      captured = ReadFor(fd, sizeof(StreamHello) + 4, milliseconds(2000));
+      StreamHelloReply forged{0, 0, {}};  // "accepted", with a proof it cannot make
+      RandomBytes(forged.proof.data(), forged.proof.size());
+      (void)!write(fd, &forged, sizeof(forged));
+      captured += ReadFor(fd, ~size_t{0}, milliseconds(2000));  // until the initiator closes
+    });
+    auto s = DialControl("init", milliseconds(2000), peer_.peer, name);
+    EXPECT_EQ(s.status().code(), Code::kNotAllowed) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("could not prove"), std::string::npos);
+  }
+  EXPECT_EQ(captured.find(secret), std::string::npos) << "the secret went to a squatter";
+  ASSERT_EQ(captured.size(), sizeof(StreamHello) + 4) << "not one Hello, or a frame after it";
+  StreamHello h{};
+  std::memcpy(&h, captured.data(), sizeof(h));
+  EXPECT_EQ(h.role, static_cast<uint8_t>(ConnRole::kCudaControl));
+  EXPECT_EQ(h.target_id, peer_.peer.agent_id);
+  Fd replay;
+  auto r = SendRawHello(socket_, captured, &replay);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, static_cast<int32_t>(Code::kNotAllowed));
+  EXPECT_TRUE(HungUpWithin(replay.get(), milliseconds(1500)));
+}
+
+// A Hello accepted on one control connection (which stays open and served) is
+// refused on another: its proof answers the first connection's challenge only.
+TEST_F(FdServerTest, HelloReplayedOnANewConnectionIsRefused) {
+  auto first = ConnectUnix(socket_, milliseconds(2000));
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto c = ReadChallenge(first->get());
+  ASSERT_TRUE(c.has_value());
+  const std::string hello = HelloFor(*c, ctx_.agent_id, ctx_.secret);
+  ASSERT_TRUE(SendWithFd(first->get(), hello.data(), hello.size(), -1, Soon()).ok());
+  StreamHelloReply r{};
+  ASSERT_TRUE(RecvWithFd(first->get(), &r, sizeof(r), nullptr, Soon()).ok());
+  ASSERT_EQ(r.status, 0);
+  StreamHello h{};
+  std::memcpy(&h, hello.data(), sizeof(h));
+  EXPECT_TRUE(MacEquals(r.proof, ReadyProof(ctx_.secret, h.nonce, c->nonce, ctx_.agent_id)));
+  Fd second;
+  auto refused = SendRawHello(socket_, hello, &second);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, static_cast<int32_t>(Code::kNotAllowed));
+  FdRequest req{kKey, 0, 0};  // not served: the connection is closed
+  (void)SendCtl(second.get(), CtlType::kFdRequest, 0, &req, sizeof(req), Soon());
+  EXPECT_TRUE(HungUpWithin(second.get(), milliseconds(1500)));
+  ASSERT_NO_FATAL_FAILURE(ExpectAllocationFd(first->get()));
 }
 
 // A peer that floods fd requests and never reads the replies leaves the

@@ -65,7 +65,14 @@ TEST_P(HandshakeTest, HelloReplayedOnANewConnectionIsRefused) {
 TEST_P(HandshakeTest, OldVersionOneHelloIsRefusedAtOnce) {
   auto p = RawPeer::Connect(GetParam(), info_.meta);
   ASSERT_TRUE(p.has_value());
-  core::HelloFrame old{};  // version 1: the secret in clear, and no challenge read
+  struct {  // version 1's Hello: the secret in clear, and no challenge read
+    uint32_t magic;
+    uint16_t version;
+    uint8_t role;
+    uint8_t name_len;
+    uint64_t target_id;
+    uint8_t secret[16];
+  } old{};
   old.magic = core::kHelloMagic;
   old.version = 1;
   old.name_len = 3;

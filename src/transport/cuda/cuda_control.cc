@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "transport/stream/wire.h"
+#include "transport/stream/handshake.h"
 
 namespace kvlane::core {
 
@@ -27,6 +27,25 @@ Status RecvCtl(int fd, CtlFrame* f, std::string* payload, std::chrono::milliseco
   return RecvWithFd(fd, payload->data(), f->len, nullptr, by);
 }
 
+namespace {
+
+// The handshake's I/O on a control connection: the whole exchange ends by one
+// deadline, so a peer that trickles bytes or stalls half way cannot stretch it.
+class DeadlineIo final : public HelloIo {
+ public:
+  DeadlineIo(int fd, Deadline by) : fd_(fd), by_(by) {}
+  Status Send(iovec* iov, int n) override { return SendIovBy(fd_, iov, n, -1, by_); }
+  // A descriptor sent along is closed.
+  Status Recv(void* buf, size_t len) override { return RecvWithFd(fd_, buf, len, nullptr, by_); }
+  Status WaitReadable() override { return WaitFor(fd_, POLLIN, by_); }
+
+ private:
+  const int fd_;
+  const Deadline by_;
+};
+
+}  // namespace
+
 std::string ControlSocketName(uint64_t agent_id) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "kvlane-cuda-%016llx", static_cast<unsigned long long>(agent_id));
@@ -38,18 +57,8 @@ Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds c
   const Deadline by = DeadlineIn(connect_timeout);
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, connect_timeout));
   KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd.get(), connect_timeout));
-  HelloFrame h{};
-  h.magic = kHelloMagic;
-  h.version = kWireVersion;
-  h.role = static_cast<uint8_t>(ConnRole::kControl);
-  h.name_len = static_cast<uint8_t>(self_name.size());
-  h.target_id = peer.agent_id;
-  std::copy(peer.secret.begin(), peer.secret.end(), h.secret);
-  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(self_name.data()), self_name.size()}};
-  KVLANE_RETURN_IF_ERROR(SendIovBy(fd.get(), v, 2, -1, by));
-  HelloReply r{};
-  KVLANE_RETURN_IF_ERROR(RecvWithFd(fd.get(), &r, sizeof(r), nullptr, by));
-  if (r.status != 0) return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
+  DeadlineIo io(fd.get(), by);
+  KVLANE_RETURN_IF_ERROR(SayHello(self_name, peer, ConnRole::kCudaControl, io));
   return fd;
 }
 
@@ -58,27 +67,6 @@ Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std
     return Status::NotAllowed("peer '" + peer.name + "' announces a control socket not its own");
   return DialControl(ctx.name, ctx.options.connect_timeout, peer, socket);
 }
-
-namespace {
-
-// Reads and checks the Hello within connect_timeout; returns the initiator's name.
-Result<std::string> Handshake(const AgentContext& ctx, int fd) {
-  const Deadline by = DeadlineIn(ctx.options.connect_timeout);
-  HelloFrame h{};
-  KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, &h, sizeof(h), nullptr, by));
-  Secret got{};
-  std::copy(std::begin(h.secret), std::end(h.secret), got.begin());
-  bool ok = h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == ctx.agent_id &&
-            SecretEquals(got, ctx.secret) && h.name_len > 0;
-  std::string name(h.name_len, '\0');
-  if (ok) KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, name.data(), name.size(), nullptr, by));
-  HelloReply reply{static_cast<int32_t>(ok ? Code::kOk : Code::kNotAllowed), 0};
-  KVLANE_RETURN_IF_ERROR(SendWithFd(fd, &reply, sizeof(reply), -1, by));
-  if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, secret or version");
-  return name;
-}
-
-}  // namespace
 
 Status ControlServer::Start(const std::string& socket) {
   KVLANE_ASSIGN_OR_RETURN(Fd listener, ListenUnix(socket));
@@ -92,7 +80,8 @@ void ControlServer::Serve(Conn* c) {
   // connect_timeout, a frame once begun and each reply by io_timeout; an
   // authenticated connection may idle between frames. The socket timeouts
   // are a second line only.
-  Result<std::string> name = Handshake(*ctx_, fd);
+  DeadlineIo io(fd, DeadlineIn(ctx_->options.connect_timeout));
+  Result<std::string> name = AcceptHello(*ctx_, io);
   if (name.ok() && !SetIoTimeout(fd, ctx_->options.io_timeout).ok())
     name = Status::Backend("control: socket options");
   CtlFrame f{};

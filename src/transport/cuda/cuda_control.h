@@ -1,6 +1,7 @@
 // The cuda transport's control path: a unix-socket connection per initiator,
-// opened with the stream transports' Hello (target id + per-agent secret), then
-// small frames both ways:
+// opened with the stream transports' handshake (transport/stream/handshake.h:
+// each side proves it holds the target's secret, which never travels; role
+// ConnRole::kCudaControl), then small frames both ways:
 //   initiator -> target: kNotify (payload), kRevokeAck (seq), kFdRequest (key, index)
 //   target -> initiator: kNotifyAck (status), kRevoke (piece keys, seq),
 //                        kFdReply (status; an fd attached with SCM_RIGHTS when ok)
@@ -62,7 +63,8 @@ Status RecvCtl(int fd, CtlFrame* frame, std::string* payload, std::chrono::milli
 std::string ControlSocketName(uint64_t agent_id);
 
 // Dials `socket` and authenticates as `self_name`, an initiator of `peer`
-// (its name, agent_id and secret are used); the whole exchange ends within
+// (its name, agent_id and secret are used), which must prove it holds that
+// secret too (NotAllowed otherwise); the whole exchange ends within
 // `connect_timeout`. The socket comes back with connect_timeout as its send
 // and receive timeouts (SetIoTimeout).
 Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds connect_timeout,

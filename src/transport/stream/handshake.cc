@@ -8,25 +8,44 @@
 namespace kvlane::core {
 namespace {
 
-// Reads a Hello and the name after it; stops after magic and version when they
-// are not ours (an older peer's Hello is shorter: CheckHello refuses it at once).
-Status RecvHello(int fd, StreamHello* h, std::string* name) {
-  auto* p = reinterpret_cast<char*>(h);
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, p, kHelloPrefixBytes));
-  if (h->magic != kHelloMagic || h->version != kWireVersion) return Status::Ok();
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, p + kHelloPrefixBytes, sizeof(*h) - kHelloPrefixBytes));
-  name->resize(h->name_len);
-  return RecvAll(fd, name->data(), name->size());
+// A stream connection: each step bounded by the socket's timeouts (set by the
+// caller), the wait for the peer's next message by `wait`.
+class SocketIo final : public HelloIo {
+ public:
+  SocketIo(int fd, std::chrono::milliseconds wait) : fd_(fd), wait_(wait) {}
+  Status Send(iovec* iov, int n) override { return SendIov(fd_, iov, n); }
+  Status Recv(void* buf, size_t len) override { return RecvAll(fd_, buf, len); }
+  Status WaitReadable() override { return core::WaitReadable(fd_, wait_); }
+
+ private:
+  const int fd_;
+  const std::chrono::milliseconds wait_;
+};
+
+Status SendAll(HelloIo& io, const void* buf, size_t len) {
+  iovec v{const_cast<void*>(buf), len};
+  return io.Send(&v, 1);
 }
 
-Result<ChallengeFrame> RecvChallenge(const AgentContext& ctx, const AgentMeta& peer, int fd) {
+// Reads a Hello and the name after it; stops after magic and version when they
+// are not ours (an older peer's Hello is shorter: CheckHello refuses it at once).
+Status RecvHello(HelloIo& io, StreamHello* h, std::string* name) {
+  auto* p = reinterpret_cast<char*>(h);
+  KVLANE_RETURN_IF_ERROR(io.Recv(p, kHelloPrefixBytes));
+  if (h->magic != kHelloMagic || h->version != kWireVersion) return Status::Ok();
+  KVLANE_RETURN_IF_ERROR(io.Recv(p + kHelloPrefixBytes, sizeof(*h) - kHelloPrefixBytes));
+  name->resize(h->name_len);
+  return io.Recv(name->data(), name->size());
+}
+
+Result<ChallengeFrame> RecvChallenge(const AgentMeta& peer, HelloIo& io) {
   const std::string who = "peer '" + peer.name + "'";
-  Status s = WaitReadable(fd, ctx.options.connect_timeout);
+  Status s = io.WaitReadable();
   if (s.code() == Code::kTimeout)
     return Status::Timeout(
         who + " sent no challenge within connect_timeout (kvlane older than wire version 2?)");
   ChallengeFrame c{};
-  if (s.ok()) s = RecvAll(fd, &c, sizeof(c));
+  if (s.ok()) s = io.Recv(&c, sizeof(c));
   if (s.code() == Code::kRemoteDisconnect)
     return Status::RemoteDisconnect(
         who + " closed the connection without a challenge (too many connections, " +
@@ -40,21 +59,43 @@ Result<ChallengeFrame> RecvChallenge(const AgentContext& ctx, const AgentMeta& p
   return c;
 }
 
-Status Exchange(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
-  KVLANE_ASSIGN_OR_RETURN(ChallengeFrame c, RecvChallenge(ctx, peer, fd));
+}  // namespace
+
+Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io) {
+  ChallengeFrame c{kChallengeMagic, kWireVersion, 0, {}};
+  RandomBytes(c.nonce.data(), c.nonce.size());
+  KVLANE_RETURN_IF_ERROR(SendAll(io, &c, sizeof(c)));
+  StreamHello h{};
+  std::string name;
+  KVLANE_RETURN_IF_ERROR(RecvHello(io, &h, &name));
+  Status ok = CheckHello(h, name, ctx.agent_id, ctx.secret, c.nonce);
+  StreamHelloReply reply{static_cast<int32_t>(ok.code()), 0, {}};
+  if (ok.ok()) reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
+  KVLANE_RETURN_IF_ERROR(SendAll(io, &reply, sizeof(reply)));
+  KVLANE_RETURN_IF_ERROR(ok);
+  return name;
+}
+
+Result<std::string> AcceptHello(const AgentContext& ctx, int fd) {
+  SocketIo io(fd, ctx.options.connect_timeout);
+  return AcceptHello(ctx, io);
+}
+
+Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io) {
+  KVLANE_ASSIGN_OR_RETURN(ChallengeFrame c, RecvChallenge(peer, io));
   StreamHello h{};
   h.magic = kHelloMagic;
   h.version = kWireVersion;
   h.role = static_cast<uint8_t>(role);
-  h.name_len = static_cast<uint8_t>(ctx.name.size());
+  h.name_len = static_cast<uint8_t>(self_name.size());
   h.target_id = peer.agent_id;
   RandomBytes(h.nonce.data(), h.nonce.size());
-  h.proof = HelloProof(peer.secret, c.nonce, h.nonce, h.target_id, h.version, ctx.name);
-  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(ctx.name.data()), ctx.name.size()}};
-  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, 2));
-  KVLANE_RETURN_IF_ERROR(WaitReadable(fd, ctx.options.connect_timeout));
+  h.proof = HelloProof(peer.secret, c.nonce, h.nonce, h.target_id, h.version, self_name);
+  iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(self_name.data()), self_name.size()}};
+  KVLANE_RETURN_IF_ERROR(io.Send(v, 2));
+  KVLANE_RETURN_IF_ERROR(io.WaitReadable());
   StreamHelloReply r{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd, &r, sizeof(r)));
+  KVLANE_RETURN_IF_ERROR(io.Recv(&r, sizeof(r)));
   if (r.status != 0)
     return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
   if (!MacEquals(r.proof, ReadyProof(peer.secret, h.nonce, c.nonce, peer.agent_id)))
@@ -64,28 +105,12 @@ Status Exchange(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<std::string> AcceptHello(const AgentContext& ctx, int fd) {
-  ChallengeFrame c{kChallengeMagic, kWireVersion, 0, {}};
-  RandomBytes(c.nonce.data(), c.nonce.size());
-  KVLANE_RETURN_IF_ERROR(SendAll(fd, &c, sizeof(c)));
-  StreamHello h{};
-  std::string name;
-  KVLANE_RETURN_IF_ERROR(RecvHello(fd, &h, &name));
-  Status ok = CheckHello(h, name, ctx.agent_id, ctx.secret, c.nonce);
-  StreamHelloReply reply{static_cast<int32_t>(ok.code()), 0, {}};
-  if (ok.ok()) reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
-  KVLANE_RETURN_IF_ERROR(SendAll(fd, &reply, sizeof(reply)));
-  KVLANE_RETURN_IF_ERROR(ok);
-  return name;
-}
-
 Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
   // Bounded: a target that stalls half way through its challenge or reply
   // cannot hold the connect. The lanes then run without socket timeouts.
   KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd, ctx.options.connect_timeout));
-  KVLANE_RETURN_IF_ERROR(Exchange(ctx, peer, fd, role));
+  SocketIo io(fd, ctx.options.connect_timeout);
+  KVLANE_RETURN_IF_ERROR(SayHello(ctx.name, peer, role, io));
   return SetIoTimeout(fd, std::chrono::milliseconds(0));
 }
 

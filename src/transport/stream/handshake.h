@@ -1,13 +1,18 @@
-// The stream handshake (wire.h), run on a fresh tcp or shm connection before any
-// frame: the target sends a challenge, the initiator answers with a Hello that
-// proves it holds the target's secret, and the target's reply proves the same
-// the other way. The secret never travels; both proofs cover both fresh nonces,
-// so a captured Hello or reply is refused on any other connection.
+// The kvlane handshake (wire.h), run on a fresh connection before anything else:
+// tcp and shm connections, and the cuda transport's control socket. The target
+// sends a challenge, the initiator answers with a Hello that proves it holds the
+// target's secret, and the target's reply proves the same the other way. The
+// secret never travels; both proofs cover both fresh nonces, so a captured Hello
+// or reply is refused on any other connection.
 //
-// Thread-safety: free functions; each call uses only its own fd.
+// Thread-safety: free functions; each call uses only its own fd (or HelloIo).
 #pragma once
 
+#include <sys/uio.h>
+
+#include <chrono>
 #include <string>
+#include <string_view>
 
 #include "core/metadata.h"
 #include "transport/stream/wire.h"
@@ -15,16 +20,34 @@
 
 namespace kvlane::core {
 
-// Target side. REQUIRES: fd's receive timeout bounds a silent peer (StreamServer
-// sets connect_timeout). On success returns the initiator's name; on refusal the
-// initiator was sent kNotAllowed, NotAllowed is returned and the caller closes fd.
+// How one handshake moves its bytes, each call bounded as its transport wants:
+// the stream transports by the socket's timeouts, step by step; the cuda
+// control socket by one deadline for the whole exchange.
+class HelloIo {
+ public:
+  virtual ~HelloIo() = default;
+  // Every byte of iov[0..n); may modify iov.
+  virtual Status Send(iovec* iov, int n) = 0;
+  // Exactly `len` bytes.
+  virtual Status Recv(void* buf, size_t len) = 0;
+  // Until the peer's next message begins; kTimeout when it does not in time.
+  virtual Status WaitReadable() = 0;
+};
+
+// Target side. On success returns the initiator's name; on refusal the initiator
+// was sent kNotAllowed, NotAllowed is returned and the caller closes the connection.
+Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io);
+// The same on a stream connection. REQUIRES: fd's receive timeout bounds a
+// silent peer (StreamServer sets connect_timeout).
 Result<std::string> AcceptHello(const AgentContext& ctx, int fd);
 
-// Initiator side, for a connection to `peer`; every step bounded by
-// connect_timeout, and fd left without I/O timeouts on success. NotAllowed when
-// the target refuses our Hello or cannot prove it holds peer.secret; NotSupported
-// when it speaks another wire version; Timeout or RemoteDisconnect (saying so)
-// when no challenge comes.
+// Initiator side, as `self_name`, on a connection to `peer` (its name, agent_id
+// and secret are used). NotAllowed when the target refuses our Hello or cannot
+// prove it holds peer.secret; NotSupported when it speaks another wire version;
+// Timeout or RemoteDisconnect (saying so) when no challenge comes.
+Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io);
+// The same on a stream connection; every step bounded by connect_timeout, and
+// fd left without I/O timeouts on success.
 Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role);
 
 }  // namespace kvlane::core

@@ -3,7 +3,8 @@
 // metadata) without sending it: the target sends a ChallengeFrame, the initiator
 // answers with a StreamHello, the target with a StreamHelloReply (proofs:
 // transport/stream/hello_mac.h). Then frames flow initiator -> target and
-// replies flow back, in order.
+// replies flow back, in order. The cuda transport's control socket opens with
+// the same handshake (transport/cuda/cuda_control.h), then speaks frames of its own.
 // All integers little-endian (x86-64 / aarch64 hosts); structs are POD.
 #pragma once
 
@@ -23,7 +24,13 @@ inline constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 inline constexpr uint64_t kMaxNotifyBytes = 64u << 10;
 inline constexpr uint32_t kMaxPeerName = 255;
 
-enum class ConnRole : uint8_t { kLane = 1, kControl = 2 };
+// What the initiator opens the connection for. Not covered by the proof, and no
+// target acts on it: it names the connection in a capture.
+enum class ConnRole : uint8_t {
+  kLane = 1,         // a stream lane
+  kControl = 2,      // a stream channel's control connection (notifications)
+  kCudaControl = 3,  // the cuda transport's control socket (transport/cuda/cuda_control.h)
+};
 
 inline constexpr size_t kNonceBytes = 32;
 using Nonce = std::array<uint8_t, kNonceBytes>;  // fresh random bytes per connection
@@ -61,25 +68,6 @@ struct StreamHelloReply {
   Mac proof;
 };
 static_assert(sizeof(StreamHelloReply) == 40);
-
-// The cuda transport's control socket (a same-host abstract unix socket,
-// transport/cuda/cuda_control.cc) still opens with this Hello, which carries the
-// secret in clear. The stream transports do not use it.
-struct HelloFrame {
-  uint32_t magic;
-  uint16_t version;
-  uint8_t role;  // ConnRole
-  uint8_t name_len;
-  uint64_t target_id;
-  uint8_t secret[16];
-  // followed by name_len bytes: the initiator's agent name
-};
-static_assert(sizeof(HelloFrame) == 32);
-
-struct HelloReply {
-  int32_t status;  // Code
-  uint32_t reserved;
-};
 
 enum class FrameType : uint8_t { kRead = 1, kWrite = 2, kNotify = 3, kNop = 4 };
 
