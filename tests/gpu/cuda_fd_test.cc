@@ -478,6 +478,33 @@ TEST_F(FdServerTest, RevokeIsBoundedWhenAPeerStopsReading) {
       milliseconds(2500), [&] { server_->Stop(); }, unblock));
 }
 
+// A connection still in its handshake (a local process that read the
+// challenge and went silent) gets no revocation: nothing lands between the
+// challenge and the reply of a real initiator's handshake, an unproven peer
+// learns no keys, and Revoke (DeregisterMemory) does not wait for it.
+TEST_F(FdServerTest, RevokeSkipsAConnectionStillInItsHandshake) {
+  ctx_.options.connect_timeout = milliseconds(2000);
+  auto raw = ConnectUnix(socket_, milliseconds(2000));
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  ASSERT_TRUE(ReadChallenge(raw->get()).has_value());
+  const uint64_t keys[] = {kKey};
+  const auto t0 = Clock::now();
+  server_->Revoke(keys);
+  EXPECT_LT(Clock::now() - t0, milliseconds(500))
+      << "Revoke waited for a peer that never said Hello";
+  EXPECT_EQ(ReadFor(raw->get(), 1, milliseconds(300)), "") << "a frame reached an unproven peer";
+  // An authenticated connection is still told, and must acknowledge.
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  std::thread revoke([&] { server_->Revoke(keys); });
+  CtlFrame f{};
+  std::string payload;
+  ASSERT_TRUE(RecvCtl(sock.get(), &f, &payload, milliseconds(2000)).ok());
+  EXPECT_EQ(static_cast<CtlType>(f.type), CtlType::kRevoke);
+  EXPECT_TRUE(SendCtl(sock.get(), CtlType::kRevokeAck, f.seq, nullptr, 0, Soon()).ok());
+  revoke.join();
+}
+
 // Acknowledging a revocation before it was sent is a protocol violation: the
 // connection is cut (it used to make every later revocation count as
 // acknowledged at once).

@@ -84,6 +84,10 @@ void ControlServer::Serve(Conn* c) {
   Result<std::string> name = AcceptHello(*ctx_, io);
   if (name.ok() && !SetIoTimeout(fd, ctx_->options.io_timeout).ok())
     name = Status::Backend("control: socket options");
+  if (name.ok()) {
+    std::lock_guard lock(conns_.mu());
+    c->authed = true;
+  }
   CtlFrame f{};
   std::string payload;
   while (name.ok() && RecvCtl(fd, &f, &payload, ctx_->options.io_timeout).ok() &&
@@ -142,7 +146,9 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
     std::lock_guard lock(conns_.mu());
     if (conns_.stopped()) return;
     for (auto& c : conns_.conns()) {
-      if (c->done || c->leaving) continue;
+      // A connection still in its Hello gets none (see Conn::authed): nor does
+      // one accepted after this snapshot, which revocation never covered.
+      if (c->done || c->leaving || !c->authed) continue;
       ++c->pins;              // keeps it (and its fd) alive while unlocked below
       c->sent = revoke_seq_;  // before the send: the ack may come back at once
       to.push_back(c.get());

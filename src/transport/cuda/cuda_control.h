@@ -127,6 +127,9 @@ class ControlServer {
     uint64_t sent = 0;          // newest revocation sent (or about to be); GUARDED_BY(conns_.mu())
     uint64_t acked = 0;         // GUARDED_BY(conns_.mu())
     int pins = 0;               // Revoke calls using it: it stays alive; GUARDED_BY(conns_.mu())
+    // Past the Hello: only such a connection gets revocations (a frame sent
+    // into a handshake would break it, and an unproven peer learns nothing).
+    bool authed = false;        // GUARDED_BY(conns_.mu())
     bool leaving = false;       // its thread is about to finish; GUARDED_BY(conns_.mu())
     bool done = false;          // GUARDED_BY(conns_.mu())
   };
