@@ -62,6 +62,27 @@ TEST_P(HandshakeTest, HelloReplayedOnANewConnectionIsRefused) {
   EXPECT_EQ(region_, std::vector<uint8_t>(4096, 0x11));
 }
 
+// A Hello trickled a byte at a time, each well within connect_timeout (500 ms
+// here), is cut once connect_timeout passed since the challenge: the socket's
+// receive timeout alone restarted at every byte.
+TEST_P(HandshakeTest, TrickledHelloIsCutAtConnectTimeout) {
+  auto p = RawPeer::Connect(GetParam(), info_.meta);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_TRUE(p->ReadChallenge().has_value());
+  const auto t0 = std::chrono::steady_clock::now();
+  core::StreamHello h{};
+  h.magic = core::kHelloMagic;
+  h.version = core::kWireVersion;
+  h.name_len = 255;
+  std::string bytes(reinterpret_cast<const char*>(&h), sizeof(h));
+  bytes += std::string(255, 'n');
+  bool cut = false;
+  for (size_t i = 0; i < 40 && !cut; ++i)  // 40 bytes, 100 ms apart: 4 s at most
+    cut = !p->Send(&bytes[i], 1) || p->ClosedWithin(100ms);
+  EXPECT_TRUE(cut) << "the target kept reading a trickled Hello past connect_timeout";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+}
+
 TEST_P(HandshakeTest, OldVersionOneHelloIsRefusedAtOnce) {
   auto p = RawPeer::Connect(GetParam(), info_.meta);
   ASSERT_TRUE(p.has_value());
