@@ -18,7 +18,7 @@
 
 #include "core/random.h"
 #include "transport/cuda/cuda_control.h"
-#include "transport/cuda/fd_passing.h"
+#include "transport/stream/fd_passing.h"
 #include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {

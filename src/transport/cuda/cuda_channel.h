@@ -33,9 +33,9 @@
 #include "core/request.h"
 #include "transport/cuda/cuda_blob.h"
 #include "transport/cuda/cuda_proxy.h"
-#include "transport/cuda/fd_passing.h"
 #include "transport/cuda/vmm.h"
 #include "transport/cuda/xfer_table.h"
+#include "transport/stream/fd_passing.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 

@@ -27,25 +27,6 @@ Status RecvCtl(int fd, CtlFrame* f, std::string* payload, std::chrono::milliseco
   return RecvWithFd(fd, payload->data(), f->len, nullptr, by);
 }
 
-namespace {
-
-// The handshake's I/O on a control connection: the whole exchange ends by one
-// deadline, so a peer that trickles bytes or stalls half way cannot stretch it.
-class DeadlineIo final : public HelloIo {
- public:
-  DeadlineIo(int fd, Deadline by) : fd_(fd), by_(by) {}
-  Status Send(iovec* iov, int n) override { return SendIovBy(fd_, iov, n, -1, by_); }
-  // A descriptor sent along is closed.
-  Status Recv(void* buf, size_t len) override { return RecvWithFd(fd_, buf, len, nullptr, by_); }
-  Status WaitReadable() override { return WaitFor(fd_, POLLIN, by_); }
-
- private:
-  const int fd_;
-  const Deadline by_;
-};
-
-}  // namespace
-
 std::string ControlSocketName(uint64_t agent_id) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "kvlane-cuda-%016llx", static_cast<unsigned long long>(agent_id));

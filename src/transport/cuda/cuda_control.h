@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "transport/conn_set.h"
-#include "transport/cuda/fd_passing.h"
+#include "transport/stream/fd_passing.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/peer_code.h"
 #include "transport/cuda/cuda_control.h"
-#include "transport/cuda/fd_passing.h"
+#include "transport/stream/fd_passing.h"
 
 namespace kvlane::core {
 namespace {

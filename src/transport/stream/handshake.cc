@@ -1,10 +1,5 @@
 #include "transport/stream/handshake.h"
 
-#include <sys/socket.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "core/random.h"
 #include "transport/stream/frame_check.h"
 #include "transport/stream/hello_mac.h"
@@ -12,43 +7,6 @@
 
 namespace kvlane::core {
 namespace {
-
-// A stream connection: every read of the exchange ends by one deadline, so a
-// peer that trickles bytes cannot stretch it (the socket's receive timeout
-// restarts at every byte: ~375 of them, one just under connect_timeout apart,
-// held a server thread that many timeouts). Sends, a few dozen bytes, are
-// bounded by the socket's send timeout (set by the caller).
-class SocketIo final : public HelloIo {
- public:
-  SocketIo(int fd, std::chrono::milliseconds within)
-      : fd_(fd), by_(std::chrono::steady_clock::now() + within) {}
-  Status Send(iovec* iov, int n) override { return SendIov(fd_, iov, n); }
-  Status Recv(void* buf, size_t len) override {
-    auto* p = static_cast<char*>(buf);
-    while (len > 0) {
-      KVLANE_RETURN_IF_ERROR(WaitReadable());
-      const ssize_t n = recv(fd_, p, len, MSG_DONTWAIT);
-      if (n == 0) return Status::RemoteDisconnect("peer closed the connection");
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-        return Status::RemoteDisconnect(std::string("recv: ") + std::strerror(errno));
-      }
-      p += n;
-      len -= static_cast<size_t>(n);
-    }
-    return Status::Ok();
-  }
-  Status WaitReadable() override {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(by_ - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return Status::Timeout("handshake not done within connect_timeout");
-    return core::WaitReadable(fd_, left);
-  }
-
- private:
-  const int fd_;
-  const std::chrono::steady_clock::time_point by_;
-};
 
 Status SendAll(HelloIo& io, const void* buf, size_t len) {
   iovec v{const_cast<void*>(buf), len};
@@ -105,7 +63,7 @@ Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io) {
 }
 
 Result<std::string> AcceptHello(const AgentContext& ctx, int fd) {
-  SocketIo io(fd, ctx.options.connect_timeout);
+  DeadlineIo io(fd, DeadlineIn(ctx.options.connect_timeout));
   return AcceptHello(ctx, io);
 }
 
@@ -136,8 +94,7 @@ Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role
 Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
   // Bounded: a target that stalls half way through its challenge or reply
   // cannot hold the connect. The lanes then run without socket timeouts.
-  KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd, ctx.options.connect_timeout));
-  SocketIo io(fd, ctx.options.connect_timeout);
+  DeadlineIo io(fd, DeadlineIn(ctx.options.connect_timeout));
   KVLANE_RETURN_IF_ERROR(SayHello(ctx.name, peer, role, io));
   return SetIoTimeout(fd, std::chrono::milliseconds(0));
 }

@@ -8,6 +8,7 @@
 // Thread-safety: free functions; each call uses only its own fd (or HelloIo).
 #pragma once
 
+#include <poll.h>
 #include <sys/uio.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <string_view>
 
 #include "core/metadata.h"
+#include "transport/stream/fd_passing.h"
 #include "transport/stream/wire.h"
 #include "transport/transport.h"
 
@@ -34,11 +36,25 @@ class HelloIo {
   virtual Status WaitReadable() = 0;
 };
 
+// A handshake's I/O on `fd`: the whole exchange ends by one deadline, so a
+// peer that trickles bytes or stalls half way cannot stretch it (a socket
+// timeout restarts at every byte). A descriptor sent along is closed.
+class DeadlineIo final : public HelloIo {
+ public:
+  DeadlineIo(int fd, Deadline by) : fd_(fd), by_(by) {}
+  Status Send(iovec* iov, int n) override { return SendIovBy(fd_, iov, n, -1, by_); }
+  Status Recv(void* buf, size_t len) override { return RecvWithFd(fd_, buf, len, nullptr, by_); }
+  Status WaitReadable() override { return WaitFor(fd_, POLLIN, by_); }
+
+ private:
+  const int fd_;
+  const Deadline by_;
+};
+
 // Target side. On success returns the initiator's name; on refusal the initiator
 // was sent kNotAllowed, NotAllowed is returned and the caller closes the connection.
 Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io);
-// The same on a stream connection. REQUIRES: fd's receive timeout bounds a
-// silent peer (StreamServer sets connect_timeout).
+// The same on a stream connection, within connect_timeout (DeadlineIo).
 Result<std::string> AcceptHello(const AgentContext& ctx, int fd);
 
 // Initiator side, as `self_name`, on a connection to `peer` (its name, agent_id
@@ -46,8 +62,8 @@ Result<std::string> AcceptHello(const AgentContext& ctx, int fd);
 // prove it holds peer.secret; NotSupported when it speaks another wire version;
 // Timeout or RemoteDisconnect (saying so) when no challenge comes.
 Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io);
-// The same on a stream connection; every step bounded by connect_timeout, and
-// fd left without I/O timeouts on success.
+// The same on a stream connection, within connect_timeout (DeadlineIo); fd is
+// left without I/O timeouts on success.
 Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role);
 
 }  // namespace kvlane::core

@@ -1,4 +1,4 @@
-#include "transport/cuda/fd_passing.h"
+#include "transport/stream/fd_passing.h"
 
 #include <poll.h>
 #include <sys/socket.h>

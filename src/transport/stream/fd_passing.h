@@ -1,6 +1,7 @@
-// Unix-socket I/O for the cuda control path, each call bounded by a deadline
-// (the peer is untrusted: it may stop reading or stall mid-frame), with a file
-// descriptor riding on the bytes of a message (SCM_RIGHTS). The calls wait with
+// Socket I/O each call bounded by a deadline (the peer is untrusted: it may stop
+// reading or stall mid-frame), with, on unix sockets, a file descriptor riding
+// on the bytes of a message (SCM_RIGHTS): the cuda control path, and every
+// connection's handshake (handshake.h). The calls wait with
 // poll and move bytes with MSG_DONTWAIT, so the socket's own timeouts do not
 // matter; all of them retry EINTR.
 #pragma once
