@@ -104,10 +104,4 @@ Result<AgentMeta> DecodeMeta(std::string_view blob) {
   return m;
 }
 
-bool SecretEquals(const Secret& a, const Secret& b) {
-  uint8_t diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= a[i] ^ b[i];
-  return diff == 0;
-}
-
 }  // namespace kvlane::core

@@ -38,7 +38,4 @@ std::string EncodeMeta(const AgentMeta& meta);
 // InvalidArgument on any malformed, truncated or inconsistent blob.
 Result<AgentMeta> DecodeMeta(std::string_view blob);
 
-// Constant-time comparison of two secrets.
-bool SecretEquals(const Secret& a, const Secret& b);
-
 }  // namespace kvlane::core
