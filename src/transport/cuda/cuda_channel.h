@@ -206,7 +206,6 @@ class CudaChannel final : public Channel {
   // in clear, and a peer that copied ours would get raw addresses of this
   // process used as its pieces.
   const std::shared_ptr<LocalEndpoint> local_peer_;
-  const bool same_process_;  // local_peer_ != nullptr
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;

@@ -26,7 +26,7 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   rp->key = key;
   rp->base = piece.base;
   rp->len = piece.len;
-  if (same_process_) {
+  if (local_peer_ != nullptr) {
     // The piece must be one the peer agent registered and still holds: its
     // metadata (what we were given) is not proof of that.
     {
@@ -64,7 +64,7 @@ Status CudaChannel::PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport
                         [&](const Piece& x) { return x.key == key; });
   if (p == peer.meta.pieces.end()) return Status::RemoteStale("peer piece is no longer registered");
   *piece = *p;
-  if (same_process_) return Status::Ok();
+  if (local_peer_ != nullptr) return Status::Ok();
   if (peer.meta.cuda_blob != blob_bytes_) {
     KVLANE_ASSIGN_OR_RETURN(blob_, DecodeCudaBlob(peer.meta.cuda_blob));
     blob_bytes_ = peer.meta.cuda_blob;
