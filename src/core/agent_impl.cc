@@ -4,6 +4,7 @@
 
 #include "control/metadata_server.h"
 #include "core/affinity.h"
+#include "core/device_copier.h"
 #include "core/host_info.h"
 #include "core/random.h"
 #include "transport/local/local_transport.h"
@@ -97,10 +98,15 @@ AgentImpl::~AgentImpl() {
 }
 
 Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device) {
-  if (kind == MemoryKind::kCuda &&
-      std::find(ctx_.options.transports.begin(), ctx_.options.transports.end(), "cuda") ==
-          ctx_.options.transports.end())
-    return Status::NotSupported("CUDA memory needs the cuda transport in AgentOptions.transports");
+  auto enabled = [&](const char* t) {
+    return std::find(ctx_.options.transports.begin(), ctx_.options.transports.end(), t) !=
+           ctx_.options.transports.end();
+  };
+  if (kind == MemoryKind::kCuda && !enabled("cuda") &&
+      !(enabled("tcp") && ProcessDeviceStaging() != nullptr))
+    return Status::NotSupported(
+        "CUDA memory needs the cuda transport in AgentOptions.transports, or tcp in a build "
+        "with CUDA on a machine with a GPU (tcp stages it through pinned host memory)");
   return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device);
 }
 
@@ -152,16 +158,19 @@ Status AgentImpl::RemovePeer(std::string_view peer) {
 Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote) {
   std::lock_guard lock(peer.mu);
   std::string tried;
-  for (auto& t : transports_) {
-    if (!t->CanMove(local, remote)) continue;
-    auto it = peer.channels.find(t->name());
-    if (it != peer.channels.end()) return it->second.get();
-    if (!t->CanReach(peer.meta)) continue;
-    ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
-    if (!on_workers.status().ok()) return on_workers.status();
-    auto ch = t->Connect(peer.meta);
-    if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
-    tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";
+  // Transports that move these kinds directly first, then those that stage them.
+  for (bool staged : {false, true}) {
+    for (auto& t : transports_) {
+      if (!t->CanMove(local, remote) || t->Stages(local, remote) != staged) continue;
+      auto it = peer.channels.find(t->name());
+      if (it != peer.channels.end()) return it->second.get();
+      if (!t->CanReach(peer.meta)) continue;
+      ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
+      if (!on_workers.status().ok()) return on_workers.status();
+      auto ch = t->Connect(peer.meta);
+      if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
+      tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";
+    }
   }
   if (tried.empty())
     tried = std::string("no enabled transport moves ") + MemoryKindName(local) + " to " +

@@ -185,6 +185,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   }
   Request* r = slots_[slot].get();
   r->op = op;
+  r->local_kind = local->kind;
   r->peer = remote->peer;
   r->channel = ch;
   r->notif.assign(notif);

@@ -41,8 +41,9 @@ class Registry {
   std::unique_lock<std::shared_mutex> LockExclusive() const { return std::unique_lock(mu_); }
   // REQUIRES: LockShared() held. Returns the local pointer for a peer's access,
   // kRemoteStale when the key is gone, kNotAllowed when out of bounds, and
-  // kRemoteDisconnect after Close().
-  Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr) const;
+  // kRemoteDisconnect after Close(). `kind` (optional): the piece's memory kind.
+  Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr,
+                      MemoryKind* kind = nullptr) const;
 
   // Agent shutting down: every later remote access fails.
   void Close();

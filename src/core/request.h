@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kvlane/memory.h"
 #include "kvlane/status.h"
 #include "kvlane/transfer.h"
 
@@ -56,6 +57,8 @@ struct alignas(64) Request {
   uint32_t slot = 0;
   bool in_use = false;
   Op op = Op::kWrite;
+  MemoryKind local_kind =
+      MemoryKind::kHost;  // of the local list (a transport may stage device memory)
   std::shared_ptr<PeerState> peer;
   Channel* channel = nullptr;
   std::vector<Segment> segs;

@@ -45,6 +45,9 @@ class Transport {
   virtual bool CanMove(MemoryKind local, MemoryKind remote) const {
     return local == MemoryKind::kHost && remote == MemoryKind::kHost;
   }
+  // Whether it moves them only through host staging buffers (tcp with device
+  // memory): a transport that moves them directly is preferred.
+  virtual bool Stages(MemoryKind local, MemoryKind remote) const { return false; }
   virtual Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) = 0;
   // Stops listeners and server threads. Called once, before destruction.
   virtual void Stop() {}

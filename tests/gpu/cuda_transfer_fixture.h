@@ -2,7 +2,9 @@
 // GPU 0, with an agent called "init" on the cuda transport; a child process
 // (TargetProc, called "target") owns the remote memory on GPU 1, or on GPU 0
 // too (two processes sharing one device), as the parameter says: "two_gpus"
-// or "one_gpu". SetUp skips when the GPUs are not there.
+// or "one_gpu"; "tcp_one_gpu" and "tcp_two_gpus" put both agents on the tcp
+// transport instead (device memory staged through pinned host memory). SetUp
+// skips when the GPUs are not there.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -39,14 +41,15 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     int n = DeviceCount();
     if (n == 0) GTEST_SKIP() << "no CUDA device";
-    if (GetParam() == "two_gpus" && n < 2) GTEST_SKIP() << "needs two GPUs";
+    const bool two = GetParam().ends_with("two_gpus");
+    if (two && n < 2) GTEST_SKIP() << "needs two GPUs";
     cudaSetDevice(0);
-    target_ = TargetProc::Spawn(GetParam() == "two_gpus" ? 1 : 0);
+    target_ = TargetProc::Spawn(two ? 1 : 0, "target", transport());
     ASSERT_TRUE(target_.alive());
   }
   void MakeAgent(AgentOptions o = {}) {
     o.name = "init";
-    o.transports = {"cuda"};
+    o.transports = {transport()};
     auto a = Agent::Create(o);
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     agent_ = std::move(a).value();
@@ -86,6 +89,7 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(h.ok()) << h.status().ToString();
     return h.ok() ? h.value() : XferHandle{};
   }
+  std::string transport() const { return GetParam().starts_with("tcp_") ? "tcp" : "cuda"; }
   Status PostWait(XferHandle* h) {
     Status s = agent_->Post(h);
     if (s.is_error()) return s;

@@ -46,7 +46,7 @@ int64_t CheckDevice(const void* dev, uint64_t len, uint64_t seed) {
   return FirstMismatch(h.data(), len, seed);
 }
 
-TargetProc TargetProc::Spawn(int device, const std::string& name) {
+TargetProc TargetProc::Spawn(int device, const std::string& name, const std::string& transport) {
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) return {};
   pid_t pid = fork();
@@ -56,7 +56,8 @@ TargetProc TargetProc::Spawn(int device, const std::string& name) {
     close(down[1]);
     close(up[0]);
     std::string dev = std::to_string(device);
-    execl("/proc/self/exe", "target", "--kvlane-cuda-target", dev.c_str(), name.c_str(), nullptr);
+    execl("/proc/self/exe", "target", "--kvlane-cuda-target", dev.c_str(), name.c_str(),
+          transport.c_str(), nullptr);
     _exit(127);
   }
   close(down[0]);
@@ -179,11 +180,11 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
 
 }  // namespace
 
-int RunTarget(int device, const std::string& name) {
+int RunTarget(int device, const std::string& name, const std::string& transport) {
   cudaSetDevice(device);
   AgentOptions o;
   o.name = name;
-  o.transports = {"cuda"};
+  o.transports = {transport};
   auto agent = Agent::Create(o);
   if (!agent.ok()) return 2;
   std::string line;
@@ -198,7 +199,8 @@ int RunTarget(int device, const std::string& name) {
 
 int MaybeRunTarget(int argc, char** argv) {
   if (argc >= 3 && std::strcmp(argv[1], "--kvlane-cuda-target") == 0)
-    return RunTarget(std::atoi(argv[2]), argc >= 4 ? argv[3] : "target");
+    return RunTarget(std::atoi(argv[2]), argc >= 4 ? argv[3] : "target",
+                     argc >= 5 ? argv[4] : "cuda");
   return -1;
 }
 

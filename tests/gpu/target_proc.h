@@ -12,9 +12,10 @@ namespace kvlane::test {
 
 class TargetProc {
  public:
-  // Spawns this executable with `--kvlane-cuda-target <device> <name>`; the
-  // child's agent is called `name`.
-  static TargetProc Spawn(int device, const std::string& name = "target");
+  // Spawns this executable with `--kvlane-cuda-target <device> <name>
+  // <transport>`; the child's agent is called `name` and uses only `transport`.
+  static TargetProc Spawn(int device, const std::string& name = "target",
+                          const std::string& transport = "cuda");
   TargetProc() = default;
   TargetProc(TargetProc&& o) noexcept;
   TargetProc& operator=(TargetProc&& o) noexcept;
@@ -31,7 +32,7 @@ class TargetProc {
 };
 
 // The child's side: serves commands on stdin/stdout. Returns the exit code.
-int RunTarget(int device, const std::string& name);
+int RunTarget(int device, const std::string& name, const std::string& transport);
 // Handles `--kvlane-cuda-target` in main(); returns -1 when not a target.
 int MaybeRunTarget(int argc, char** argv);
 

@@ -5,6 +5,7 @@
 #include "core/sys.h"
 #include "core/tsan.h"
 #include "transport/stream/frame_check.h"
+#include "transport/stream/staged_io.h"
 
 namespace kvlane::core {
 
@@ -35,13 +36,71 @@ Status FrameExecutor::ReadSegs(const FrameHeader& h) {
 Status FrameExecutor::Validate() {
   local_.clear();
   remote_.clear();
-  for (const WireSeg& s : segs_) {
+  device_ = false;
+  for (size_t i = 0; i < segs_.size(); ++i) {
+    const WireSeg& s = segs_[i];
     uint8_t* p = nullptr;
-    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(s.key, s.addr, s.len, &p));
+    MemoryKind kind = MemoryKind::kHost;
+    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(s.key, s.addr, s.len, &p, &kind));
+    const bool device = kind == MemoryKind::kCuda;
+    if (i == 0) device_ = device;
+    if (device != device_) return Status::InvalidArgument("a frame mixes host and device memory");
     local_.push_back({p, s.len});
     remote_.push_back({reinterpret_cast<void*>(s.peer_addr), s.len});
   }
+  if (device_ && mode_ == PayloadMode::kCma)
+    return Status::NotSupported("shm cannot reach device memory (use cuda or tcp)");
   return Status::Ok();
+}
+
+Result<DeviceCopier*> FrameExecutor::Copier() {
+  if (copier_ == nullptr) {
+    DeviceStaging* staging = ProcessDeviceStaging();
+    if (staging == nullptr)
+      return Status::NotSupported("tcp: the target cannot stage device memory (no GPU)");
+    KVLANE_ASSIGN_OR_RETURN(copier_, staging->MakeCopier());
+  }
+  return copier_.get();
+}
+
+// The payload lands in host halves and is copied on to the device; the reply
+// goes once every copy finished (the data is visible on the device).
+Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
+  Result<DeviceCopier*> c = Copier();
+  if (!c.ok()) {
+    lock.unlock();
+    KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
+    return Reply(h.ticket, c.status());
+  }
+  Status copy;
+  Status s;
+  {
+    ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
+    s = RecvStaged(**c, fd_, local_, &copy);
+  }
+  lock.unlock();
+  KVLANE_RETURN_IF_ERROR(s);  // stream broken
+  return Reply(h.ticket, copy);
+}
+
+// The first window is staged before the reply header goes: a device error
+// there is an error reply. One later ends the connection (bytes were promised).
+Status FrameExecutor::ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
+  Result<DeviceCopier*> c = Copier();
+  if (!c.ok()) {
+    lock.unlock();
+    return Reply(h.ticket, c.status());
+  }
+  ScopedRemoteCopy remote;
+  StagedSender sender(**c, local_);
+  Status primed = sender.Prime();
+  if (!primed.ok()) {
+    lock.unlock();
+    return Reply(h.ticket, primed);
+  }
+  ReplyHeader r{h.ticket, 0, 0, h.bytes};
+  const iovec head{&r, sizeof(r)};
+  return sender.Send(fd_, &head, 1);
 }
 
 Status FrameExecutor::CmaCopy(bool into_target) {
@@ -70,6 +129,7 @@ Status FrameExecutor::Write(const FrameHeader& h) {
     if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
     return Reply(h.ticket, v);
   }
+  if (device_) return WriteStaged(h, std::move(lock));
   Status s;
   {
     ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
@@ -89,6 +149,7 @@ Status FrameExecutor::Read(const FrameHeader& h) {
     lock.unlock();
     return Reply(h.ticket, v);
   }
+  if (device_) return ReadStaged(h, std::move(lock));
   ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
   if (mode_ == PayloadMode::kCma) {
     Status s = CmaCopy(/*into_target=*/false);

@@ -5,9 +5,12 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <memory>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
+#include "core/device_copier.h"
 #include "transport/stream/server.h"
 #include "transport/stream/wire.h"
 
@@ -27,7 +30,12 @@ class FrameExecutor {
 
  private:
   Status ReadSegs(const FrameHeader& h);
-  Status Validate();  // REQUIRES: registry lock held; fills local_
+  // REQUIRES: registry lock held. Fills local_ and device_ (the frame's
+  // memory is device memory: tcp stages it, shm cannot reach it).
+  Status Validate();
+  Result<DeviceCopier*> Copier();  // made at its first use
+  Status WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
+  Status ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
   Status Write(const FrameHeader& h);
   Status Read(const FrameHeader& h);
   Status Notify(const FrameHeader& h);
@@ -42,6 +50,8 @@ class FrameExecutor {
   std::vector<WireSeg> segs_;
   std::vector<iovec> local_;   // target memory
   std::vector<iovec> remote_;  // initiator memory (CMA)
+  bool device_ = false;
+  std::unique_ptr<DeviceCopier> copier_;
 };
 
 }  // namespace kvlane::core

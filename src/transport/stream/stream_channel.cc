@@ -2,11 +2,29 @@
 
 #include <sys/socket.h>
 
+#include <optional>
+#include <span>
+
 #include "core/peer_code.h"
 #include "core/request.h"
 #include "transport/notif_queue.h"
+#include "transport/stream/staged_io.h"
 
 namespace kvlane::core {
+namespace {
+
+// The copier in `slot`, made at its first use.
+Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot) {
+  if (slot == nullptr) {
+    DeviceStaging* staging = ProcessDeviceStaging();
+    if (staging == nullptr)
+      return Status::NotSupported("tcp: this process cannot stage device memory (no GPU)");
+    KVLANE_ASSIGN_OR_RETURN(slot, staging->MakeCopier());
+  }
+  return slot.get();
+}
+
+}  // namespace
 
 StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name)
     : Channel(ctx.options.lanes_per_peer, ctx.options.lane_ring_slots, ctx.completer),
@@ -66,6 +84,8 @@ Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
   v[0] = {&h, sizeof(h)};
   v[1] = {l.segs.data(), n * sizeof(WireSeg)};
   int count = 2;
+  if (!cma && r.op == Op::kWrite && r.local_kind == MemoryKind::kCuda)
+    return SendStaged(l, *w.req, c, h, v);
   if (!cma && r.op == Op::kWrite) {
     for (uint32_t k = 0; k < n; ++k) {
       const Segment& s = r.segs[c.seg_begin + k];
@@ -73,6 +93,27 @@ Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
     }
   }
   return SendIov(l.fd.get(), v, count);
+}
+
+Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h,
+                                 iovec* v) {
+  const uint32_t n = c.seg_end - c.seg_begin;
+  for (uint32_t k = 0; k < n; ++k) {
+    const Segment& s = r.segs[c.seg_begin + k];
+    v[2 + k] = {reinterpret_cast<void*>(s.local_addr), s.len};
+  }
+  Result<DeviceCopier*> copier = CopierIn(l.send_copier);
+  std::optional<StagedSender> sender;
+  Status primed = copier.status();
+  if (copier.ok()) primed = sender.emplace(**copier, std::span(v + 2, n)).Prime();
+  if (!primed.ok()) {
+    r.SetError(primed);  // nothing of this chunk went out: the post fails, the lane goes on
+    FrameHeader nop{};
+    nop.type = static_cast<uint8_t>(FrameType::kNop);
+    nop.ticket = h.ticket;
+    return SendAll(l.fd.get(), &nop, sizeof(nop));
+  }
+  return sender->Send(l.fd.get(), v, 2);
 }
 
 void StreamChannel::Send(int i) {
@@ -134,11 +175,24 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
       const Segment& sg = req.segs[c.seg_begin + k];
       l.recv_iov[k] = {reinterpret_cast<void*>(sg.local_addr), sg.len};
     }
-    KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
+    if (req.local_kind == MemoryKind::kCuda) {
+      KVLANE_RETURN_IF_ERROR(ReceiveStaged(l, n, r.bytes, &s));
+    } else {
+      KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
+    }
   }
   ++l.replied;
   RetireHead(i, s);
   return Status::Ok();
+}
+
+Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy) {
+  Result<DeviceCopier*> copier = CopierIn(l.recv_copier);
+  if (!copier.ok()) {
+    *copy = copier.status();
+    return Discard(l.fd.get(), bytes);  // keeps the stream framed
+  }
+  return RecvStaged(**copier, l.fd.get(), std::span(l.recv_iov.data(), n), copy);
 }
 
 void StreamChannel::Receive(int i) {

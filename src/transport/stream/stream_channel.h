@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/device_copier.h"
 #include "transport/stream/server.h"
 #include "transport/stream/socket.h"
 #include "transport/stream/wire.h"
@@ -40,12 +41,22 @@ class StreamChannel final : public Channel {
     std::vector<iovec> recv_iov;  // receiver scratch
     uint64_t sent = 0;            // tickets sent (sender)
     uint64_t replied = 0;         // tickets retired (receiver)
+    // Staging of local device memory (tcp), made at its first use.
+    std::unique_ptr<DeviceCopier> send_copier;  // sender's (WRITE payload)
+    std::unique_ptr<DeviceCopier> recv_copier;  // receiver's (READ payload)
   };
   StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name);
   void Send(int i);
   void Receive(int i);
   Status SendItem(Lane& l, const WorkItem& w);
+  // A WRITE from local device memory: staged, then sent. An error before any
+  // byte went out fails the request only (a nop keeps the reply order).
+  // v[0..1]: the frame's header and segment table.
+  Status SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h, iovec* v);
   Status ReceiveOne(Lane& l, int i);
+  // A READ reply's payload into local device memory: *copy gets a staging error.
+  // l.recv_iov[0..n) holds the device ranges.
+  Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy);
   void Fail(int i, const Status& s);
 
   const PayloadMode mode_;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/device_copier.h"
 #include "core/host_info.h"
 #include "transport/stream/handshake.h"
 #include "transport/stream/server.h"
@@ -44,6 +45,18 @@ class StreamTransport final : public Transport {
       self->tcp_host = host_;
       self->tcp_port = port_;
     }
+  }
+
+  // tcp moves device memory through pinned host buffers on either side: the
+  // local side needs a GPU here; a target without one refuses each frame
+  // (kNotSupported). shm moves host memory only.
+  bool CanMove(MemoryKind local, MemoryKind remote) const override {
+    if (local == MemoryKind::kHost && remote == MemoryKind::kHost) return true;
+    if (mode_ == PayloadMode::kCma) return false;
+    return local == MemoryKind::kHost || ProcessDeviceStaging() != nullptr;
+  }
+  bool Stages(MemoryKind local, MemoryKind remote) const override {
+    return local == MemoryKind::kCuda || remote == MemoryKind::kCuda;
   }
 
   bool CanReach(const AgentMeta& peer) const override {

@@ -1,0 +1,50 @@
+// DeviceCopier: moves bytes between device memory and host staging buffers for
+// a transport that cannot reach device memory itself (tcp stages it, see
+// transport/stream/staged_io.h). The cuda build makes them
+// (transport/cuda/cuda_copier.h); tests install a fake (SetDeviceStagingForTest).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kvlane/status.h"
+
+namespace kvlane::core {
+
+// One thread's staging: two host buffers ("halves", capacity() bytes each,
+// memory the device copies reach at full speed) and an ordered queue of copies
+// per half, so that one half fills or drains while the other is on the wire.
+// Not thread-safe: one per thread; owns its buffers.
+class DeviceCopier {
+ public:
+  static constexpr int kHalves = 2;
+  virtual ~DeviceCopier() = default;
+
+  virtual size_t capacity() const = 0;
+  virtual uint8_t* half(int h) = 0;
+  // Queues a copy of `len` bytes of device memory at `src` into half `h` at
+  // offset `at`. REQUIRES: at + len <= capacity().
+  virtual Status ToHost(int h, size_t at, const void* src, size_t len) = 0;
+  // Queues a copy of `len` bytes of half `h` at offset `at` into device memory at `dst`.
+  virtual Status ToDevice(int h, size_t at, void* dst, size_t len) = 0;
+  // Waits until every copy queued on half `h` finished; their first error.
+  virtual Status Wait(int h) = 0;
+};
+
+// Makes copiers. Thread-safe.
+class DeviceStaging {
+ public:
+  virtual ~DeviceStaging() = default;
+  virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier() = 0;
+};
+
+// This process's staging: the cuda build's when a GPU is visible, else
+// nullptr (device memory cannot be staged). Probed once; never freed.
+DeviceStaging* ProcessDeviceStaging();
+
+// Tests: replaces what ProcessDeviceStaging() returns (nullptr: none) for
+// agents created from now on. `s` must outlive them.
+void SetDeviceStagingForTest(DeviceStaging* s);
+
+}  // namespace kvlane::core

@@ -1,0 +1,36 @@
+#include <atomic>
+#include <mutex>
+
+#include "core/device_copier.h"
+#ifdef KVLANE_HAVE_CUDA
+#include "transport/cuda/cuda_copier.h"
+#endif
+
+namespace kvlane::core {
+namespace {
+
+std::atomic<DeviceStaging*> test_staging{nullptr};
+std::atomic<bool> test_set{false};
+
+DeviceStaging* Probe() {
+#ifdef KVLANE_HAVE_CUDA
+  return MakeCudaStaging().release();  // nullptr without a GPU; kept for the process's life
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace
+
+DeviceStaging* ProcessDeviceStaging() {
+  if (test_set.load(std::memory_order_acquire)) return test_staging.load(std::memory_order_acquire);
+  static DeviceStaging* const probed = Probe();
+  return probed;
+}
+
+void SetDeviceStagingForTest(DeviceStaging* s) {
+  test_staging.store(s, std::memory_order_release);
+  test_set.store(true, std::memory_order_release);
+}
+
+}  // namespace kvlane::core

@@ -1,0 +1,19 @@
+// The cuda build's device staging (core/device_copier.h): tcp moves device
+// memory through a copier's two pinned host halves, copied with cudaMemcpyAsync
+// on a stream per half and device.
+#pragma once
+
+#include <memory>
+
+#include "core/device_copier.h"
+
+namespace kvlane::core {
+
+// Bytes of each half of a copier: with two halves, 2 MiB pinned per staging
+// thread (a tcp lane's sender and receiver, a target connection).
+inline constexpr size_t kStagingHalfBytes = 1u << 20;
+
+// nullptr when no GPU is visible (or no driver).
+std::unique_ptr<DeviceStaging> MakeCudaStaging();
+
+}  // namespace kvlane::core

@@ -1,0 +1,54 @@
+// The payload of a tcp frame in device memory: moved through a DeviceCopier's
+// two host halves, one half on the wire while the other is being copied.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <span>
+
+#include "core/device_copier.h"
+
+namespace kvlane::core {
+
+// Walks byte ranges in order, a window at a time.
+class RangeCursor {
+ public:
+  explicit RangeCursor(std::span<const iovec> ranges) : ranges_(ranges) {}
+  bool done() const { return i_ == ranges_.size(); }
+  // Queues the next (at most) `cap` bytes as copies between half `h` and the
+  // ranges (`to_host`: ranges -> half) and advances past them; sets *took.
+  Status Queue(DeviceCopier& c, int h, bool to_host, size_t cap, size_t* took);
+
+ private:
+  std::span<const iovec> ranges_;
+  size_t i_ = 0;    // current range
+  size_t off_ = 0;  // bytes of it already taken
+};
+
+// Sends device ranges: Prime(), then Send().
+class StagedSender {
+ public:
+  StagedSender(DeviceCopier& c, std::span<const iovec> ranges) : c_(c), at_(ranges) {}
+  // Copies the first window into half 0 and waits for it: an error here leaves
+  // the stream untouched (nothing was sent).
+  Status Prime();
+  // Sends head[0..n) (n <= 2) and the first window in one sendmsg, then every
+  // later window, each copied while the one before it is on the wire. Any
+  // error leaves the stream broken: the head promised the bytes.
+  // REQUIRES: Prime() returned ok.
+  Status Send(int fd, const iovec* head, int n);
+
+ private:
+  DeviceCopier& c_;
+  RangeCursor at_;
+  size_t first_ = 0;
+};
+
+// Receives exactly the bytes of `ranges` from `fd` into device memory. The
+// socket is read to the end even after a copy fails, so the stream stays
+// framed: a socket error is the returned status (the stream is broken), the
+// first copy error goes to *copy_error. Every copy has finished on return.
+Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error);
+
+}  // namespace kvlane::core

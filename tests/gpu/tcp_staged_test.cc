@@ -1,0 +1,118 @@
+// tcp with device memory on a GPU machine: both agents on the tcp transport
+// only, in two processes (one GPU shared, or one each), so every byte goes
+// device -> pinned half -> socket -> pinned half -> device
+// (transport/stream/staged_io.h, transport/cuda/cuda_copier.h).
+// tests/staged_tcp_test.cc covers the same path on CPU machines with a fake copier.
+#include <cuda_runtime_api.h>
+
+#include "cuda_transfer_fixture.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class TcpStagedTest : public CudaTransferTest {};
+
+// 513 scattered descriptors, both ops, posted three times with new bytes:
+// tcp carries them (not cuda), and every byte arrives.
+TEST_P(TcpStagedTest, ScatteredDeviceToDeviceBothWays) {
+  MakeAgent();
+  constexpr uint32_t kDescs = 513;
+  constexpr uint64_t kLen = 4104;  // not a multiple of the staging half
+  constexpr uint64_t kBytes = kDescs * kLen;
+  uint8_t* local = DevAlloc(kBytes);
+  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  Remote remote = Alloc(kBytes);
+  ASSERT_NE(remote.region, 0u);
+  Load();
+  auto used = agent_->PeerTransport("target", MemoryKind::kCuda);
+  ASSERT_TRUE(used.ok()) << used.status().ToString();
+  EXPECT_EQ(*used, "tcp");
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  for (uint32_t i = 0; i < kDescs; ++i) {
+    l.Add(local + i * kLen, kLen);
+    r.Add(remote.addr + i * kLen, kLen);  // same order: whole-buffer checks below
+  }
+  XferHandle w = Make(Op::kWrite, l, r);
+  XferHandle rd = Make(Op::kRead, l, r);
+  for (uint64_t epoch = 1; epoch <= 3; ++epoch) {
+    FillDevice(local, kBytes, 500 + epoch);
+    ASSERT_TRUE(PostWait(&w).ok());
+    ASSERT_EQ(RemoteCheck(remote.addr, kBytes, 500 + epoch), -1) << "write, epoch " << epoch;
+    ASSERT_EQ(RemoteFill(remote.addr, kBytes, 600 + epoch), "ok");
+    ASSERT_TRUE(PostWait(&rd).ok());
+    ASSERT_EQ(CheckDevice(local, kBytes, 600 + epoch), -1) << "read, epoch " << epoch;
+  }
+}
+
+// A transfer bigger than a chunk and than the staging halves, striped over the
+// lanes: every window of every lane lands in place.
+TEST_P(TcpStagedTest, LargeTransferAcrossWindowsAndLanes) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 48ull << 20;
+  uint8_t* local = DevAlloc(kBytes);
+  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  Remote remote = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(local, kBytes);
+  r.Add(remote.addr, kBytes);
+  XferHandle w = Make(Op::kWrite, l, r);
+  FillDevice(local, kBytes, 71);
+  ASSERT_TRUE(PostWait(&w).ok());
+  EXPECT_EQ(RemoteCheck(remote.addr, kBytes, 71), -1);
+}
+
+// Host memory on the initiator, device memory on the target: only the target
+// stages. And a notification arrives only once the data is on the device.
+TEST_P(TcpStagedTest, HostToDeviceWithNotification) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 3ull << 20;
+  std::vector<uint8_t> host(kBytes);
+  ASSERT_TRUE(agent_->RegisterMemory(host.data(), kBytes, MemoryKind::kHost).ok());
+  Remote remote = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kHost, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(host.data(), kBytes);
+  r.Add(remote.addr, kBytes);
+  XferHandle w = Make(Op::kWrite, l, r, "landed");
+  for (int e = 1; e <= 3; ++e) {
+    Fill(host, 800 + e);
+    ASSERT_FALSE(agent_->Post(&w).is_error());
+    EXPECT_EQ(target_.Call("notifcheck " + std::to_string(remote.addr) + " " +
+                           std::to_string(kBytes) + " " + std::to_string(800 + e)),
+              "landed -1");
+    ASSERT_TRUE(agent_->Wait(w, 20s).ok());
+  }
+  agent_.reset();  // before `host` goes
+}
+
+// Memory the target deregistered is stale over tcp too; nothing lands there.
+TEST_P(TcpStagedTest, DeregisteredDeviceRegionIsStale) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 1 << 20;
+  uint8_t* local = DevAlloc(kBytes);
+  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  Remote remote = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(local, kBytes);
+  r.Add(remote.addr, kBytes);
+  XferHandle w = Make(Op::kWrite, l, r);
+  ASSERT_EQ(
+      target_.Call("memset " + std::to_string(remote.addr) + " " + std::to_string(kBytes) + " 0"),
+      "ok");
+  ASSERT_EQ(target_.Call("dereg " + std::to_string(remote.region)), "0");
+  FillDevice(local, kBytes, 91);
+  EXPECT_EQ(PostWait(&w).code(), Code::kRemoteStale);
+  EXPECT_EQ(target_.Call("checkbyte " + std::to_string(remote.addr) + " " + std::to_string(kBytes) +
+                         " 0"),
+            "-1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, TcpStagedTest, ::testing::Values("tcp_one_gpu", "tcp_two_gpus"));
+
+}  // namespace
+}  // namespace kvlane::test

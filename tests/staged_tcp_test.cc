@@ -1,0 +1,283 @@
+// tcp with device memory, staged through a copier's host halves
+// (transport/stream/staged_io.h). On CPU machines a fake copier stands in for
+// the GPU: "device" memory is host memory registered as kCuda, and the fake
+// copies it with memcpy, counting every copy (so a test sees the staged path
+// ran), and fails on demand. tests/gpu/tcp_staged_gpu_test.cc runs the same
+// path on a GPU.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "core/device_copier.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using core::DeviceCopier;
+
+// Small halves: a 64 KiB transfer crosses many windows.
+constexpr size_t kFakeHalf = 4096;
+
+struct FakeCounters {
+  std::atomic<uint64_t> to_host{0}, to_device{0}, copiers{0};
+  std::atomic<int> fail_copies_after{
+      -1};  // copies allowed before every later one fails (-1: never)
+  std::atomic<bool> fail_make{false};
+};
+
+class FakeCopier final : public DeviceCopier {
+ public:
+  explicit FakeCopier(FakeCounters& c) : c_(c), buf_(2 * kFakeHalf) {}
+  size_t capacity() const override { return kFakeHalf; }
+  uint8_t* half(int h) override { return buf_.data() + h * kFakeHalf; }
+  Status ToHost(int h, size_t at, const void* src, size_t len) override {
+    EXPECT_LE(at + len, kFakeHalf);
+    KVLANE_RETURN_IF_ERROR(Budget());
+    std::memcpy(half(h) + at, src, len);
+    c_.to_host += len;
+    return Status::Ok();
+  }
+  Status ToDevice(int h, size_t at, void* dst, size_t len) override {
+    EXPECT_LE(at + len, kFakeHalf);
+    KVLANE_RETURN_IF_ERROR(Budget());
+    std::memcpy(dst, half(h) + at, len);
+    c_.to_device += len;
+    return Status::Ok();
+  }
+  Status Wait(int) override { return Status::Ok(); }
+
+ private:
+  Status Budget() {
+    int left = c_.fail_copies_after.load();
+    while (left >= 0) {
+      if (left == 0) return Status::Backend("fake device copy failed");
+      if (c_.fail_copies_after.compare_exchange_weak(left, left - 1)) break;
+    }
+    return Status::Ok();
+  }
+  FakeCounters& c_;
+  std::vector<uint8_t> buf_;
+};
+
+class FakeStaging final : public core::DeviceStaging {
+ public:
+  Result<std::unique_ptr<DeviceCopier>> MakeCopier() override {
+    if (counters.fail_make) return Status::Backend("fake: cannot allocate staging");
+    ++counters.copiers;
+    return std::unique_ptr<DeviceCopier>(new FakeCopier(counters));
+  }
+  FakeCounters counters;
+};
+
+class StagedTcp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    core::SetDeviceStagingForTest(&staging_);
+    pair_ = MakePair("tcp");
+    ASSERT_TRUE(pair_.a && pair_.b);
+  }
+  void TearDown() override {
+    pair_ = Pair{};
+    core::SetDeviceStagingForTest(nullptr);
+  }
+  // Registers `n` bytes of `agent` as `kind`; returns them.
+  uint8_t* Region(Agent& agent, size_t n, MemoryKind kind, uint8_t fill) {
+    auto& b = bufs_.Make(n, fill);
+    EXPECT_TRUE(agent.RegisterMemory(b.data(), n, kind).ok());
+    return b.data();
+  }
+  // One transfer of `descs` descriptors of `len` bytes, local descriptor i at
+  // i * len, remote descriptor i at (descs - 1 - i) * len.
+  Result<XferHandle> Scattered(Op op, uint8_t* local, MemoryKind lk, uint8_t* remote, MemoryKind rk,
+                               uint32_t descs, uint64_t len) {
+    DescList l, r;
+    l.kind = lk;
+    r.kind = rk;
+    for (uint32_t i = 0; i < descs; ++i) {
+      l.Add(local + i * len, len);
+      r.Add(remote + (descs - 1 - i) * len, len);
+    }
+    KVLANE_ASSIGN_OR_RETURN(PreparedId lp, a().PrepareLocal(l));
+    KVLANE_ASSIGN_OR_RETURN(PreparedId rp, a().PrepareRemote("b", r));
+    return a().MakeTransfer(op, lp, {}, rp, {});
+  }
+  // Checks that descriptor i of `dst` holds descriptor (descs - 1 - i) of the pattern `seed`.
+  static void ExpectMirrored(const uint8_t* dst, uint32_t descs, uint64_t len, uint64_t seed) {
+    for (uint32_t i = 0; i < descs; ++i)
+      ASSERT_EQ(FirstMismatch(dst + i * len, len, seed, (descs - 1 - i) * len), -1) << "desc " << i;
+  }
+  Agent& a() { return *pair_.a; }
+  Agent& b() { return *pair_.b; }
+
+  FakeStaging staging_;
+  Buffers bufs_;  // before pair_: outlives the agents
+  Pair pair_;
+};
+
+// Every combination of host and device memory on the two sides, both ops:
+// the bytes arrive, and the fake saw exactly the device side's bytes.
+TEST_F(StagedTcp, MovesEveryKindPairBothWays) {
+  constexpr uint32_t kDescs = 513;
+  constexpr uint64_t kLen = 520;  // not a multiple of the half: windows split descriptors
+  constexpr uint64_t kBytes = kDescs * kLen;
+  const MemoryKind kinds[] = {MemoryKind::kHost, MemoryKind::kCuda};
+  uint64_t seed = 1;
+  for (MemoryKind lk : kinds) {
+    for (MemoryKind rk : kinds) {
+      for (Op op : {Op::kWrite, Op::kRead}) {
+        SCOPED_TRACE(std::string(MemoryKindName(lk)) + " <-> " + MemoryKindName(rk) +
+                     (op == Op::kWrite ? " write" : " read"));
+        uint8_t* local = Region(a(), kBytes, lk, 0);
+        uint8_t* remote = Region(b(), kBytes, rk, 0);
+        Connect(a(), b());
+        uint8_t* src = op == Op::kWrite ? local : remote;
+        Fill(src, kBytes, ++seed);
+        const uint64_t host0 = staging_.counters.to_host, dev0 = staging_.counters.to_device;
+        auto h = Scattered(op, local, lk, remote, rk, kDescs, kLen);
+        ASSERT_TRUE(h.ok()) << h.status().ToString();
+        ASSERT_TRUE(PostAndWait(a(), &*h).ok());
+        if (op == Op::kWrite) {
+          ExpectMirrored(remote, kDescs, kLen, seed);
+        } else {
+          // Descriptor i of local came from remote descriptor descs-1-i.
+          for (uint32_t i = 0; i < kDescs; ++i)
+            ASSERT_EQ(FirstMismatch(local + i * kLen, kLen, seed, (kDescs - 1 - i) * kLen), -1);
+        }
+        const bool src_dev = (op == Op::kWrite ? lk : rk) == MemoryKind::kCuda;
+        const bool dst_dev = (op == Op::kWrite ? rk : lk) == MemoryKind::kCuda;
+        EXPECT_EQ(staging_.counters.to_host - host0, src_dev ? kBytes : 0);
+        EXPECT_EQ(staging_.counters.to_device - dev0, dst_dev ? kBytes : 0);
+        ASSERT_TRUE(a().Release(&*h).ok());
+      }
+    }
+  }
+}
+
+// A post of a prepared handle again and again, with new bytes each time.
+TEST_F(StagedTcp, RepostedHandleCarriesNewPayload) {
+  constexpr uint64_t kBytes = 3 << 20;  // more than one chunk: striped over the lanes
+  uint8_t* local = Region(a(), kBytes, MemoryKind::kCuda, 0);
+  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
+  Connect(a(), b());
+  auto h = Scattered(Op::kWrite, local, MemoryKind::kCuda, remote, MemoryKind::kCuda, 1, kBytes);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  for (uint64_t epoch = 1; epoch <= 4; ++epoch) {
+    Fill(local, kBytes, 100 + epoch);
+    ASSERT_TRUE(PostAndWait(a(), &*h).ok());
+    ASSERT_EQ(FirstMismatch(remote, kBytes, 100 + epoch), -1) << "epoch " << epoch;
+  }
+}
+
+// A copy that fails on the initiator before anything was sent fails that post
+// only: the lane goes on, and the next post of the handle succeeds.
+TEST_F(StagedTcp, InitiatorCopyErrorFailsThePostOnly) {
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* local = Region(a(), kBytes, MemoryKind::kCuda, 0);
+  uint8_t* remote = Region(b(), kBytes, MemoryKind::kHost, 0);
+  Connect(a(), b());
+  Fill(local, kBytes, 7);
+  auto d = Scattered(Op::kWrite, local, MemoryKind::kCuda, remote, MemoryKind::kHost, 1, kBytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  staging_.counters.fail_copies_after = 0;
+  Status s = PostAndWait(a(), &*d);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_NE(s.message().find("fake device copy failed"), std::string::npos) << s.ToString();
+  staging_.counters.fail_copies_after = -1;
+  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
+  EXPECT_EQ(FirstMismatch(remote, kBytes, 7), -1);
+}
+
+// A copy that fails on the target (WRITE into its device memory) comes back
+// as the post's error; the stream stays framed and the next post succeeds.
+TEST_F(StagedTcp, TargetCopyErrorIsReportedAndTheLaneGoesOn) {
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
+  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
+  Connect(a(), b());
+  Fill(local, kBytes, 9);
+  auto d = Scattered(Op::kWrite, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  staging_.counters.fail_copies_after = 3;  // fails in the middle of the payload
+  Status s = PostAndWait(a(), &*d);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  staging_.counters.fail_copies_after = -1;
+  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
+  EXPECT_EQ(FirstMismatch(remote, kBytes, 9), -1);
+}
+
+// A READ from the target's device memory whose first window fails to copy
+// gets an error reply (nothing of the payload was promised yet).
+TEST_F(StagedTcp, TargetReadCopyErrorIsAnErrorReply) {
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
+  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
+  Connect(a(), b());
+  Fill(remote, kBytes, 11);
+  auto d = Scattered(Op::kRead, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  staging_.counters.fail_copies_after = 0;
+  EXPECT_EQ(PostAndWait(a(), &*d).code(), Code::kBackend);
+  staging_.counters.fail_copies_after = -1;
+  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
+  EXPECT_EQ(FirstMismatch(local, kBytes, 11), -1);
+}
+
+// A target that cannot stage (no GPU there) refuses the frame with its reason.
+TEST_F(StagedTcp, TargetWithoutStagingRefusesDeviceFrames) {
+  constexpr uint64_t kBytes = 8 << 10;
+  uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
+  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
+  Connect(a(), b());
+  auto d = Scattered(Op::kWrite, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  staging_.counters.fail_make = true;  // the target's copier is made at its first device frame
+  EXPECT_EQ(PostAndWait(a(), &*d).code(), Code::kBackend);
+  staging_.counters.fail_make = false;
+  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
+}
+
+// Without staging in this process, device memory cannot go over tcp: a clear
+// error at registration (tcp is the only transport) instead of a wrong copy.
+TEST(StagedTcpOff, DeviceMemoryNeedsStaging) {
+  core::SetDeviceStagingForTest(nullptr);
+  auto agent = Agent::Create(OptionsFor("solo", "tcp"));
+  ASSERT_TRUE(agent.ok());
+  std::vector<uint8_t> buf(4096);
+  auto r = (*agent)->RegisterMemory(buf.data(), buf.size(), MemoryKind::kCuda);
+  EXPECT_EQ(r.status().code(), Code::kNotSupported);
+}
+
+// shm cannot reach device memory: a transfer of it finds no transport (and
+// with tcp enabled too, goes over tcp).
+TEST(StagedTcpOff, ShmDoesNotMoveDeviceMemory) {
+  FakeStaging staging;
+  core::SetDeviceStagingForTest(&staging);
+  Buffers bufs;  // outlives the agents
+  for (bool with_tcp : {false, true}) {
+    SCOPED_TRACE(with_tcp ? "shm, tcp" : "shm");
+    auto make = [&](const char* name) {
+      AgentOptions o = OptionsFor(name, "shm");
+      o.transports.push_back("cuda");  // lets kCuda be registered without tcp
+      if (with_tcp) o.transports.push_back("tcp");
+      return Agent::Create(o);
+    };
+    auto a = make("a"), b = make("b");
+    ASSERT_TRUE(a.ok() && b.ok());
+    auto& remote = bufs.Make(4096);
+    ASSERT_TRUE((*b)->RegisterMemory(remote.data(), remote.size(), MemoryKind::kCuda).ok());
+    Connect(**a, **b);
+    auto transport = (*a)->PeerTransport("b", MemoryKind::kCuda);
+    if (with_tcp) {
+      ASSERT_TRUE(transport.ok()) << transport.status().ToString();
+      EXPECT_EQ(*transport, "tcp");
+    } else {
+      EXPECT_FALSE(transport.ok());
+    }
+  }
+  core::SetDeviceStagingForTest(nullptr);
+}
+
+}  // namespace
+}  // namespace kvlane::test
