@@ -2,7 +2,7 @@
 // (transport/stream/staged_io.h). On CPU machines a fake copier stands in for
 // the GPU: "device" memory is host memory registered as kCuda, and the fake
 // copies it with memcpy, counting every copy (so a test sees the staged path
-// ran), and fails on demand. tests/gpu/tcp_staged_gpu_test.cc runs the same
+// ran), and fails on demand. tests/gpu/tcp_staged_test.cc runs the same
 // path on a GPU.
 #include <gtest/gtest.h>
 
@@ -10,66 +10,11 @@
 #include <cstring>
 
 #include "core/device_copier.h"
+#include "fake_copier.h"
 #include "test_util.h"
 
 namespace kvlane::test {
 namespace {
-
-using core::DeviceCopier;
-
-// Small halves: a 64 KiB transfer crosses many windows.
-constexpr size_t kFakeHalf = 4096;
-
-struct FakeCounters {
-  std::atomic<uint64_t> to_host{0}, to_device{0}, copiers{0};
-  std::atomic<int> fail_copies_after{
-      -1};  // copies allowed before every later one fails (-1: never)
-  std::atomic<bool> fail_make{false};
-};
-
-class FakeCopier final : public DeviceCopier {
- public:
-  explicit FakeCopier(FakeCounters& c) : c_(c), buf_(2 * kFakeHalf) {}
-  size_t capacity() const override { return kFakeHalf; }
-  uint8_t* half(int h) override { return buf_.data() + h * kFakeHalf; }
-  Status ToHost(int h, size_t at, const void* src, size_t len) override {
-    EXPECT_LE(at + len, kFakeHalf);
-    KVLANE_RETURN_IF_ERROR(Budget());
-    std::memcpy(half(h) + at, src, len);
-    c_.to_host += len;
-    return Status::Ok();
-  }
-  Status ToDevice(int h, size_t at, void* dst, size_t len) override {
-    EXPECT_LE(at + len, kFakeHalf);
-    KVLANE_RETURN_IF_ERROR(Budget());
-    std::memcpy(dst, half(h) + at, len);
-    c_.to_device += len;
-    return Status::Ok();
-  }
-  Status Wait(int) override { return Status::Ok(); }
-
- private:
-  Status Budget() {
-    int left = c_.fail_copies_after.load();
-    while (left >= 0) {
-      if (left == 0) return Status::Backend("fake device copy failed");
-      if (c_.fail_copies_after.compare_exchange_weak(left, left - 1)) break;
-    }
-    return Status::Ok();
-  }
-  FakeCounters& c_;
-  std::vector<uint8_t> buf_;
-};
-
-class FakeStaging final : public core::DeviceStaging {
- public:
-  Result<std::unique_ptr<DeviceCopier>> MakeCopier() override {
-    if (counters.fail_make) return Status::Backend("fake: cannot allocate staging");
-    ++counters.copiers;
-    return std::unique_ptr<DeviceCopier>(new FakeCopier(counters));
-  }
-  FakeCounters counters;
-};
 
 class StagedTcp : public ::testing::Test {
  protected:
@@ -170,61 +115,70 @@ TEST_F(StagedTcp, RepostedHandleCarriesNewPayload) {
   }
 }
 
-// A copy that fails on the initiator before anything was sent fails that post
-// only: the lane goes on, and the next post of the handle succeeds.
-TEST_F(StagedTcp, InitiatorCopyErrorFailsThePostOnly) {
+// A staging copy that fails: where, on which side, and how.
+struct Fault {
+  const char* name;
+  Op op;
+  MemoryKind local, remote;
+  int copies_after;  // FakeCounters::fail_copies_after
+  int waits_after;   // FakeCounters::fail_waits_after
+  bool make;         // FakeCounters::fail_make
+};
+
+// Every fault fails that post only, with the copy's error, leaves no copy
+// running once the post is published, and the lane goes on: the next post of
+// the handle moves the bytes. One descriptor of 64 KiB is 16 windows of one
+// copy each, so copies_after 0 fails the first window, 1 the second (queued
+// before anything is sent), and 5 a window after the header went out.
+TEST_F(StagedTcp, CopyFaultsFailThePostOnly) {
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* local = Region(a(), kBytes, MemoryKind::kCuda, 0);
-  uint8_t* remote = Region(b(), kBytes, MemoryKind::kHost, 0);
-  Connect(a(), b());
-  Fill(local, kBytes, 7);
-  auto d = Scattered(Op::kWrite, local, MemoryKind::kCuda, remote, MemoryKind::kHost, 1, kBytes);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  staging_.counters.fail_copies_after = 0;
-  Status s = PostAndWait(a(), &*d);
-  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
-  EXPECT_NE(s.message().find("fake device copy failed"), std::string::npos) << s.ToString();
-  staging_.counters.fail_copies_after = -1;
-  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
-  EXPECT_EQ(FirstMismatch(remote, kBytes, 7), -1);
+  const MemoryKind kDev = MemoryKind::kCuda, kHost = MemoryKind::kHost;
+  const Fault faults[] = {
+      {"initiator write, first window", Op::kWrite, kDev, kHost, 0, -1, false},
+      {"initiator write, second window before sending", Op::kWrite, kDev, kHost, 1, -1, false},
+      {"initiator write, mid-stream queue", Op::kWrite, kDev, kHost, 5, -1, false},
+      {"initiator write, mid-stream wait", Op::kWrite, kDev, kHost, -1, 3, false},
+      {"initiator write, no copier", Op::kWrite, kDev, kHost, -1, -1, true},
+      {"target write, queue", Op::kWrite, kHost, kDev, 3, -1, false},
+      {"target write, wait", Op::kWrite, kHost, kDev, -1, 2, false},
+      {"target write, no copier", Op::kWrite, kHost, kDev, -1, -1, true},
+      {"target read, first window", Op::kRead, kHost, kDev, 0, -1, false},
+      {"target read, mid-stream queue", Op::kRead, kHost, kDev, 5, -1, false},
+      {"target read, mid-stream wait", Op::kRead, kHost, kDev, -1, 4, false},
+      {"initiator read, queue", Op::kRead, kDev, kHost, 3, -1, false},
+      {"initiator read, no copier", Op::kRead, kDev, kHost, -1, -1, true},
+  };
+  uint64_t seed = 20;
+  for (const Fault& f : faults) {
+    SCOPED_TRACE(f.name);
+    ASSERT_NO_FATAL_FAILURE(pair_ = MakePair("tcp"));  // fresh copiers: "no copier" can bite
+    uint8_t* local = Region(a(), kBytes, f.local, 0);
+    uint8_t* remote = Region(b(), kBytes, f.remote, 0);
+    Connect(a(), b());
+    uint8_t* src = f.op == Op::kWrite ? local : remote;
+    uint8_t* dst = f.op == Op::kWrite ? remote : local;
+    auto h = Scattered(f.op, local, f.local, remote, f.remote, 1, kBytes);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    Fill(src, kBytes, ++seed);
+    staging_.counters.fail_copies_after = f.copies_after;
+    staging_.counters.fail_waits_after = f.waits_after;
+    staging_.counters.fail_make = f.make;
+    Status s = PostAndWait(a(), &*h);
+    EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+    EXPECT_EQ(staging_.counters.pending.load(), 0) << "copies still queued after the post ended";
+    staging_.counters.fail_copies_after = -1;
+    staging_.counters.fail_waits_after = -1;
+    staging_.counters.fail_make = false;
+    EXPECT_TRUE(a().PeerError("b").ok())
+        << "the channel latched: " << a().PeerError("b").ToString();
+    Fill(src, kBytes, ++seed);
+    ASSERT_TRUE(PostAndWait(a(), &*h).ok());
+    EXPECT_EQ(FirstMismatch(dst, kBytes, seed), -1);
+  }
 }
 
-// A copy that fails on the target (WRITE into its device memory) comes back
-// as the post's error; the stream stays framed and the next post succeeds.
-TEST_F(StagedTcp, TargetCopyErrorIsReportedAndTheLaneGoesOn) {
-  constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
-  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
-  Connect(a(), b());
-  Fill(local, kBytes, 9);
-  auto d = Scattered(Op::kWrite, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  staging_.counters.fail_copies_after = 3;  // fails in the middle of the payload
-  Status s = PostAndWait(a(), &*d);
-  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
-  staging_.counters.fail_copies_after = -1;
-  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
-  EXPECT_EQ(FirstMismatch(remote, kBytes, 9), -1);
-}
-
-// A READ from the target's device memory whose first window fails to copy
-// gets an error reply (nothing of the payload was promised yet).
-TEST_F(StagedTcp, TargetReadCopyErrorIsAnErrorReply) {
-  constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
-  uint8_t* remote = Region(b(), kBytes, MemoryKind::kCuda, 0);
-  Connect(a(), b());
-  Fill(remote, kBytes, 11);
-  auto d = Scattered(Op::kRead, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
-  ASSERT_TRUE(d.ok()) << d.status().ToString();
-  staging_.counters.fail_copies_after = 0;
-  EXPECT_EQ(PostAndWait(a(), &*d).code(), Code::kBackend);
-  staging_.counters.fail_copies_after = -1;
-  ASSERT_TRUE(PostAndWait(a(), &*d).ok());
-  EXPECT_EQ(FirstMismatch(local, kBytes, 11), -1);
-}
-
-// A target that cannot stage (no GPU there) refuses the frame with its reason.
+// A target without staging (no GPU there) refuses device frames with
+// kNotSupported; the lane goes on.
 TEST_F(StagedTcp, TargetWithoutStagingRefusesDeviceFrames) {
   constexpr uint64_t kBytes = 8 << 10;
   uint8_t* local = Region(a(), kBytes, MemoryKind::kHost, 0);
@@ -232,10 +186,13 @@ TEST_F(StagedTcp, TargetWithoutStagingRefusesDeviceFrames) {
   Connect(a(), b());
   auto d = Scattered(Op::kWrite, local, MemoryKind::kHost, remote, MemoryKind::kCuda, 1, kBytes);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
-  staging_.counters.fail_make = true;  // the target's copier is made at its first device frame
-  EXPECT_EQ(PostAndWait(a(), &*d).code(), Code::kBackend);
-  staging_.counters.fail_make = false;
+  core::SetDeviceStagingForTest(nullptr);  // the host-to-device post needs none on this side
+  Status s = PostAndWait(a(), &*d);
+  EXPECT_EQ(s.code(), Code::kNotSupported) << s.ToString();
+  core::SetDeviceStagingForTest(&staging_);
+  Fill(local, kBytes, 5);
   ASSERT_TRUE(PostAndWait(a(), &*d).ok());
+  EXPECT_EQ(FirstMismatch(remote, kBytes, 5), -1);
 }
 
 // Without staging in this process, device memory cannot go over tcp: a clear

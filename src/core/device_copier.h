@@ -36,7 +36,10 @@ class DeviceCopier {
 class DeviceStaging {
  public:
   virtual ~DeviceStaging() = default;
-  virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier() = 0;
+  // A copier for the calling thread. `first`: device memory it will move first;
+  // its device becomes the thread's current one (a staging thread then holds a
+  // context on that GPU only). May fail when too many copiers are alive.
+  virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first) = 0;
 };
 
 // This process's staging: the cuda build's when a GPU is visible, else

@@ -1,5 +1,6 @@
 #include "transport/cuda/cuda_copier.h"
 
+#include <atomic>
 #include <vector>
 
 #include "transport/cuda/cuda_check.h"
@@ -7,15 +8,26 @@
 namespace kvlane::core {
 namespace {
 
+// The device `ptr` lives on (pinned host memory: the current device), or an
+// error for memory no copy engine reaches.
+Result<int> DeviceOf(const void* ptr) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) (void)cudaGetLastError();
+  if (a.type == cudaMemoryTypeDevice || (a.type == cudaMemoryTypeManaged && a.device >= 0))
+    return a.device;
+  if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged) {
+    int d = 0;
+    return cudaGetDevice(&d) == cudaSuccess ? d : 0;
+  }
+  return Status::InvalidArgument(
+      "memory registered as kCuda is neither device nor pinned host memory");
+}
+
 // Not thread-safe (DeviceCopier): one thread queues and waits.
 class CudaCopier final : public DeviceCopier {
  public:
-  static Result<std::unique_ptr<DeviceCopier>> Make(size_t cap) {
-    void* p = nullptr;
-    // Portable: pinned for every device, whichever holds the memory staged.
-    KVLANE_CUDA(cudaHostAlloc(&p, 2 * cap, cudaHostAllocPortable));
-    return std::unique_ptr<DeviceCopier>(new CudaCopier(static_cast<uint8_t*>(p), cap));
-  }
+  CudaCopier(uint8_t* buf, size_t cap, std::atomic<int>& alive)
+      : buf_(buf), cap_(cap), alive_(alive) {}
   ~CudaCopier() override {
     for (PerDevice& d : devices_) {
       DeviceGuard on(d.device);
@@ -24,6 +36,7 @@ class CudaCopier final : public DeviceCopier {
     }
     (void)cudaFreeHost(buf_);
     (void)cudaGetLastError();
+    alive_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   size_t capacity() const override { return cap_; }
@@ -41,8 +54,10 @@ class CudaCopier final : public DeviceCopier {
       d.used[h] = false;
       DeviceGuard on(d.device);
       const cudaError_t err = cudaStreamSynchronize(d.streams[h]);
-      if (err != cudaSuccess && first.ok())
+      if (err != cudaSuccess && first.ok()) {
+        (void)cudaGetLastError();
         first = CudaStatus(err, "staging copy (cudaStreamSynchronize)", __FILE__, __LINE__);
+      }
     }
     return first;
   }
@@ -54,17 +69,23 @@ class CudaCopier final : public DeviceCopier {
     bool used[kHalves] = {};
   };
 
-  CudaCopier(uint8_t* buf, size_t cap) : buf_(buf), cap_(cap) {}
+  // The device of `ptr`: one lookup per allocation, not per range (a window
+  // holds many ranges of one allocation).
+  Result<int> Device(const void* ptr) {
+    const auto p = reinterpret_cast<unsigned long long>(ptr);
+    if (p >= last_base_ && p - last_base_ < last_len_) return last_device_;
+    KVLANE_ASSIGN_OR_RETURN(int device, DeviceOf(ptr));
+    unsigned long long base = 0;
+    size_t len = 0;
+    if (Driver().address_range != nullptr && Driver().address_range(&base, &len, p) == 0)
+      last_base_ = base, last_len_ = len, last_device_ = device;
+    return device;
+  }
 
   // The streams of the device holding `ptr`, made at its first copy there.
+  // The pointer is into devices_: good until the next call.
   Result<PerDevice*> On(const void* ptr) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) (void)cudaGetLastError();
-    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged &&
-        a.type != cudaMemoryTypeHost)
-      return Status::InvalidArgument(
-          "memory registered as kCuda is neither device nor pinned host memory");
-    const int device = a.type == cudaMemoryTypeHost || a.device < 0 ? 0 : a.device;
+    KVLANE_ASSIGN_OR_RETURN(int device, Device(ptr));
     for (PerDevice& d : devices_)
       if (d.device == device) return &d;
     PerDevice d;
@@ -75,6 +96,7 @@ class CudaCopier final : public DeviceCopier {
       if (err != cudaSuccess) {
         for (cudaStream_t made : d.streams)
           if (made != nullptr) (void)cudaStreamDestroy(made);
+        (void)cudaGetLastError();
         return CudaStatus(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
       }
     }
@@ -85,21 +107,49 @@ class CudaCopier final : public DeviceCopier {
   Status Queue(int h, void* dst, const void* src, size_t len, const void* device_side) {
     KVLANE_ASSIGN_OR_RETURN(PerDevice * d, On(device_side));
     DeviceGuard on(d->device);
-    d->used[h] = true;
-    KVLANE_CUDA(cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, d->streams[h]));
+    d->used[h] = true;  // Wait syncs the stream even when this copy was refused
+    const cudaError_t err = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, d->streams[h]);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return CudaStatus(err, "cudaMemcpyAsync (staging)", __FILE__, __LINE__);
+    }
     return Status::Ok();
   }
 
   uint8_t* const buf_;
   const size_t cap_;
-  std::vector<PerDevice> devices_;  // pointers into it live only within one call
+  std::atomic<int>& alive_;
+  std::vector<PerDevice> devices_;
+  unsigned long long last_base_ = 0, last_len_ = 0;
+  int last_device_ = 0;
 };
 
 class CudaStaging final : public DeviceStaging {
  public:
-  Result<std::unique_ptr<DeviceCopier>> MakeCopier() override {
-    return CudaCopier::Make(kStagingHalfBytes);
+  Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first) override {
+    KVLANE_ASSIGN_OR_RETURN(int device, DeviceOf(first));
+    // The staging thread's device from now on (not restored: it is ours), so
+    // that the pinned halves and the streams do not make a context on GPU 0.
+    KVLANE_CUDA(cudaSetDevice(device));
+    if (alive_.fetch_add(1, std::memory_order_relaxed) >= kMaxStagingCopiers) {
+      alive_.fetch_sub(1, std::memory_order_relaxed);
+      return Status::NotAllowed("tcp: " + std::to_string(kMaxStagingCopiers) +
+                                " staging buffers are in use (2 MiB pinned each)");
+    }
+    void* p = nullptr;
+    // Portable: pinned for every device, whichever holds the memory staged.
+    const cudaError_t err = cudaHostAlloc(&p, 2 * kStagingHalfBytes, cudaHostAllocPortable);
+    if (err != cudaSuccess) {
+      alive_.fetch_sub(1, std::memory_order_relaxed);
+      (void)cudaGetLastError();
+      return CudaStatus(err, "cudaHostAlloc (staging)", __FILE__, __LINE__);
+    }
+    return std::unique_ptr<DeviceCopier>(
+        new CudaCopier(static_cast<uint8_t*>(p), kStagingHalfBytes, alive_));
   }
+
+ private:
+  std::atomic<int> alive_{0};
 };
 
 }  // namespace

@@ -53,30 +53,32 @@ Status FrameExecutor::Validate() {
   return Status::Ok();
 }
 
-Result<DeviceCopier*> FrameExecutor::Copier() {
-  if (copier_ == nullptr) {
-    DeviceStaging* staging = ProcessDeviceStaging();
-    if (staging == nullptr)
-      return Status::NotSupported("tcp: the target cannot stage device memory (no GPU)");
-    KVLANE_ASSIGN_OR_RETURN(copier_, staging->MakeCopier());
-  }
-  return copier_.get();
+// Validate, and for a first device frame the copier, made without the
+// registry lock (it may create a CUDA context: Deregister need not wait for
+// that), then validated again.
+Status FrameExecutor::Admit(std::shared_lock<std::shared_mutex>& lock) {
+  KVLANE_RETURN_IF_ERROR(Validate());
+  if (!device_ || copier_ != nullptr) return Status::Ok();
+  lock.unlock();
+  DeviceStaging* staging = ProcessDeviceStaging();
+  Result<std::unique_ptr<DeviceCopier>> made =
+      staging != nullptr
+          ? staging->MakeCopier(local_[0].iov_base)
+          : Status::NotSupported("tcp: the target cannot stage device memory (no GPU here)");
+  lock.lock();
+  KVLANE_RETURN_IF_ERROR(made.status());
+  copier_ = std::move(made).value();
+  return Validate();
 }
 
 // The payload lands in host halves and is copied on to the device; the reply
 // goes once every copy finished (the data is visible on the device).
 Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
-  Result<DeviceCopier*> c = Copier();
-  if (!c.ok()) {
-    lock.unlock();
-    KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
-    return Reply(h.ticket, c.status());
-  }
   Status copy;
   Status s;
   {
     ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
-    s = RecvStaged(**c, fd_, local_, &copy);
+    s = RecvStaged(*copier_, fd_, local_, &copy);
   }
   lock.unlock();
   KVLANE_RETURN_IF_ERROR(s);  // stream broken
@@ -84,23 +86,23 @@ Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::sh
 }
 
 // The first window is staged before the reply header goes: a device error
-// there is an error reply. One later ends the connection (bytes were promised).
+// there is an error reply. A later one voids the payload: the rest goes as
+// filler and the trailer after it says why (kReplyStatusAfter).
 Status FrameExecutor::ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
-  Result<DeviceCopier*> c = Copier();
-  if (!c.ok()) {
-    lock.unlock();
-    return Reply(h.ticket, c.status());
-  }
-  ScopedRemoteCopy remote;
-  StagedSender sender(**c, local_);
+  ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
+  StagedSender sender(*copier_, local_);
   Status primed = sender.Prime();
   if (!primed.ok()) {
     lock.unlock();
     return Reply(h.ticket, primed);
   }
-  ReplyHeader r{h.ticket, 0, 0, h.bytes};
+  ReplyHeader r{h.ticket, 0, kReplyStatusAfter, h.bytes};
   const iovec head{&r, sizeof(r)};
-  return sender.Send(fd_, &head, 1);
+  Status copy;
+  KVLANE_RETURN_IF_ERROR(sender.Send(fd_, &head, 1, &copy));
+  lock.unlock();
+  const StatusTrailer t{static_cast<int32_t>(copy.code()), 0};
+  return SendAll(fd_, &t, sizeof(t));
 }
 
 Status FrameExecutor::CmaCopy(bool into_target) {
@@ -123,7 +125,7 @@ Status FrameExecutor::CmaCopy(bool into_target) {
 Status FrameExecutor::Write(const FrameHeader& h) {
   KVLANE_RETURN_IF_ERROR(ReadSegs(h));
   auto lock = ctx_->registry->LockShared();  // Deregister waits for this copy
-  Status v = Validate();
+  Status v = Admit(lock);
   if (!v.ok()) {
     lock.unlock();
     if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
@@ -144,7 +146,7 @@ Status FrameExecutor::Write(const FrameHeader& h) {
 Status FrameExecutor::Read(const FrameHeader& h) {
   KVLANE_RETURN_IF_ERROR(ReadSegs(h));
   auto lock = ctx_->registry->LockShared();
-  Status v = Validate();
+  Status v = Admit(lock);
   if (!v.ok()) {
     lock.unlock();
     return Reply(h.ticket, v);

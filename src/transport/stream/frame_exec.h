@@ -33,7 +33,7 @@ class FrameExecutor {
   // REQUIRES: registry lock held. Fills local_ and device_ (the frame's
   // memory is device memory: tcp stages it, shm cannot reach it).
   Status Validate();
-  Result<DeviceCopier*> Copier();  // made at its first use
+  Status Admit(std::shared_lock<std::shared_mutex>& lock);  // Validate (+ copier)
   Status WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
   Status ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
   Status Write(const FrameHeader& h);

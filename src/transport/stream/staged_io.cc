@@ -5,9 +5,19 @@
 #include "transport/stream/socket.h"
 
 namespace kvlane::core {
+namespace {
+
+uint64_t Total(std::span<const iovec> ranges) {
+  uint64_t n = 0;
+  for (const iovec& r : ranges) n += r.iov_len;
+  return n;
+}
+
+}  // namespace
 
 Status RangeCursor::Queue(DeviceCopier& c, int h, bool to_host, size_t cap, size_t* took) {
   size_t at = 0;
+  *took = 0;
   while (at < cap && i_ < ranges_.size()) {
     const iovec& r = ranges_[i_];
     const size_t n = std::min(cap - at, r.iov_len - off_);
@@ -21,33 +31,58 @@ Status RangeCursor::Queue(DeviceCopier& c, int h, bool to_host, size_t cap, size
   return Status::Ok();
 }
 
-Status StagedSender::Prime() {
-  KVLANE_RETURN_IF_ERROR(at_.Queue(c_, 0, /*to_host=*/true, c_.capacity(), &first_));
-  return c_.Wait(0);
+StagedSender::StagedSender(DeviceCopier& c, std::span<const iovec> ranges)
+    : c_(c), at_(ranges), total_(Total(ranges)) {}
+
+StagedSender::~StagedSender() { Drain(); }
+
+Status StagedSender::Fill(int h) {
+  queued_[h] = true;  // even when it fails part-way: what it queued runs
+  return at_.Queue(c_, h, /*to_host=*/true, c_.capacity(), &bytes_[h]);
 }
 
-Status StagedSender::Send(int fd, const iovec* head, int n) {
+Status StagedSender::Wait(int h) {
+  queued_[h] = false;
+  return c_.Wait(h);
+}
+
+void StagedSender::Drain() {
+  for (int h = 0; h < DeviceCopier::kHalves; ++h)
+    if (queued_[h]) (void)Wait(h);
+}
+
+Status StagedSender::Prime() {
+  Status s = Fill(0);
+  if (s.ok()) s = Wait(0);
+  if (s.ok() && !at_.done()) s = Fill(1);
+  if (!s.ok()) Drain();
+  return s;
+}
+
+Status StagedSender::Send(int fd, const iovec* head, int n, Status* copy_error) {
   iovec v[3];
   std::copy(head, head + n, v);
-  v[n] = {c_.half(0), first_};
-  size_t next = 0;
-  if (!at_.done()) KVLANE_RETURN_IF_ERROR(at_.Queue(c_, 1, true, c_.capacity(), &next));
+  v[n] = {c_.half(0), bytes_[0]};
   KVLANE_RETURN_IF_ERROR(SendIov(fd, v, n + 1));
-  for (int h = 1; next != 0; h ^= 1) {
-    // Half h holds `next` bytes once its copies finish; half h^1 is free again
-    // (its bytes are in the socket), so the window after it goes there meanwhile.
-    KVLANE_RETURN_IF_ERROR(c_.Wait(h));
-    const size_t bytes = next;
-    next = 0;
-    if (!at_.done()) KVLANE_RETURN_IF_ERROR(at_.Queue(c_, h ^ 1, true, c_.capacity(), &next));
+  uint64_t left = total_ - bytes_[0];
+  for (int h = 1; left != 0; h ^= 1) {
+    // Half h holds the next window once its copies finish; half h^1 is free
+    // (its bytes are in the socket), so the window after goes there meanwhile.
+    // After a copy error the halves' bytes are filler.
+    if (copy_error->ok()) *copy_error = Wait(h);
+    if (copy_error->ok() && !at_.done()) {
+      *copy_error = Fill(h ^ 1);
+      if (!copy_error->ok()) Drain();
+    }
+    const size_t bytes = std::min<uint64_t>(c_.capacity(), left);
     KVLANE_RETURN_IF_ERROR(SendAll(fd, c_.half(h), bytes));
+    left -= bytes;
   }
   return Status::Ok();
 }
 
 Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error) {
-  uint64_t left = 0;
-  for (const iovec& r : ranges) left += r.iov_len;
+  uint64_t left = Total(ranges);
   RangeCursor at(ranges);
   bool pending[DeviceCopier::kHalves] = {};
   auto settle = [&](int h) {

@@ -13,13 +13,13 @@
 namespace kvlane::core {
 namespace {
 
-// The copier in `slot`, made at its first use.
-Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot) {
+// The copier in `slot`, made at its first use (for device memory at `first`).
+Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot, const void* first) {
   if (slot == nullptr) {
     DeviceStaging* staging = ProcessDeviceStaging();
     if (staging == nullptr)
       return Status::NotSupported("tcp: this process cannot stage device memory (no GPU)");
-    KVLANE_ASSIGN_OR_RETURN(slot, staging->MakeCopier());
+    KVLANE_ASSIGN_OR_RETURN(slot, staging->MakeCopier(first));
   }
   return slot.get();
 }
@@ -102,10 +102,15 @@ Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const 
     const Segment& s = r.segs[c.seg_begin + k];
     v[2 + k] = {reinterpret_cast<void*>(s.local_addr), s.len};
   }
-  Result<DeviceCopier*> copier = CopierIn(l.send_copier);
+  // A chunk of a post that already failed (another chunk's staging) moves nothing.
+  Status primed = r.error.load(std::memory_order_acquire) != 0
+                      ? Status::Canceled("an earlier chunk of this post failed")
+                      : Status::Ok();
   std::optional<StagedSender> sender;
-  Status primed = copier.status();
-  if (copier.ok()) primed = sender.emplace(**copier, std::span(v + 2, n)).Prime();
+  if (primed.ok()) {
+    Result<DeviceCopier*> copier = CopierIn(l.send_copier, v[2].iov_base);
+    primed = copier.ok() ? sender.emplace(**copier, std::span(v + 2, n)).Prime() : copier.status();
+  }
   if (!primed.ok()) {
     r.SetError(primed);  // nothing of this chunk went out: the post fails, the lane goes on
     FrameHeader nop{};
@@ -113,7 +118,10 @@ Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const 
     nop.ticket = h.ticket;
     return SendAll(l.fd.get(), &nop, sizeof(nop));
   }
-  return sender->Send(l.fd.get(), v, 2);
+  Status copy;
+  KVLANE_RETURN_IF_ERROR(sender->Send(l.fd.get(), v, 2, &copy));
+  if (!copy.ok()) r.SetError(copy);  // the target got filler: the post fails, the lane goes on
+  return Status::Ok();
 }
 
 void StreamChannel::Send(int i) {
@@ -168,26 +176,46 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
     const std::optional<Code> c = PeerErrorCode(r.status);
     s = c ? Status(*c, "reported by the peer") : Status::Backend("protocol: bad status");
   }
-  if (r.bytes != 0) {  // tcp READ payload: scatter straight into local memory
+  if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
+  if (r.bytes != 0) {
     if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
-    uint32_t n = c.seg_end - c.seg_begin;
-    for (uint32_t k = 0; k < n; ++k) {
-      const Segment& sg = req.segs[c.seg_begin + k];
-      l.recv_iov[k] = {reinterpret_cast<void*>(sg.local_addr), sg.len};
-    }
-    if (req.local_kind == MemoryKind::kCuda) {
-      KVLANE_RETURN_IF_ERROR(ReceiveStaged(l, n, r.bytes, &s));
-    } else {
-      KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
-    }
+    KVLANE_RETURN_IF_ERROR(ReceivePayload(l, req, c, r, &s));
+  } else if (r.flags != 0) {
+    return Status::Backend("protocol: a status trailer without a payload");
   }
   ++l.replied;
   RetireHead(i, s);
   return Status::Ok();
 }
 
+// A tcp READ payload: scattered straight into local host memory, or staged
+// into device memory. With kReplyStatusAfter, the target's verdict on the
+// bytes follows them (a copy it failed after sending the header voids them).
+Status StreamChannel::ReceivePayload(Lane& l, const Request& req, const ChunkPlan& c,
+                                     const ReplyHeader& r, Status* s) {
+  const uint32_t n = c.seg_end - c.seg_begin;
+  for (uint32_t k = 0; k < n; ++k) {
+    const Segment& sg = req.segs[c.seg_begin + k];
+    l.recv_iov[k] = {reinterpret_cast<void*>(sg.local_addr), sg.len};
+  }
+  if (req.local_kind == MemoryKind::kCuda) {
+    KVLANE_RETURN_IF_ERROR(ReceiveStaged(l, n, r.bytes, s));
+  } else {
+    KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
+  }
+  if (!(r.flags & kReplyStatusAfter)) return Status::Ok();
+  StatusTrailer t{};
+  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &t, sizeof(t)));
+  if (t.status != 0 && s->ok()) {
+    const std::optional<Code> code = PeerErrorCode(t.status);
+    *s = code ? Status(*code, "the peer failed to copy the data it sent (device memory)")
+              : Status::Backend("protocol: bad status");
+  }
+  return Status::Ok();
+}
+
 Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy) {
-  Result<DeviceCopier*> copier = CopierIn(l.recv_copier);
+  Result<DeviceCopier*> copier = CopierIn(l.recv_copier, l.recv_iov[0].iov_base);
   if (!copier.ok()) {
     *copy = copier.status();
     return Discard(l.fd.get(), bytes);  // keeps the stream framed

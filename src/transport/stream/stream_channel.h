@@ -55,6 +55,8 @@ class StreamChannel final : public Channel {
   Status SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h, iovec* v);
   Status ReceiveOne(Lane& l, int i);
   // A READ reply's payload into local device memory: *copy gets a staging error.
+  Status ReceivePayload(Lane& l, const Request& req, const ChunkPlan& c, const ReplyHeader& r,
+                        Status* s);
   // l.recv_iov[0..n) holds the device ranges.
   Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy);
   void Fail(int i, const Status& s);

@@ -91,9 +91,20 @@ struct WireSeg {
 struct ReplyHeader {
   uint64_t ticket;
   int32_t status;  // Code
-  uint32_t reserved;
+  uint32_t flags;  // kReplyStatusAfter, or 0
   uint64_t bytes;  // payload that follows (tcp kRead success)
 };
 static_assert(sizeof(ReplyHeader) == 24);
+
+// ReplyHeader::flags: a StatusTrailer follows the payload. A target staging a
+// READ from device memory sends it: a copy that fails after the header went
+// out voids the payload (sent as filler) instead of breaking the stream.
+inline constexpr uint32_t kReplyStatusAfter = 1;
+
+struct StatusTrailer {
+  int32_t status;  // Code: 0, or why the payload before it is void
+  uint32_t reserved;
+};
+static_assert(sizeof(StatusTrailer) == 8);
 
 }  // namespace kvlane::core
