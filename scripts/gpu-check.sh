@@ -35,6 +35,7 @@ run cuda_blob_test "$BIN/cuda_blob_test"
 # Which CUDA calls wait for a running kernel (the proxy renewal's premise).
 [ -x "$BIN/cuda_sync_probe" ] && run cuda_sync_probe timeout 60 "$BIN/cuda_sync_probe"
 run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
+# kvbench_gpu_test runs "$BIN/kvbench" (copy it beside) for its tcp run on device pools.
 run kvbench_gpu_test timeout 120 "$BIN/kvbench_gpu_test"
 run cuda_bench timeout 200 "$BIN/cuda_bench" --json "$OUT/cuda_bench.json"
 # Optional: the same benchmark built with -DKVLANE_HOP_TRACE (per-hop timestamps).

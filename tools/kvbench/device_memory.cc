@@ -34,6 +34,14 @@ kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes) {
 
 void DeviceFree(void* ptr) { (void)cudaFree(ptr); }
 
+kvlane::Result<void*> PinnedAlloc(uint64_t bytes) {
+  void* p = nullptr;
+  KVLANE_RETURN_IF_ERROR(CudaStatus(cudaMallocHost(&p, bytes), "cudaMallocHost"));
+  return p;
+}
+
+void PinnedFree(void* ptr) { (void)cudaFreeHost(ptr); }
+
 // cudaMemcpy from pageable memory, and cudaMemset, may return before the device
 // memory is written; kvlane copies on its own non-blocking streams, which do not
 // wait for the legacy stream. So every writer here waits for the legacy stream
@@ -66,6 +74,8 @@ std::string DeviceName(int device) { return "cuda:" + std::to_string(device); }
 uint64_t DeviceFreeBytes(int) { return 0; }
 kvlane::Result<void*> DeviceAlloc(int, uint64_t) { return NoCuda(); }
 void DeviceFree(void*) {}
+kvlane::Result<void*> PinnedAlloc(uint64_t) { return NoCuda(); }
+void PinnedFree(void*) {}
 kvlane::Status CopyToDevice(void*, const void*, uint64_t) { return NoCuda(); }
 kvlane::Status CopyFromDevice(void*, const void*, uint64_t) { return NoCuda(); }
 kvlane::Status CopyDeviceToDevice(void*, const void*, uint64_t) { return NoCuda(); }

@@ -20,6 +20,10 @@ uint64_t DeviceFreeBytes(int device);
 
 kvlane::Result<void*> DeviceAlloc(int device, uint64_t bytes);
 void DeviceFree(void* ptr);
+// Page-locked host memory (cudaMallocHost): a cudaMemcpy to or from it is
+// synchronous with the host. Freed with PinnedFree.
+kvlane::Result<void*> PinnedAlloc(uint64_t bytes);
+void PinnedFree(void* ptr);
 kvlane::Status CopyToDevice(void* dst, const void* src, uint64_t len);
 kvlane::Status CopyFromDevice(void* dst, const void* src, uint64_t len);
 kvlane::Status CopyDeviceToDevice(void* dst, const void* src, uint64_t len);

@@ -149,6 +149,17 @@ json DocumentToJson(const CaseDocument& doc) {
           {"outcome", OutcomeToJson(doc)}};
 }
 
+std::string DocumentMemory(const json& impl) {
+  if (impl.contains("memory")) return impl.value("memory", "host");
+  if (impl.contains("pool")) return impl["pool"].value("memory", "host");
+  return impl.value("transport", "") == "cuda" ? "cuda" : "host";
+}
+
+std::string DescribeMemory(const json& impl) {
+  const bool staged = impl.value("staging", "none") == "pinned-host";
+  return DocumentMemory(impl) + (staged ? ", staged through pinned host memory" : "");
+}
+
 std::string DumpCompact(const json& j) {
   std::string out;
   DumpTo(j, 0, &out);

@@ -62,7 +62,7 @@ struct CaseDocument {
   int samples = 0;
   int trials = 0;
   std::vector<RowResult> rows;
-  nlohmann::json implementation;  // backend, transport, lanes, version, git, filter
+  nlohmann::json implementation;  // backend, transport, memory, lanes, version, git, filter
   std::vector<RankInfo> ranks;
   std::string link;                          // "loopback", "same-host", "network"
   std::vector<std::string> invalid_reasons;  // empty: the outcome is valid
@@ -71,6 +71,13 @@ struct CaseDocument {
 nlohmann::json RowToJson(const RowResult& row);
 kvlane::Result<RowResult> RowFromJson(const nlohmann::json& j);
 nlohmann::json DocumentToJson(const CaseDocument& doc);
+
+// The pool memory an implementation section records ("host" | "cuda"): its
+// "memory", else (older documents) "pool.memory", else the transport's own memory.
+std::string DocumentMemory(const nlohmann::json& implementation);
+// The memory as summaries print it: "host", "cuda", or "cuda, staged through pinned
+// host memory" when the section's "staging" says so.
+std::string DescribeMemory(const nlohmann::json& implementation);
 
 // Pretty-printed with two-space indents, except that an array holding no arrays
 // or objects stays on one line (a request_ms sample is one line, not batch lines).

@@ -16,13 +16,13 @@ namespace {
 void PrintHeader(const Session& s) {
   const Plan& p = s.plan();
   fmt::print(stderr,
-             "[kvbench] {}: {} | transport {} (declared {}) | target {} initiator {} | "
+             "[kvbench] {}: {} | transport {} (declared {}) | memory {} | target {} initiator {} | "
              "pool {:.2f} GiB in {} piece(s) per rank | {} row(s) x {} op(s) | warm-up {}, "
              "{} samples x {} trials\n",
              CaseName(s), kvlane::VersionString(), s.transport_used(), s.config().transport,
-             s.peer().hostname, s.self().hostname, p.layout.bytes / double(1 << 30),
-             p.layout.pieces.size(), p.Rows(), s.config().ops.size(), s.config().warmup,
-             s.config().samples, s.config().trials);
+             MemoryFlagName(s.kind()), s.peer().hostname, s.self().hostname,
+             p.layout.bytes / double(1 << 30), p.layout.pieces.size(), p.Rows(),
+             s.config().ops.size(), s.config().warmup, s.config().samples, s.config().trials);
 }
 
 int RunInitiator(Session* s) {

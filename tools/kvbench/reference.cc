@@ -1,7 +1,9 @@
 #include "reference.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "device_memory.h"
 #include "stats.h"
@@ -45,14 +47,49 @@ ReferenceFigures Figures(const char* method, const std::vector<double>& ms, uint
   return {method, p50, GigabytesPerSecond(bytes, p50)};
 }
 
-// Sends or receives every extent of `sides` ([request][pair]) over the control connection.
-kvlane::Status StreamExtents(ControlChannel* control, uint8_t* pool, const PoolList& list,
-                             const RequestIndices& sides, bool send) {
+// A device pool's socket reference stages each extent through one pinned host
+// buffer, this many bytes at a time.
+constexpr uint64_t kStageBytes = 4ull << 20;
+
+using Pinned = std::unique_ptr<void, void (*)(void*)>;
+
+// The pinned staging buffer for a device pool; none (null) for a host pool.
+kvlane::Result<Pinned> StageFor(const PoolView& pool) {
+  if (pool.kind != kvlane::MemoryKind::kCuda) return Pinned(nullptr, PinnedFree);
+  KVLANE_ASSIGN_OR_RETURN(void* p, PinnedAlloc(kStageBytes));
+  return Pinned(p, PinnedFree);
+}
+
+// Sends (cudaMemcpy to `stage`, then send) or receives (receive into `stage`, then
+// cudaMemcpy) `len` device bytes at `at`, one chunk after the other: no overlap.
+kvlane::Status StreamStaged(ControlChannel* control, uint8_t* at, uint64_t len, void* stage,
+                            bool send) {
+  for (uint64_t done = 0; done < len; done += kStageBytes) {
+    const uint64_t n = std::min(kStageBytes, len - done);
+    if (send) {
+      KVLANE_RETURN_IF_ERROR(CopyFromDevice(stage, at + done, n));
+      KVLANE_RETURN_IF_ERROR(control->SendRaw(stage, n));
+    } else {
+      KVLANE_RETURN_IF_ERROR(control->ReceiveRaw(stage, n));
+      KVLANE_RETURN_IF_ERROR(CopyToDevice(at + done, stage, n));
+    }
+  }
+  return kvlane::Status::Ok();
+}
+
+// Sends or receives every extent of `sides` ([request][pair]) over the control
+// connection: straight from and into a host pool, through `stage` for a device pool.
+kvlane::Status StreamExtents(ControlChannel* control, const PoolView& pool, void* stage,
+                             const PoolList& list, const RequestIndices& sides, bool send) {
   for (const auto& request : sides) {
     for (uint32_t idx : request) {
       const Extent& e = list.extents[idx];
-      KVLANE_RETURN_IF_ERROR(send ? control->SendRaw(pool + e.offset, e.len)
-                                  : control->ReceiveRaw(pool + e.offset, e.len));
+      uint8_t* at = pool.base + e.offset;
+      if (stage != nullptr) {
+        KVLANE_RETURN_IF_ERROR(StreamStaged(control, at, e.len, stage, send));
+      } else {
+        KVLANE_RETURN_IF_ERROR(send ? control->SendRaw(at, e.len) : control->ReceiveRaw(at, e.len));
+      }
     }
   }
   return kvlane::Status::Ok();
@@ -89,25 +126,31 @@ ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const 
   return Figures("cudaMemcpy", ms, map.burst_bytes);
 }
 
-kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control, uint8_t* pool,
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control,
+                                                          const PoolView& pool,
                                                           const PoolList& list, const BurstMap& map,
                                                           kvlane::Op op, int reps) {
+  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool));
   std::vector<double> ms;
   for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
     Clock::time_point t0 = Clock::now();
     KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_go"}}));
-    KVLANE_RETURN_IF_ERROR(StreamExtents(control, pool, list, map.initiator, Pushes(op)));
+    KVLANE_RETURN_IF_ERROR(
+        StreamExtents(control, pool, stage.get(), list, map.initiator, Pushes(op)));
     if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Expect("ref_done").status());
     if (i > 0) ms.push_back(MsSince(t0));
   }
-  return Figures("socket", ms, map.burst_bytes);
+  return Figures(stage ? "socket-staged" : "socket", ms, map.burst_bytes);
 }
 
-kvlane::Status SocketReferenceTarget(ControlChannel* control, uint8_t* pool, const PoolList& list,
-                                     const BurstMap& map, kvlane::Op op, int reps) {
+kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
+                                     const PoolList& list, const BurstMap& map, kvlane::Op op,
+                                     int reps) {
+  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool));
   for (int i = 0; i <= reps; ++i) {
     KVLANE_RETURN_IF_ERROR(control->Expect("ref_go").status());
-    KVLANE_RETURN_IF_ERROR(StreamExtents(control, pool, list, map.target, !Pushes(op)));
+    KVLANE_RETURN_IF_ERROR(
+        StreamExtents(control, pool, stage.get(), list, map.target, !Pushes(op)));
     if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_done"}}));
   }
   return kvlane::Status::Ok();

@@ -2,7 +2,8 @@
 // direction as the row's op (pull: target -> initiator; push: initiator ->
 // target), moved by the plainest path: memcpy inside one process (shm, local),
 // cudaMemcpy on the GPU (cuda), or a plain socket send/recv loop between the
-// ranks (tcp). Gives each row a floor to compare to.
+// ranks (tcp; staged through pinned host memory for device pools). Gives each
+// row a floor to compare to.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "control_channel.h"
 #include "document.h"
 #include "kvlane/transfer.h"
+#include "pool_ops.h"
 
 namespace kvbench {
 
@@ -28,11 +30,16 @@ ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const 
 // the initiator says go; for kRead the target sends its extents and the initiator
 // receives them into its own, for kWrite the initiator sends and the target
 // receives, then acknowledges. Timed on the initiator, from go to the last byte
-// received (kRead) or to the acknowledgement (kWrite).
-kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control, uint8_t* pool,
+// received (kRead) or to the acknowledgement (kWrite). A device pool's extents go
+// through a pinned host buffer on each side, 4 MiB at a time, a cudaMemcpy and the
+// socket call one after the other (method "socket-staged"); the buffer is
+// allocated before the timed reps. REQUIRES: both ranks' pools are of one kind.
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control,
+                                                          const PoolView& pool,
                                                           const PoolList& list, const BurstMap& map,
                                                           kvlane::Op op, int reps);
-kvlane::Status SocketReferenceTarget(ControlChannel* control, uint8_t* pool, const PoolList& list,
-                                     const BurstMap& map, kvlane::Op op, int reps);
+kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
+                                     const PoolList& list, const BurstMap& map, kvlane::Op op,
+                                     int reps);
 
 }  // namespace kvbench

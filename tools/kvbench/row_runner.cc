@@ -202,18 +202,16 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
 void RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
                           RowResult* row) {
   int reps = s_->config().samples;
-  if (s_->kind() == kvlane::MemoryKind::kCuda) {
-    row->reference = DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps);
-    return;
-  }
-  if (s_->transport_used() != "tcp") {
-    row->reference = MemcpyReference(s_->pool(), list_, map, OpOf(op), reps);
+  if (s_->transport_used() != "tcp") {  // one process reaches both sides: copy within its pool
+    row->reference = s_->kind() == kvlane::MemoryKind::kCuda
+                         ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps)
+                         : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps);
     return;
   }
   ControlChannel& c = s_->control();
   kvlane::Status s = c.Send(
       {{"type", "ref"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
-  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool(), list_, map, OpOf(op), reps)
+  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool_view(), list_, map, OpOf(op), reps)
                     : kvlane::Result<ReferenceFigures>(s);
   if (ref.ok()) row->reference = ref.value();
   if (!ref.ok()) row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};

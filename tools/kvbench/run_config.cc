@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "path_choice.h"
 #include "slurm.h"
 
 namespace kvbench {
@@ -32,6 +33,7 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   if (std::find(kTransports.begin(), kTransports.end(), c.transport) == kTransports.end()) {
     return kvlane::Status::InvalidArgument("unknown transport '" + c.transport + "'");
   }
+  KVLANE_RETURN_IF_ERROR(CheckTransportMemory(c.transport, c.memory));
   for (const std::string& op : c.ops) {
     if (op != "pull" && op != "push") {
       return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
@@ -117,6 +119,8 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 grid_preset,
                                 "--transport",
                                 transport,
+                                "--memory",
+                                memory,
                                 "--out",
                                 out_dir,
                                 "--warmup",
@@ -157,8 +161,12 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "quick (embedded default: isl 8192,32768 batches 1,2,4) or full (DESIGN.md)")
       ->capture_default_str();
   app->add_option("--transport", c->transport,
-                  "auto (cuda between two GPUs, else shm on one host, else tcp) | local | shm | "
-                  "tcp | cuda")
+                  "auto (tcp across hosts; on one host cuda between two GPUs or for --memory "
+                  "cuda, else shm) | local | shm | tcp | cuda")
+      ->capture_default_str();
+  app->add_option("--memory", c->memory,
+                  "where each rank's pool lives: auto (cuda for the cuda transport, else host) | "
+                  "host | cuda (over cuda, or over tcp staged through pinned host buffers)")
       ->capture_default_str();
   app->add_option("--ops", c->ops, "pull,push")->delimiter(',');
   app->add_option("--out", c->out_dir, "directory for the JSON documents")->capture_default_str();
@@ -175,7 +183,8 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
   app->add_option("--device", c->device,
-                  "cuda: this rank's GPU (-1: rank 0 uses GPU 0, rank 1 GPU 1 when present)");
+                  "device pool: this rank's GPU (-1: rank 0 uses GPU 0, rank 1 GPU 1 when "
+                  "present)");
   app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
   app->add_option("--inject-fault", c->fault,
                   "testing only: flip-byte flips one landed byte before each verification")

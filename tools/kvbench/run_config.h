@@ -17,6 +17,9 @@ struct RunConfig {
   GridFlags grid;
   std::string grid_preset = "quick";  // quick: the one-minute embedded grid; full: DESIGN's
   std::string transport = "auto";     // auto | local | shm | tcp | cuda
+  // Where each rank's pool lives: auto (cuda for the cuda transport, else host) |
+  // host | cuda (the cuda transport, or tcp staging through pinned host buffers).
+  std::string memory = "auto";
   std::vector<std::string> ops = {"pull", "push"};
   std::string out_dir = "kvbench-out";
   int warmup = -1;  // -1: the preset's value
@@ -28,7 +31,7 @@ struct RunConfig {
   std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
   std::string policy = "independent";     // independent | global-fifo
   int lanes = 0;                          // data lanes per peer; 0: the engine default
-  int device = -1;  // cuda: this rank's GPU; -1: rank 0 on GPU 0, rank 1 on GPU 1 (if present)
+  int device = -1;  // device pool's GPU; -1: rank 0 on GPU 0, rank 1 on GPU 1 (if present)
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
   std::string fault;      // testing: "flip-byte" corrupts each verified burst

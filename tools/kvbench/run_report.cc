@@ -35,6 +35,9 @@ json Implementation(const Session& s, const RunResult& result) {
           {"transport", s.transport_used()},
           {"transport_declared", s.config().transport},
           {"transport_resolved", s.transport_resolved()},
+          {"memory", MemoryFlagName(s.kind())},
+          {"memory_declared", s.config().memory},
+          {"staging", StagingName(s.path())},
           {"lanes", o.lanes_per_peer},
           {"policy", kvlane::PolicyName(o.policy)},
           {"chunk_bytes", o.chunk_bytes},
@@ -63,7 +66,7 @@ std::string Link(const Session& s) {
 std::string CaseName(const Session& s) {
   if (!s.config().case_name.empty()) return s.config().case_name;
   return fmt::format("{}-b{}-{}", s.plan().workload.name(), s.plan().workload.block(),
-                     s.transport_used());
+                     PathLabel(s.transport_used(), MemoryFlagName(s.kind())));
 }
 
 std::string ProgressLine(const RowResult& r) {
@@ -112,8 +115,8 @@ kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::st
 }
 
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {
-  fmt::print(out, "\nkvbench {}  transport {}  {}\n", doc.case_name,
-             doc.implementation.value("transport", "?"),
+  fmt::print(out, "\nkvbench {}  transport {}  memory {}  {}\n", doc.case_name,
+             doc.implementation.value("transport", "?"), DescribeMemory(doc.implementation),
              doc.implementation.value("library_version", "?"));
   fmt::print(out, "{:<5} {:>7} {:>5} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}  {}\n", "op",
              "isl", "batch", "descs", "MB/req", "p50_ms", "p95_ms", "GB/s", "GB/s+prep", "ref_GB/s",

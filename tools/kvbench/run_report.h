@@ -18,7 +18,9 @@ CaseDocument BuildDocument(const Session& session, const RunResult& result);
 // Writes <out_dir>/<case>.json; returns the path.
 kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out);
-// "<workload>-b<block>-<transport>" unless the config names the case.
+// "<workload>-b<block>-<transport>" unless the config names the case; the
+// transport is followed by "-<memory>" when the pool is not in its own memory
+// (PathLabel: "kv-dsv4-b256-tcp-cuda").
 std::string CaseName(const Session& session);
 
 }  // namespace kvbench

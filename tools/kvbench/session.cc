@@ -1,5 +1,6 @@
 #include "session.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -43,11 +44,11 @@ kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) 
   auto early = PlanFromFlags(config.grid, config.plan_defaults);
   if (!early.ok() && !config.pool_budget_auto) return early.status();
   KVLANE_RETURN_IF_ERROR(s->Handshake());
-  KVLANE_RETURN_IF_ERROR(s->ResolveTransport());
+  KVLANE_RETURN_IF_ERROR(s->AgreeOnPath(s->ResolveTransport()));
   KVLANE_RETURN_IF_ERROR(s->SettleBudget());
   KVLANE_RETURN_IF_ERROR(s->AgreeOnPlan());
   KVLANE_ASSIGN_OR_RETURN(s->pool_,
-                          PoolMemory::Allocate(s->plan_.layout.bytes, s->kind_, s->device_));
+                          PoolMemory::Allocate(s->plan_.layout.bytes, s->kind(), s->device_));
   KVLANE_RETURN_IF_ERROR(s->CreateAgent());
   KVLANE_RETURN_IF_ERROR(s->RegisterPool());
   KVLANE_RETURN_IF_ERROR(s->ExchangeMetadata());
@@ -82,11 +83,12 @@ kvlane::Status Session::Handshake() {
 }
 
 // An automatic budget comes from free memory where the pool lives: the host's
-// (RunConfig::Resolve) or, for a device pool, the GPU's (DevicePoolBudget, split
-// when both ranks share the GPU). Two automatic budgets settle on the smaller; an
-// explicit one is kept as given (AgreeOnPlan then insists that the plans match).
+// (RunConfig::Resolve) or, for a device pool (whatever the transport), the GPU's
+// (DevicePoolBudget, split when both ranks share the GPU). Two automatic budgets
+// settle on the smaller; an explicit one is kept as given (AgreeOnPlan then
+// insists that the plans match).
 kvlane::Status Session::SettleBudget() {
-  const bool on_gpu = kind_ == kvlane::MemoryKind::kCuda;
+  const bool on_gpu = kind() == kvlane::MemoryKind::kCuda;
   const uint64_t free = on_gpu ? DeviceFreeBytes(device_) : 0;
   const uint64_t host = config_.pool_budget_auto ? std::stoull(config_.grid.pool_budget) : 0;
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "budget"},
@@ -128,20 +130,26 @@ kvlane::Status Session::AgreeOnPlan() {
   return kvlane::Status::Ok();
 }
 
+// Resolves --transport and --memory for this rank (path_choice.h); a device pool
+// then gets its GPU.
 kvlane::Status Session::ResolveTransport() {
-  transport_ = config_.transport;
-  bool same_host = self_.hostname == peer_info_.hostname;
-  int gpus = DeviceCount();
-  if (transport_ == "auto") transport_ = !same_host ? "tcp" : gpus >= 2 ? "cuda" : "shm";
-  if ((transport_ == "shm" || transport_ == "cuda") && !same_host) {
-    return kvlane::Status::InvalidArgument(transport_ + " needs both ranks on one host; got " +
-                                           self_.hostname + " and " + peer_info_.hostname);
+  const int gpus = DeviceCount();
+  auto path = ResolveDataPath(config_.transport, config_.memory,
+                              self_.hostname == peer_info_.hostname, gpus);
+  if (!path.ok()) {
+    return kvlane::Status(
+        path.status().code(),
+        fmt::format("{} (this rank on {}, the peer on {}; {} GPU(s) visible here)",
+                    path.status().message(), self_.hostname, peer_info_.hostname, gpus));
   }
-  if (transport_ != "cuda") return kvlane::Status::Ok();
-  if (gpus == 0) {
-    return kvlane::Status::NotSupported("transport cuda: no CUDA device visible to kvbench");
-  }
-  kind_ = kvlane::MemoryKind::kCuda;
+  path_ = path.value();
+  if (path_.memory != kvlane::MemoryKind::kCuda) return kvlane::Status::Ok();
+  return SelectDevice(gpus);
+}
+
+// --device, else the rank's own index clamped to the visible GPUs (so two ranks
+// share GPU 0 on a one-GPU host). REQUIRES: gpus >= 1.
+kvlane::Status Session::SelectDevice(int gpus) {
   device_ = config_.device >= 0 ? config_.device : std::min(config_.rank, gpus - 1);
   if (device_ >= gpus) {
     return kvlane::Status::InvalidArgument("--device " + std::to_string(device_) + " but only " +
@@ -151,10 +159,35 @@ kvlane::Status Session::ResolveTransport() {
   return kvlane::Status::Ok();
 }
 
+// Both ranks must move the same memory over the same transport, or one would
+// register host memory where the other expects a device pool: a rank whose flags
+// or machine resolve differently stops both here, before any pool is sized. Each
+// rank sends one message and reads one: a rank that could not resolve sends why
+// (its peer fails with "peer reported: ...") and still reads the peer's message,
+// so that it closes with nothing unread (an orderly close, not a reset that could
+// discard the reason before the peer reads it).
+kvlane::Status Session::AgreeOnPath(const kvlane::Status& resolved) {
+  if (!resolved.ok()) {
+    (void)control_->Send({{"type", "error"}, {"message", resolved.message()}});
+    (void)control_->Receive();
+    return resolved;
+  }
+  json mine = {{"transport", path_.transport}, {"memory", MemoryFlagName(path_.memory)}};
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "path"}, {"path", mine}}));
+  KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("path"));
+  if (theirs["path"] != mine) {
+    return kvlane::Status::InvalidArgument(
+        "the ranks disagree on the data path (pass the same --transport and --memory to both); "
+        "this rank: " +
+        mine.dump() + ", peer: " + theirs["path"].dump());
+  }
+  return kvlane::Status::Ok();
+}
+
 kvlane::Status Session::CreateAgent() {
   kvlane::AgentOptions o;
   o.name = "kvbench-" + self_.role + "-" + std::to_string(getpid());
-  o.transports = {transport_};
+  o.transports = {path_.transport};
   o.tcp_listen_host = config_.listen_host;
   if (config_.lanes > 0) o.lanes_per_peer = config_.lanes;
   o.piece_bytes = plan_.options.piece_bytes;
@@ -166,7 +199,7 @@ kvlane::Status Session::CreateAgent() {
 kvlane::Status Session::RegisterPool() {
   auto start = std::chrono::steady_clock::now();
   for (const Piece& p : plan_.layout.pieces) {
-    auto id = agent_->RegisterMemory(pool_->data() + p.offset, p.bytes, kind_, device_);
+    auto id = agent_->RegisterMemory(pool_->data() + p.offset, p.bytes, kind(), device_);
     if (!id.ok()) {
       return kvlane::Status(
           id.status().code(),
@@ -194,10 +227,10 @@ kvlane::Status Session::ExchangeMetadata() {
   peer_info_.devices = m.value("devices", peer_info_.devices);
   KVLANE_ASSIGN_OR_RETURN(peer_name_, agent_->LoadPeer(FromHex(m.value("blob", ""))));
   if (config_.rank == kInitiatorRank) {
-    KVLANE_ASSIGN_OR_RETURN(transport_used_, agent_->PeerTransport(peer_name_, kind_));
-    if (transport_used_ != transport_) {  // fail closed: the declared path must carry the bytes
+    KVLANE_ASSIGN_OR_RETURN(transport_used_, agent_->PeerTransport(peer_name_, kind()));
+    if (transport_used_ != path_.transport) {  // fail closed: the declared path carries the bytes
       (void)control_->Send({{"type", "error"}, {"message", "transport mismatch"}});
-      return kvlane::Status::NotAllowed("declared transport " + transport_ +
+      return kvlane::Status::NotAllowed("declared transport " + path_.transport +
                                         " but the engine "
                                         "chose " +
                                         transport_used_ + " for the peer");

@@ -12,6 +12,7 @@
 #include "document.h"
 #include "kvlane/agent.h"
 #include "kvlane/provenance.h"
+#include "path_choice.h"
 #include "plan.h"
 #include "pool_memory.h"
 #include "pool_ops.h"
@@ -34,13 +35,15 @@ class Session {
   kvlane::Agent& agent() { return *agent_; }
   const kvlane::Agent& agent() const { return *agent_; }
   uint8_t* pool() const { return pool_->data(); }
-  PoolView pool_view() const { return {pool_->data(), kind_, device_}; }
-  kvlane::MemoryKind kind() const { return kind_; }
+  PoolView pool_view() const { return {pool_->data(), path_.memory, device_}; }
+  // The transport and pool memory both ranks resolved and agreed on.
+  const DataPath& path() const { return path_; }
+  kvlane::MemoryKind kind() const { return path_.memory; }
   int device() const { return device_; }
   int remote_device() const { return remote_device_; }
   uint64_t remote_pool_base() const { return remote_base_; }
   const std::string& peer_name() const { return peer_name_; }
-  const std::string& transport_resolved() const { return transport_; }
+  const std::string& transport_resolved() const { return path_.transport; }
   const std::string& transport_used() const { return transport_used_; }
   const RankInfo& self() const { return self_; }
   const RankInfo& peer() const { return peer_info_; }
@@ -52,6 +55,8 @@ class Session {
   explicit Session(const RunConfig& config) : config_(config) {}
   kvlane::Status Handshake();
   kvlane::Status ResolveTransport();
+  kvlane::Status SelectDevice(int gpus);
+  kvlane::Status AgreeOnPath(const kvlane::Status& resolved);
   kvlane::Status SettleBudget();
   kvlane::Status AgreeOnPlan();
   kvlane::Status CreateAgent();
@@ -65,9 +70,9 @@ class Session {
   std::unique_ptr<kvlane::Agent> agent_;
   std::vector<kvlane::RegionId> regions_;
   RankInfo self_, peer_info_;
-  std::string transport_, transport_used_, peer_name_, budget_source_;
+  DataPath path_;
+  std::string transport_used_, peer_name_, budget_source_;
   uint64_t remote_base_ = 0;
-  kvlane::MemoryKind kind_ = kvlane::MemoryKind::kHost;
   int device_ = 0;
   int remote_device_ = 0;
   double register_ms_ = 0;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "path_choice.h"
 #include "summary_charts.h"
 
 namespace kvbench {
@@ -42,8 +43,9 @@ kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
     KVLANE_ASSIGN_OR_RETURN(RowResult r, RowFromJson(row));
     d.rows.push_back(std::move(r));
   }
+  const json& impl = d.json["implementation"];
   d.series = fmt::format("{} {}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
-                         d.json["implementation"].value("transport", "?"));
+                         PathLabel(impl.value("transport", "?"), DocumentMemory(impl)));
   return d;
 }
 
@@ -61,9 +63,10 @@ std::string CaseSection(const LoadedDocument& d) {
   const json& outcome = d.json["outcome"];
   std::string s = fmt::format("## {}\n\n", d.json["identity"].value("case", d.path));
   s += fmt::format("- document: `{}` ({})\n", d.path, d.json["identity"].value("timestamp", ""));
-  s += fmt::format("- transport: {} (declared {}), lanes {}, {}\n", impl.value("transport", "?"),
-                   impl.value("transport_declared", "?"), impl.value("lanes", 0),
-                   impl.value("library_version", "?"));
+  s +=
+      fmt::format("- transport: {} (declared {}), memory {}, lanes {}, {}\n",
+                  impl.value("transport", "?"), impl.value("transport_declared", "?"),
+                  DescribeMemory(impl), impl.value("lanes", 0), impl.value("library_version", "?"));
   s += fmt::format(
       "- outcome: {}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
       outcome.value("reasons", json::array()).empty() ? "" : " — " + outcome["reasons"].dump());

@@ -16,7 +16,7 @@ struct LoadedDocument {
   std::string path;
   nlohmann::json json;
   std::vector<RowResult> rows;
-  std::string series;  // "<workload> <transport>": how charts name this case's lines
+  std::string series;  // "<workload> <PathLabel>": how charts name this case's lines
 };
 
 // Reads every *.json case document in the given files or directories (sorted by

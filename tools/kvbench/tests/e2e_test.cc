@@ -1,69 +1,22 @@
 // End to end: `kvbench run` spawns two real rank processes on host memory with a
 // tiny grid, writes valid documents, and `kvbench summarize` renders them.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "kvbench_process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using kvbench::testing::Dirs;
+using kvbench::testing::ExpectValid;
+using kvbench::testing::OnlyDocument;
 
-// A fresh path under the temp directory; every one is removed when the test ends.
-class Dirs {
- public:
-  ~Dirs() {
-    for (const fs::path& p : made_) fs::remove_all(p);
-  }
-  fs::path operator()(const std::string& name) {
-    fs::path p = fs::temp_directory_path() / ("kvbench_e2e_" + name + std::to_string(getpid()));
-    fs::remove_all(p);
-    made_.push_back(p);
-    return p;
-  }
-
- private:
-  std::vector<fs::path> made_;
-};
-
-int Kvbench(const std::string& args) {
-  std::string cmd = std::string(KVBENCH_BINARY) + " " + args;
-  int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-nlohmann::json OnlyDocument(const fs::path& dir) {
-  std::vector<fs::path> docs;
-  for (const auto& e : fs::directory_iterator(dir)) docs.push_back(e.path());
-  EXPECT_EQ(docs.size(), 1u);
-  if (docs.empty()) return {};
-  std::ifstream in(docs[0]);
-  return nlohmann::json::parse(in);
-}
-
-void ExpectValid(const nlohmann::json& doc, const std::string& transport, size_t rows) {
-  EXPECT_TRUE(doc["version"].is_number_integer());
-  EXPECT_EQ(doc["outcome"]["valid"], true) << doc["outcome"].dump();
-  EXPECT_EQ(doc["implementation"]["transport"], transport);
-  ASSERT_EQ(doc["rows"].size(), rows);
-  for (const auto& row : doc["rows"]) {
-    EXPECT_EQ(row["verified"], "pass") << row.dump();
-    EXPECT_GT(row["gbps_p50"].get<double>(), 0);
-    // Every measured burst's per-request offsets, one array per sample.
-    ASSERT_EQ(row["request_ms"].size(), row["burst_ms"]["n"].get<size_t>());
-    for (const auto& sample : row["request_ms"]) {
-      EXPECT_EQ(sample.size(), row["batch"].get<size_t>());
-    }
-    const auto& p50 = row["request_ms"][row["p50_sample"].get<size_t>()];
-    EXPECT_LE(*std::max_element(p50.begin(), p50.end()),
-              row["burst_ms"]["p50"].get<double>() + 0.001);
-  }
-  EXPECT_EQ(doc["topology"]["ranks"].size(), 2u);
-}
+int Kvbench(const std::string& args) { return kvbench::testing::RunBinary(KVBENCH_BINARY, args); }
 
 const char* kTiny =
     "--isl 8192 --batches 1,2 --warmup 1 --samples 3 --trials 1 "
@@ -83,12 +36,21 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
 
 TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   Dirs FreshDir;
-  fs::path out = FreshDir("tcp");
+  fs::path out = FreshDir("tcp"), table = FreshDir("tcp_table");
   ASSERT_EQ(Kvbench(std::string("run --transport tcp --ops pull,push ") + kTiny + " --out " +
-                    out.string()),
+                    out.string() + " > " + table.string()),
             0);
   nlohmann::json doc = OnlyDocument(out);
   ExpectValid(doc, "tcp", 4);
+  EXPECT_EQ(doc["implementation"]["memory"], "host");  // --memory auto: host for tcp
+  EXPECT_EQ(doc["implementation"]["memory_declared"], "auto");
+  EXPECT_EQ(doc["implementation"]["staging"], "none");
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp");
+  std::ifstream printed(table);
+  std::string title;
+  while (title.find("kvbench ") != 0 && std::getline(printed, title)) {
+  }
+  EXPECT_NE(title.find("transport tcp  memory host"), std::string::npos) << title;
   for (const auto& row : doc["rows"]) {  // push: initiator -> target; pull: the reverse
     EXPECT_EQ(row["reference"]["method"], "socket") << row["op"];
     EXPECT_GT(row["reference"]["gbps_p50"].get<double>(), 0) << row["op"];
@@ -108,6 +70,20 @@ TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
     EXPECT_EQ(row["verified"], "fail");
     EXPECT_NE(row["verify_detail"].get<std::string>().find("1 mismatching"), std::string::npos)
         << row["verify_detail"];
+  }
+}
+
+// Refused while reading the flags: no rank is spawned, no document is written.
+TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("refused");
+  for (const char* flags : {"--transport shm --memory cuda", "--transport local --memory cuda",
+                            "--transport cuda --memory host"}) {
+    EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() +
+                      " 2>/dev/null"),
+              2)
+        << flags;
+    EXPECT_FALSE(fs::exists(out)) << flags;
   }
 }
 

@@ -67,11 +67,40 @@ TEST(RunConfig, DeviceBudgetComesFromGpuFreeMemory) {
   EXPECT_EQ(DevicePoolBudget(64 * kGiB, 0, 1), 64 * kGiB);           // unknown free memory
 }
 
+TEST(RunConfig, MemoryFlagDefaultsToAutoAndIsForwarded) {
+  EXPECT_EQ(Parse({}).memory, "auto");
+  RunConfig c = Parse({"--transport", "tcp", "--memory", "cuda", "--device", "0"});
+  EXPECT_EQ(c.memory, "cuda");  // GPUs are counted by the session, not here
+  RunConfig again = Parse(c.ForwardArgs());
+  EXPECT_EQ(again.memory, "cuda");
+  EXPECT_EQ(again.transport, "tcp");
+  EXPECT_EQ(again.device, 0);
+  EXPECT_EQ(again.ForwardArgs(), c.ForwardArgs());
+}
+
+// Each refusal is InvalidArgument and names the pair, before any rank connects.
+TEST(RunConfig, RejectsMemoryTheTransportCannotMove) {
+  for (std::vector<std::string> bad :
+       {std::vector<std::string>{"--memory", "cuda", "--transport", "shm"},
+        {"--memory", "cuda", "--transport", "local"},
+        {"--memory", "host", "--transport", "cuda"}}) {
+    RunConfig c;
+    CLI::App app;
+    AddRunFlags(&app, &c);
+    std::reverse(bad.begin(), bad.end());
+    app.parse(bad);
+    kvlane::Status s = c.Resolve();
+    EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << bad.front();
+    EXPECT_NE(s.message().find("--memory " + c.memory), std::string::npos) << s.message();
+  }
+}
+
 TEST(RunConfig, RejectsBadChoices) {
   for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
                                        {"--ops", "pull,fetch"},
                                        {"--rank", "1"},
-                                       {"--samples", "0"}}) {
+                                       {"--samples", "0"},
+                                       {"--memory", "gpu"}}) {
     RunConfig c;
     CLI::App app;
     AddRunFlags(&app, &c);

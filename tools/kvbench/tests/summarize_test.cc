@@ -100,6 +100,34 @@ TEST(Summarize, WritesMarkdownAndSvgs) {
   EXPECT_NE(text.find("frontier.svg"), std::string::npos);
 }
 
+// A tcp case on device pools is told apart from one on host pools in the chart
+// series and the case section; a document without the memory fields reads as host.
+TEST(Summarize, NamesTheMemoryAndItsStaging) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("memory");
+  CaseDocument staged = SampleDoc(), plain = SampleDoc();
+  staged.case_name = "kv-dsv4-b256-tcp-cuda";
+  staged.implementation = {{"transport", "tcp"},       {"transport_declared", "tcp"},
+                           {"memory", "cuda"},         {"memory_declared", "cuda"},
+                           {"staging", "pinned-host"}, {"lanes", 2}};
+  plain.case_name = "kv-dsv4-b256-tcp";
+  plain.implementation = {{"transport", "tcp"}, {"transport_declared", "tcp"}, {"lanes", 2}};
+  Write(dir / "a.json", DocumentToJson(staged));
+  Write(dir / "b.json", DocumentToJson(plain));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].series, "kv-dsv4 tcp-cuda");
+  EXPECT_EQ(docs[1].series, "kv-dsv4 tcp");
+  std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("- transport: tcp (declared tcp), memory cuda, staged through pinned host "
+                    "memory, lanes 2"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- transport: tcp (declared tcp), memory host, lanes 2"), std::string::npos)
+      << md;
+}
+
 TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;

@@ -1,0 +1,49 @@
+// Two ranks' Session::Open in one process (the target on a thread of its own)
+// over a loopback control connection, each with its own flags. Header-only; for
+// the session tests (CPU) and the device-pool ones (gpu).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "control_channel.h"
+#include "session.h"
+
+namespace kvbench::testing {
+
+using SessionOrError = kvlane::Result<std::unique_ptr<Session>>;
+
+struct SessionPair {
+  SessionOrError target;
+  SessionOrError initiator;
+};
+
+// The config of `rank` from `flags` plus a one-row grid and a short timeout.
+inline RunConfig RankConfig(int rank, const std::string& peer, std::vector<std::string> flags) {
+  flags.insert(flags.end(), {"--rank", std::to_string(rank), "--peer", peer, "--control-timeout",
+                             "20s", "--isl", "8192", "--batches", "1", "--pool-budget", "1GiB"});
+  RunConfig c;
+  CLI::App app;
+  AddRunFlags(&app, &c);
+  std::reverse(flags.begin(), flags.end());  // CLI11 parses a reversed vector
+  app.parse(flags);
+  EXPECT_TRUE(c.Resolve().ok());
+  return c;
+}
+
+inline SessionPair OpenBoth(const std::vector<std::string>& target_flags,
+                            const std::vector<std::string>& initiator_flags) {
+  std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto target = std::async(std::launch::async,
+                           [&] { return Session::Open(RankConfig(0, peer, target_flags)); });
+  SessionOrError initiator = Session::Open(RankConfig(1, peer, initiator_flags));
+  return {target.get(), std::move(initiator)};
+}
+
+}  // namespace kvbench::testing
