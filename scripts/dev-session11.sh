@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Session 11's device call (run on the GPU machine from the repo root, binaries
+# in gpu-bin): gpu-check (every gpu-labelled test, cuda_bench, lanebench on cuda
+# and tcp), then kvbench over tcp with the pool in host memory and in device
+# memory (staged through pinned host halves), and over cuda, on the same grid,
+# alternating, ROUNDS times (default 2). Everything lands in $OUT/$TAG.tar.gz.
+#   usage: [TAG=s11] [ROUNDS=n] [GRID=quick] [CHECK=all|none] bash scripts/dev-session11.sh
+set -u
+# Debian shared libraries the binaries need, carried beside them.
+export LD_LIBRARY_PATH=$PWD/gpu-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+TAG=${TAG:-s11}
+G=$OUT/$TAG; mkdir -p $G
+finish() { tar -C $OUT -czf $OUT/$TAG.tar.gz $TAG && rm -rf $G; }
+trap finish EXIT
+nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $G/gpus.txt
+if [ "${CHECK:-all}" = all ]; then
+  LANEBENCH_RUNS="cuda tcp" OUT=$G/check bash scripts/gpu-check.sh gpu-bin > $G/gpu-check.txt 2>&1
+  tail -12 $G/gpu-check.txt
+fi
+kv() {  # name, kvbench run args...
+  local name=$1; shift
+  timeout 300 gpu-bin/kvbench run --grid ${GRID:-quick} --out $G/kv-$name "$@" > $G/kv-$name.txt 2>&1
+  echo "kvbench $name rc=$?"
+  grep -E "outcome|GB/s|gbps" $G/kv-$name.txt | tail -4
+}
+for i in $(seq 1 ${ROUNDS:-2}); do
+  kv tcp-host-$i --transport tcp --memory host
+  kv tcp-cuda-$i --transport tcp --memory cuda
+done
+kv cuda-1 --transport cuda
+echo done
