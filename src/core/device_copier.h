@@ -28,9 +28,6 @@ class DeviceCopier {
   virtual Status ToHost(int h, size_t at, const void* src, size_t len) = 0;
   // Queues a copy of `len` bytes of half `h` at offset `at` into device memory at `dst`.
   virtual Status ToDevice(int h, size_t at, void* dst, size_t len) = 0;
-  // Starts the copies queued on half `h` so far: a copier may hold them back to
-  // issue them together (one call for a window of many ranges). Wait submits too.
-  virtual Status Submit(int h) = 0;
   // Waits until every copy queued on half `h` finished; their first error.
   virtual Status Wait(int h) = 0;
 };

@@ -47,21 +47,8 @@ class CudaCopier final : public DeviceCopier {
   Status ToDevice(int h, size_t at, void* dst, size_t len) override {
     return Queue(h, dst, half(h) + at, len, dst);
   }
-  // One cudaMemcpyBatchAsync per device for the window's ranges (one
-  // cudaMemcpyAsync for a single range, or where the batch call is refused).
-  Status Submit(int h) override {
-    Status first;
-    for (PerDevice& d : devices_) {
-      Batch& b = d.batch[h];
-      if (b.sizes.empty()) continue;
-      Status s = Issue(d.device, d.streams[h], b);
-      if (!s.ok() && first.ok()) first = s;
-      b.dsts.clear(), b.srcs.clear(), b.sizes.clear();  // capacity kept: no allocation later
-    }
-    return first;
-  }
   Status Wait(int h) override {
-    Status first = Submit(h);
+    Status first;
     for (PerDevice& d : devices_) {
       if (!d.used[h]) continue;
       d.used[h] = false;
@@ -76,41 +63,11 @@ class CudaCopier final : public DeviceCopier {
   }
 
  private:
-  struct Batch {
-    std::vector<void*> dsts;
-    std::vector<const void*> srcs;
-    std::vector<size_t> sizes;
-  };
   struct PerDevice {
     int device = 0;
     cudaStream_t streams[kHalves] = {};
     bool used[kHalves] = {};
-    Batch batch[kHalves];  // queued, not yet submitted
   };
-
-  // A batch refused as a whole (an older driver) goes one call per range; a
-  // range issued twice that way copies the same bytes again, harmlessly.
-  static Status Issue(int device, cudaStream_t stream, Batch& b) {
-    DeviceGuard on(device);
-    if (b.sizes.size() > 1) {
-      cudaMemcpyAttributes attr{};
-      attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-      size_t index = 0;
-      if (cudaMemcpyBatchAsync(b.dsts.data(), b.srcs.data(), b.sizes.data(), b.sizes.size(), &attr,
-                               &index, 1, stream) == cudaSuccess)
-        return Status::Ok();
-      (void)cudaGetLastError();
-    }
-    for (size_t i = 0; i < b.sizes.size(); ++i) {
-      const cudaError_t err =
-          cudaMemcpyAsync(b.dsts[i], b.srcs[i], b.sizes[i], cudaMemcpyDefault, stream);
-      if (err != cudaSuccess) {
-        (void)cudaGetLastError();
-        return CudaStatus(err, "cudaMemcpyAsync (staging)", __FILE__, __LINE__);
-      }
-    }
-    return Status::Ok();
-  }
 
   // The device of `ptr`: one lookup per allocation, not per range (a window
   // holds many ranges of one allocation).
@@ -149,11 +106,13 @@ class CudaCopier final : public DeviceCopier {
 
   Status Queue(int h, void* dst, const void* src, size_t len, const void* device_side) {
     KVLANE_ASSIGN_OR_RETURN(PerDevice * d, On(device_side));
-    d->used[h] = true;  // Wait submits and syncs
-    Batch& b = d->batch[h];
-    b.dsts.push_back(dst);
-    b.srcs.push_back(src);
-    b.sizes.push_back(len);
+    DeviceGuard on(d->device);
+    d->used[h] = true;  // Wait syncs the stream even when this copy was refused
+    const cudaError_t err = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, d->streams[h]);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return CudaStatus(err, "cudaMemcpyAsync (staging)", __FILE__, __LINE__);
+    }
     return Status::Ok();
   }
 
