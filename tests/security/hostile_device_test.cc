@@ -50,13 +50,8 @@ class HostileDevice : public ::testing::TestWithParam<std::string> {
     return {key, reinterpret_cast<uint64_t>(at), len,
             cma() ? reinterpret_cast<uint64_t>(src_.data()) : 0};
   }
-  // A WRITE of `segs`; the reply's code, or nullopt when the connection closed.
   std::optional<int32_t> Write(RawPeer& p, const std::vector<WireSeg>& segs, uint64_t bytes) {
-    std::string payload = cma() ? std::string() : std::string(bytes, '\x5a');
-    if (!p.SendFrame(FrameType::kWrite, 0, segs, bytes, payload)) return std::nullopt;
-    auto r = p.ReadReply();
-    if (!r) return std::nullopt;
-    return r->status;
+    return p.Write(segs, bytes, cma());
   }
 
   FakeStaging staging_;

@@ -55,14 +55,8 @@ class HostilePeerTest : public ::testing::TestWithParam<std::string> {
   WireSeg Seg(uint64_t addr, uint64_t len, uint64_t key = 0) {
     return {key ? key : info_.key, addr, len, cma() ? reinterpret_cast<uint64_t>(src_.data()) : 0};
   }
-  // Sends a WRITE of `segs` (payload inline on tcp) and returns the reply code,
-  // or nullopt when the connection was closed instead.
   std::optional<int32_t> Write(RawPeer& p, const std::vector<WireSeg>& segs, uint64_t bytes) {
-    std::string payload = cma() ? std::string() : std::string(bytes, '\x5a');
-    if (!p.SendFrame(FrameType::kWrite, 0, segs, bytes, payload)) return std::nullopt;
-    auto r = p.ReadReply();
-    if (!r) return std::nullopt;
-    return r->status;
+    return p.Write(segs, bytes, cma());
   }
 
   GuardedBuffer region_{kBody, kGuard, 11};

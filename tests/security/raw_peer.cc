@@ -82,6 +82,15 @@ std::optional<int32_t> RawPeer::SendHello(const std::string& hello) {
 
 bool RawPeer::Send(const void* p, size_t n) { return core::SendAll(fd_.get(), p, n).ok(); }
 
+std::optional<int32_t> RawPeer::Write(const std::vector<core::WireSeg>& segs, uint64_t bytes,
+                                      bool cma) {
+  const std::string payload = cma ? std::string() : std::string(bytes, '\x5a');
+  if (!SendFrame(core::FrameType::kWrite, 0, segs, bytes, payload)) return std::nullopt;
+  auto r = ReadReply();
+  if (!r) return std::nullopt;
+  return r->status;
+}
+
 bool RawPeer::SendFrame(core::FrameType type, uint64_t ticket, const std::vector<core::WireSeg>& segs,
                         uint64_t bytes, const std::string& payload) {
   core::FrameHeader h{};

@@ -50,6 +50,9 @@ class RawPeer {
   bool Send(const void* p, size_t n);
   bool SendFrame(core::FrameType type, uint64_t ticket, const std::vector<core::WireSeg>& segs,
                  uint64_t bytes, const std::string& payload = {});
+  // Sends a WRITE of `segs` (with `bytes` of 0x5a payload inline unless `cma`)
+  // and returns the reply's code, or nullopt when the connection was closed instead.
+  std::optional<int32_t> Write(const std::vector<core::WireSeg>& segs, uint64_t bytes, bool cma);
   // A reply header, or nullopt when the target closed the connection or sent
   // nothing within `timeout`.
   std::optional<core::ReplyHeader> ReadReply(std::chrono::milliseconds timeout = std::chrono::seconds(5));
