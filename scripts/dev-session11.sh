@@ -4,7 +4,11 @@
 # and tcp), then kvbench over tcp with the pool in host memory and in device
 # memory (staged through pinned host halves), and over cuda, on the same grid,
 # alternating, ROUNDS times (default 2). Everything lands in $OUT/$TAG.tar.gz.
-#   usage: [TAG=s11] [ROUNDS=n] [GRID=quick] [CHECK=all|none] bash scripts/dev-session11.sh
+# CHECK=tests runs only the tcp staging tests instead of gpu-check. KV_ARGS adds
+# arguments to every kvbench run (e.g. another workload); AB names a second
+# kvbench binary in gpu-bin whose device-pool run goes beside this tree's.
+#   usage: [TAG=s11] [ROUNDS=n] [GRID=quick] [CHECK=all|tests|none] [KV_ARGS=..] [AB=bin]
+#          bash scripts/dev-session11.sh
 set -u
 # Debian shared libraries the binaries need, carried beside them.
 export LD_LIBRARY_PATH=$PWD/gpu-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -16,16 +20,23 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $G/
 if [ "${CHECK:-all}" = all ]; then
   LANEBENCH_RUNS="cuda tcp" OUT=$G/check bash scripts/gpu-check.sh gpu-bin > $G/gpu-check.txt 2>&1
   tail -12 $G/gpu-check.txt
+elif [ "${CHECK:-all}" = tests ]; then
+  timeout 180 gpu-bin/cuda_transfer_test --gtest_filter='*TcpStaged*' > $G/tcp-staged-test.txt 2>&1
+  echo "tcp staged tests rc=$?"; grep -E "^\[  (PASSED|FAILED)" $G/tcp-staged-test.txt
+  timeout 180 gpu-bin/kvbench_gpu_test > $G/kvbench-gpu-test.txt 2>&1
+  echo "kvbench_gpu_test rc=$?"; grep -E "^\[  (PASSED|FAILED)" $G/kvbench-gpu-test.txt
 fi
 kv() {  # name, kvbench run args...
   local name=$1; shift
-  timeout 300 gpu-bin/kvbench run --grid ${GRID:-quick} --out $G/kv-$name "$@" > $G/kv-$name.txt 2>&1
+  timeout 300 gpu-bin/${KVBIN:-kvbench} run --grid ${GRID:-quick} --out $G/kv-$name ${KV_ARGS:-} "$@" \
+    > $G/kv-$name.txt 2>&1
   echo "kvbench $name rc=$?"
   grep -E "outcome|GB/s|gbps" $G/kv-$name.txt | tail -4
 }
 for i in $(seq 1 ${ROUNDS:-2}); do
   kv tcp-host-$i --transport tcp --memory host
+  [ -n "${AB:-}" ] && KVBIN=$AB kv tcp-cuda-$AB-$i --transport tcp --memory cuda
   kv tcp-cuda-$i --transport tcp --memory cuda
 done
-kv cuda-1 --transport cuda
+[ -z "${AB:-}" ] && kv cuda-1 --transport cuda
 echo done

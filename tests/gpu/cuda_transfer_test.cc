@@ -219,6 +219,35 @@ TEST_P(CudaTransferTest, DeregisteredRegionIsStale) {
   EXPECT_TRUE(agent_->PeerError("target").ok());  // stale is per request, not fatal
 }
 
+// A peer that registers, deregisters and frees memory again and again: the
+// initiator closes each mapping once its pieces are revoked, so the freed
+// memory goes back to the device (kept open, 8 x 512 MiB would stay allocated).
+TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 512ull << 20;
+  uint8_t* src = DevAlloc(kBytes);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  const uint64_t free_before = std::stoull(target_.Call("meminfo"));
+  ASSERT_GT(free_before, 16 * kBytes);
+  for (int round = 0; round < 8; ++round) {
+    Remote r = Alloc(kBytes);
+    ASSERT_NE(r.region, 0u);
+    Load();
+    DescList l{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
+    l.Add(src, kBytes);
+    rd.Add(r.addr, kBytes);
+    XferHandle h = Make(Op::kWrite, l, rd);
+    ASSERT_TRUE(PostWait(&h).ok()) << "round " << round;  // maps the allocation
+    ASSERT_TRUE(agent_->Release(&h).ok());
+    ASSERT_EQ(target_.Call("dereg " + std::to_string(r.region)), "0");
+    ASSERT_EQ(target_.Call("free " + std::to_string(r.addr)), "0");
+  }
+  const uint64_t free_after = std::stoull(target_.Call("meminfo"));
+  EXPECT_GE(free_after + 2 * kBytes, free_before)
+      << "the freed allocations stay alive: " << (free_before - free_after) / (1 << 20) << " MiB";
+  EXPECT_TRUE(agent_->PeerError("target").ok());
+}
+
 TEST_P(CudaTransferTest, LatchedErrorRejectsPostAndNotification) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;

@@ -159,6 +159,13 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
         if (h[i] != static_cast<uint8_t>(c)) bad = static_cast<int64_t>(i);
       out << bad;
     }
+  } else if (cmd == "free") {  // <addr>: cudaFree (deregister first)
+    in >> a;
+    out << static_cast<int>(cudaFree(reinterpret_cast<void*>(a)));
+  } else if (cmd == "meminfo") {  // the device's free bytes
+    size_t free = 0, total = 0;
+    cudaDeviceSynchronize();
+    out << (cudaMemGetInfo(&free, &total) == cudaSuccess ? free : 0);
   } else if (cmd == "dereg") {
     in >> a;
     out << static_cast<int>(agent.DeregisterMemory(RegionId{a}).code());

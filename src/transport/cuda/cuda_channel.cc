@@ -97,6 +97,7 @@ void CudaChannel::DestroyGpu() {
     std::lock_guard lock(build_mu_);  // peer memory stays mapped too
     for (auto& [span, v] : vmm_) (void)v.mapping.release();
     for (auto& m : retired_vmm_) (void)m.release();
+    retired_legacy_.clear();  // left open, as above
     (void)cudaGetLastError();
     return;
   }
@@ -111,6 +112,8 @@ void CudaChannel::DestroyGpu() {
   if (build_stream_) (void)cudaStreamDestroy(build_stream_), build_stream_ = nullptr;
   for (auto& [handle, m] : opened_) (void)cudaIpcCloseMemHandle(m.ptr);
   opened_.clear();
+  for (void* p : retired_legacy_) (void)cudaIpcCloseMemHandle(p);
+  retired_legacy_.clear();
   vmm_.clear();  // unmaps and frees the address ranges
   retired_vmm_.clear();
   (void)cudaGetLastError();
@@ -148,8 +151,9 @@ void CudaChannel::ControlLoop() {
 }
 
 // Marks the keys revoked, then waits (io_timeout) until nothing launched
-// before can still touch them, and only then acknowledges: a copy still
-// running at the deadline fails the channel instead (the target cuts us off).
+// before can still touch them, closes the mappings no live piece uses any
+// more, and only then acknowledges: a copy still running at the deadline
+// fails the channel instead (the target cuts us off).
 void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
   MarkRevoked(keys);
   if (!LanesQuiet(DeadlineIn(io_timeout_))) {
@@ -158,6 +162,9 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
                            "' still running io_timeout after it revoked memory"));
     return;
   }
+  // Before the ack: a later registration of the same memory can only come
+  // after it, and must not find a mapping about to close.
+  ReleaseRetired();
   std::lock_guard w(write_mu_);
   Status s = SendCtl(control_.get(), CtlType::kRevokeAck, seq, nullptr, 0, DeadlineIn(io_timeout_));
   if (!s.ok()) Fail(s);
@@ -181,7 +188,7 @@ void CudaChannel::MarkRevoked(const std::string& keys) {
     }
     revoked_keys_[key] = true;
   }
-  RetireRevokedVmm();
+  RetireRevoked();
 }
 
 // The seq_cst store of `revoked` (MarkRevoked) and the lanes' seq_cst

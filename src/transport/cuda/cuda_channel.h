@@ -189,7 +189,11 @@ class CudaChannel final : public Channel {
   Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
   Result<uint64_t> MapLegacy(const CudaExport& e);
   Result<uint64_t> MapVmm(const CudaExport& e, const AgentMeta& dial);
-  void RetireRevokedVmm();
+  void RetireRevoked();
+  // Closes and unmaps the retired mappings. REQUIRES: no copy launched before
+  // their revocation still runs (LanesQuiet). May wait for the device (a
+  // running proxy kernel: up to its life, ~2 ms).
+  void ReleaseRetired();
 
   // cuda_channel.cc
   void ControlLoop();
@@ -230,13 +234,16 @@ class CudaChannel final : public Channel {
   struct LegacyMapping {
     void* ptr = nullptr;
     uint64_t len = 0;
+    std::vector<uint64_t> keys;  // the pieces that use it (see RetireRevoked)
   };
   std::unordered_map<std::string, LegacyMapping> opened_;  // GUARDED_BY(build_mu_)
+  std::vector<void*> retired_legacy_;  // closed as retired_vmm_ below; GUARDED_BY(build_mu_)
   // A peer's VMM memory mapped here, by its (alloc_base, alloc_len), with the
   // piece keys that use it. Once all of them are revoked it leaves the map (a
   // later registration at the same addresses may be other memory) for
-  // `retired_vmm_`, unmapped when the channel closes (cuMemUnmap synchronizes
-  // with the device, which a running proxy kernel would hold up).
+  // `retired_vmm_`, unmapped once no copy can touch it, just before the
+  // revocation's ack (ReleaseRetired), so the exporter's freed memory does not
+  // stay alive.
   struct VmmEntry {
     std::unique_ptr<VmmMapping> mapping;
     std::vector<uint64_t> keys;

@@ -133,6 +133,8 @@ Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
     return Status::NotAllowed("peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
                               "-byte allocation; its handle opens " +
                               std::to_string(it->second.len) + " bytes");
+  if (std::find(it->second.keys.begin(), it->second.keys.end(), e.key) == it->second.keys.end())
+    it->second.keys.push_back(e.key);
   return reinterpret_cast<uint64_t>(it->second.ptr) + (e.piece_base - e.alloc_base);
 }
 
@@ -152,19 +154,39 @@ Result<uint64_t> CudaChannel::MapVmm(const CudaExport& e, const AgentMeta& dial)
   return it->second.mapping->base() + (e.piece_base - e.alloc_base);
 }
 
-// Moves the VMM mappings whose pieces are all revoked out of the lookup map.
-// REQUIRES: build_mu_ held.
-void CudaChannel::RetireRevokedVmm() {
+// Moves the mappings (legacy IPC and VMM) whose pieces are all revoked out of
+// the lookup maps. REQUIRES: build_mu_ held.
+void CudaChannel::RetireRevoked() {
+  auto all_revoked = [&](const std::vector<uint64_t>& keys) {
+    return std::all_of(keys.begin(), keys.end(),
+                       [&](uint64_t k) { return revoked_keys_.contains(k); });
+  };
   for (auto it = vmm_.begin(); it != vmm_.end();) {
-    const auto& keys = it->second.keys;
-    if (std::any_of(keys.begin(), keys.end(),
-                    [&](uint64_t k) { return !revoked_keys_.contains(k); })) {
+    if (!all_revoked(it->second.keys)) {
       ++it;
       continue;
     }
     retired_vmm_.push_back(std::move(it->second.mapping));
     it = vmm_.erase(it);
   }
+  for (auto it = opened_.begin(); it != opened_.end();) {
+    if (!all_revoked(it->second.keys)) {
+      ++it;
+      continue;
+    }
+    retired_legacy_.push_back(it->second.ptr);
+    it = opened_.erase(it);
+  }
+}
+
+void CudaChannel::ReleaseRetired() {
+  std::lock_guard lock(build_mu_);
+  if (retired_legacy_.empty() && retired_vmm_.empty()) return;
+  DeviceGuard on(device_);  // the handles were opened in this device's context
+  for (void* p : retired_legacy_) (void)cudaIpcCloseMemHandle(p);
+  retired_legacy_.clear();
+  retired_vmm_.clear();  // unmaps and frees the address ranges
+  (void)cudaGetLastError();
 }
 
 }  // namespace kvlane::core
