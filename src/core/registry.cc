@@ -72,6 +72,11 @@ Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t
   return Status::Ok();
 }
 
+bool Registry::HasKey(uint64_t key) const {
+  std::shared_lock lock(mu_);
+  return !closed_ && by_key_.contains(key);
+}
+
 void Registry::Close() {
   std::unique_lock lock(mu_);
   closed_ = true;

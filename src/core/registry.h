@@ -45,6 +45,9 @@ class Registry {
   Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr,
                       MemoryKind* kind = nullptr) const;
 
+  // Whether `key` names a live piece (false after Close()).
+  bool HasKey(uint64_t key) const;
+
   // Agent shutting down: every later remote access fails.
   void Close();
 

@@ -238,12 +238,16 @@ class FdServerTest : public ::testing::Test {
     EXPECT_EQ(ReadAll(fd.get()), "allocation-0");
   }
 
-  // An authenticated control connection to the server, whose own sends give up after 200 ms.
+  // An authenticated control connection to the server, whose own sends give up
+  // after 200 ms. It has answered one request, so the server counts it as
+  // authenticated (its thread marks that just after the handshake's reply,
+  // which a revocation racing with that moment would not yet see).
   Fd Dial() {
     auto sock = DialControl(peer_.self_name, peer_.connect_timeout, peer_.peer, socket_);
     EXPECT_TRUE(sock.ok()) << sock.status().ToString();
     if (!sock.ok()) return Fd();
     EXPECT_TRUE(SetIoTimeout(sock->get(), milliseconds(200)).ok());
+    ExpectAllocationFd(sock->get());
     return std::move(sock).value();
   }
 
@@ -503,6 +507,37 @@ TEST_F(FdServerTest, RevokeSkipsAConnectionStillInItsHandshake) {
   EXPECT_EQ(static_cast<CtlType>(f.type), CtlType::kRevoke);
   EXPECT_TRUE(SendCtl(sock.get(), CtlType::kRevokeAck, f.seq, nullptr, 0, Soon()).ok());
   revoke.join();
+}
+
+// A channel's live-key check: the reply names exactly the keys the registry no
+// longer holds (in the order asked); a payload that is not whole keys cuts the
+// connection.
+TEST_F(FdServerTest, LiveCheckNamesTheKeysNoLongerRegistered) {
+  std::vector<uint8_t> buf(4096);
+  auto region =
+      ctx_.registry->Add(reinterpret_cast<uint64_t>(buf.data()), buf.size(), MemoryKind::kHost, 0);
+  ASSERT_TRUE(region.ok());
+  const uint64_t live = ctx_.registry->Pieces().at(0).key;
+  Fd sock = Dial();
+  ASSERT_TRUE(sock.valid());
+  const uint64_t asked[] = {12345, live, 999};
+  ASSERT_TRUE(SendCtl(sock.get(), CtlType::kLiveCheck, 7, asked, sizeof(asked), Soon()).ok());
+  CtlFrame f{};
+  std::string payload;
+  ASSERT_TRUE(RecvCtl(sock.get(), &f, &payload, milliseconds(2000)).ok());
+  EXPECT_EQ(static_cast<CtlType>(f.type), CtlType::kLiveReply);
+  EXPECT_EQ(f.seq, 7u);
+  ASSERT_EQ(payload.size(), 16u);
+  uint64_t gone[2];
+  std::memcpy(gone, payload.data(), sizeof(gone));
+  EXPECT_EQ(gone[0], 12345u);
+  EXPECT_EQ(gone[1], 999u);
+  ASSERT_TRUE(ctx_.registry->Remove(*region).ok());  // now the live one is gone too
+  ASSERT_TRUE(SendCtl(sock.get(), CtlType::kLiveCheck, 8, &live, 8, Soon()).ok());
+  ASSERT_TRUE(RecvCtl(sock.get(), &f, &payload, milliseconds(2000)).ok());
+  EXPECT_EQ(payload.size(), 8u);
+  ASSERT_TRUE(SendCtl(sock.get(), CtlType::kLiveCheck, 9, asked, 5, Soon()).ok());
+  EXPECT_TRUE(HungUpWithin(sock.get(), milliseconds(1500)));
 }
 
 // Acknowledging a revocation before it was sent is a protocol violation: the

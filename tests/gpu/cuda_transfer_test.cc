@@ -219,6 +219,34 @@ TEST_P(CudaTransferTest, DeregisteredRegionIsStale) {
   EXPECT_TRUE(agent_->PeerError("target").ok());  // stale is per request, not fatal
 }
 
+// A region the target deregistered after this side loaded its metadata but
+// before the channel opened (so no revocation reached it): stale, nothing lands.
+TEST_P(CudaTransferTest, RegionDeregisteredBeforeTheChannelOpensIsStale) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 41);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote gone = Alloc(kBytes), kept = Alloc(kBytes);
+  ASSERT_EQ(
+      target_.Call("memset " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
+      "ok");
+  Load();  // the metadata names both
+  ASSERT_EQ(target_.Call("dereg " + std::to_string(gone.region)), "0");
+  DescList l{MemoryKind::kCuda, {}}, rg{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  rg.Add(gone.addr, kBytes);
+  rk.Add(kept.addr, kBytes);
+  XferHandle hg = Make(Op::kWrite, l, rg), hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  EXPECT_EQ(PostWait(&hg).code(), Code::kRemoteStale);
+  EXPECT_EQ(
+      target_.Call("checkbyte " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
+      "-1");
+  ASSERT_TRUE(PostWait(&hk).ok());  // the live one still moves
+  EXPECT_EQ(RemoteCheck(kept.addr, kBytes, 41), -1);
+  EXPECT_TRUE(agent_->PeerError("target").ok());
+}
+
 // A peer that registers, deregisters and frees memory again and again: the
 // initiator closes each mapping once its pieces are revoked, so the freed
 // memory goes back to the device (kept open, 8 x 512 MiB would stay allocated).

@@ -1,5 +1,6 @@
 #include "transport/cuda/cuda_channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -36,6 +37,7 @@ Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, cons
                                                    int device, Fd control, uint8_t* records) {
   std::unique_ptr<CudaChannel> ch(new CudaChannel(ctx, peer, device, std::move(control), records));
   Status s = ch->CreateLanes();
+  if (s.ok()) s = ch->CheckLiveKeys(peer);
   if (!s.ok()) {
     ch->DestroyGpu();
     return s;
@@ -117,6 +119,40 @@ void CudaChannel::DestroyGpu() {
   vmm_.clear();  // unmaps and frees the address ranges
   retired_vmm_.clear();
   (void)cudaGetLastError();
+}
+
+// Runs before the control thread starts, so it reads the control connection
+// itself; a revocation that arrives meanwhile is handled as that thread would.
+Status CudaChannel::CheckLiveKeys(const AgentMeta& peer) {
+  std::vector<uint64_t> keys;
+  for (const Piece& p : peer.pieces) keys.push_back(p.key);
+  uint64_t seq = 0;
+  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
+    {
+      std::lock_guard w(write_mu_);
+      KVLANE_RETURN_IF_ERROR(SendCtl(control_.get(), CtlType::kLiveCheck, ++seq, keys.data() + at,
+                                     n * 8, DeadlineIn(io_timeout_)));
+    }
+    for (bool answered = false; !answered;) {
+      CtlFrame f{};
+      std::string payload;
+      KVLANE_RETURN_IF_ERROR(WaitFor(control_.get(), POLLIN, DeadlineIn(io_timeout_)));
+      KVLANE_RETURN_IF_ERROR(RecvCtl(control_.get(), &f, &payload, io_timeout_));
+      const bool keyed = payload.size() % 8 == 0;
+      if (f.type == static_cast<uint32_t>(CtlType::kRevoke) && keyed) {
+        HandleRevoke(payload, f.seq);
+        KVLANE_RETURN_IF_ERROR(latch().Get());
+        continue;
+      }
+      if (f.type != static_cast<uint32_t>(CtlType::kLiveReply) || f.seq != seq || !keyed)
+        return Status::Backend("cuda control: protocol violation by peer '" + peer_name_ +
+                               "' (live-key check)");
+      MarkRevoked(payload);  // registered no more: a transfer to them is stale
+      answered = true;
+    }
+  }
+  return Status::Ok();
 }
 
 void CudaChannel::Fail(const Status& s) {

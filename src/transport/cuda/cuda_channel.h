@@ -189,6 +189,10 @@ class CudaChannel final : public Channel {
   Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
   Result<uint64_t> MapLegacy(const CudaExport& e);
   Result<uint64_t> MapVmm(const CudaExport& e, const AgentMeta& dial);
+  // Asks the target which pieces of `peer` (the metadata the channel opens
+  // with) are no longer registered, and marks them revoked: revocations sent
+  // before this connection was authenticated never reached it.
+  Status CheckLiveKeys(const AgentMeta& peer);
   void RetireRevoked();
   // Closes and unmaps the retired mappings. REQUIRES: no copy launched before
   // their revocation still runs (LanesQuiet). May wait for the device (a

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "transport/stream/handshake.h"
@@ -103,9 +104,26 @@ bool ControlServer::Handle(Conn* c, const std::string& name, const CtlFrame& f,
       return Acknowledged(c, f.seq);
     case CtlType::kFdRequest:
       return ServeFd(c, payload).ok();
+    case CtlType::kLiveCheck:
+      return payload.size() % 8 == 0 && ServeLiveCheck(c, f.seq, payload).ok();
     default:
       return false;  // protocol violation: drop the connection
   }
+}
+
+// Served on the connection's thread, which marked it authenticated before
+// reading any frame: a revocation after the registry lookup below reaches this
+// connection, one before it is in the answer.
+Status ControlServer::ServeLiveCheck(Conn* c, uint64_t seq, const std::string& keys) {
+  std::string gone;
+  for (size_t i = 0; i < keys.size(); i += 8) {
+    uint64_t key;
+    std::memcpy(&key, keys.data() + i, 8);
+    if (!ctx_->registry->HasKey(key)) gone.append(keys, i, 8);
+  }
+  std::lock_guard w(c->write_mu);
+  return SendCtl(c->fd.get(), CtlType::kLiveReply, seq, gone.data(),
+                 static_cast<uint32_t>(gone.size()), DeadlineIn(ctx_->options.io_timeout));
 }
 
 bool ControlServer::Acknowledged(Conn* c, uint64_t seq) {

@@ -2,11 +2,17 @@
 // opened with the stream transports' handshake (transport/stream/handshake.h:
 // each side proves it holds the target's secret, which never travels; role
 // ConnRole::kCudaControl), then small frames both ways:
-//   initiator -> target: kNotify (payload), kRevokeAck (seq), kFdRequest (key, index)
+//   initiator -> target: kNotify (payload), kRevokeAck (seq), kFdRequest (key, index),
+//                        kLiveCheck (piece keys, seq)
 //   target -> initiator: kNotifyAck (status), kRevoke (piece keys, seq),
-//                        kFdReply (status; an fd attached with SCM_RIGHTS when ok)
+//                        kFdReply (status; an fd attached with SCM_RIGHTS when ok),
+//                        kLiveReply (the checked keys no longer registered, seq)
 // The target revokes pieces on DeregisterMemory and waits for every initiator
-// to acknowledge, which each does once nothing it launched can touch them.
+// to acknowledge, which each does once nothing it launched can touch them. A
+// channel opening asks first which pieces of the metadata it loaded are still
+// registered (kLiveCheck, answered once the connection counts as
+// authenticated): revocations before that moment never reached it, later ones
+// do.
 // File descriptors of VMM allocations are asked for on a short-lived connection
 // of their own (FetchPeerFd), so the channel's control thread never sees one.
 #pragma once
@@ -38,12 +44,15 @@ enum class CtlType : uint32_t {
   kRevokeAck = 4,
   kFdRequest = 5,
   kFdReply = 6,
+  kLiveCheck = 7,
+  kLiveReply = 8,
 };
 
 struct CtlFrame {
   uint32_t type;  // CtlType
   uint32_t len;   // payload bytes that follow
-  uint64_t seq;   // kRevoke/kRevokeAck: revocation number; kNotifyAck, kFdReply: status (int32)
+  uint64_t seq;   // kRevoke/kRevokeAck: revocation number; kNotifyAck, kFdReply: status
+                  // (int32); kLiveCheck/kLiveReply: the check's number
 };
 static_assert(sizeof(CtlFrame) == 16);
 
@@ -144,6 +153,8 @@ class ControlServer {
   // that did not, and unpins them all.
   void WaitAcks(const std::vector<Conn*>& to, uint64_t seq);
   Status ServeFd(Conn* c, const std::string& request);  // fd_request.cc
+  // Answers a kLiveCheck with the keys of `keys` the registry no longer holds.
+  Status ServeLiveCheck(Conn* c, uint64_t seq, const std::string& keys);
 
   AgentContext* ctx_;
   const FdSource fds_;

@@ -17,8 +17,11 @@ namespace kvlane::core {
 inline constexpr uint32_t kHelloMagic = 0x484c564b;      // "KVLH"
 inline constexpr uint32_t kChallengeMagic = 0x434c564b;  // "KVLC"
 // 2: challenge-response handshake. 1 sent the secret in the Hello; a peer of
-// version 1 is refused (its Hello fails the version check).
-inline constexpr uint16_t kWireVersion = 2;
+// version 1 is refused (its Hello fails the version check). 3: the same
+// handshake; tcp replies may carry a status trailer (kReplyStatusAfter), and a
+// cuda channel opens with a live-key check (transport/cuda/cuda_control.h). A
+// peer of another version is refused with an error that names both.
+inline constexpr uint16_t kWireVersion = 3;
 inline constexpr uint32_t kMaxWireSegs = 1024;
 inline constexpr uint64_t kMaxFrameBytes = 1ull << 30;
 inline constexpr uint64_t kMaxNotifyBytes = 64u << 10;
