@@ -73,17 +73,26 @@ TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
   }
 }
 
-// Refused while reading the flags: no rank is spawned, no document is written.
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Refused while reading the flags (cmd_run.cc prints "kvbench run: <why>"): no rank
+// is spawned, no document is written.
 TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
   Dirs FreshDir;
-  fs::path out = FreshDir("refused");
+  fs::path out = FreshDir("refused"), err = FreshDir("refused_stderr");
   for (const char* flags : {"--transport shm --memory cuda", "--transport local --memory cuda",
                             "--transport cuda --memory host"}) {
-    EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() +
-                      " 2>/dev/null"),
+    EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() + " 2>" +
+                      err.string()),
               2)
         << flags;
     EXPECT_FALSE(fs::exists(out)) << flags;
+    const std::string said = ReadFile(err);
+    EXPECT_EQ(said.rfind("kvbench run: --memory ", 0), 0u) << flags << ": " << said;
+    EXPECT_EQ(said.find("kvbench rank"), std::string::npos) << flags << ": " << said;
   }
 }
 
