@@ -188,8 +188,11 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "modulo the visible GPUs)");
   app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
   app->add_option("--inject-fault", c->fault,
-                  "testing only: flip-byte flips one landed byte before each verification")
-      ->check(CLI::IsMember({"flip-byte"}))
+                  "testing only: flip-byte flips one landed byte before each verification; "
+                  "ref-{target,initiator}-{setup,stream} fails that rank's socket reference "
+                  "before its first byte or partway through")
+      ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
+                             "ref-initiator-setup", "ref-initiator-stream"}))
       ->group("Testing");
 }
 

@@ -34,7 +34,8 @@ struct RunConfig {
   int device = -1;                        // device pool's GPU; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
-  std::string fault;      // testing: "flip-byte" corrupts each verified burst
+  std::string fault;      // testing: "flip-byte" corrupts each verified burst; "ref-<role>-setup"
+                          // or "ref-<role>-stream" fails that rank's socket reference
 
   // Filled by Resolve():
   PlanOptions plan_defaults;
