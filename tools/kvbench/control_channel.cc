@@ -133,7 +133,13 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
 
 ControlChannel::~ControlChannel() { close(fd_); }
 
+void ControlChannel::Abort() {
+  if (!aborted_) (void)shutdown(fd_, SHUT_RDWR);
+  aborted_ = true;
+}
+
 kvlane::Status ControlChannel::WaitReady(short events) {
+  if (aborted_) return kvlane::Status::Canceled("control: connection aborted by this rank");
   pollfd pfd{fd_, events, 0};
   int rc;
   do {

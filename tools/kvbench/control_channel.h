@@ -35,6 +35,14 @@ class ControlChannel {
   kvlane::Status SendRaw(const void* data, uint64_t len);
   kvlane::Status ReceiveRaw(void* data, uint64_t len);
 
+  // Ends the connection in both directions, for when the raw bytes no longer
+  // line up with what the peer expects (a socket reference failed partway): the
+  // peer's wait ends at once (peer closed, or a failed send) instead of at its
+  // timeout, and every later call here fails without touching the socket. Bytes
+  // already sent still reach the peer. Idempotent.
+  void Abort();
+  bool aborted() const { return aborted_; }
+
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
@@ -44,6 +52,7 @@ class ControlChannel {
 
   int fd_;
   std::chrono::milliseconds timeout_;
+  bool aborted_ = false;
 };
 
 // Splits "host:port"; fails on a missing or bad port.

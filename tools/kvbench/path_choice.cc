@@ -1,5 +1,7 @@
 #include "path_choice.h"
 
+#include <algorithm>
+
 namespace kvbench {
 namespace {
 
@@ -55,6 +57,11 @@ kvlane::Result<DataPath> ResolveDataPath(const std::string& transport, const std
     return kvlane::Status::NotSupported(what + ": no CUDA device visible to kvbench");
   }
   return path;
+}
+
+int DefaultDevice(int rank, bool same_host, int local_rank, int gpus) {
+  if (same_host) return std::min(rank, gpus - 1);
+  return local_rank >= 0 ? local_rank % gpus : 0;
 }
 
 std::string StagingName(const DataPath& path) {

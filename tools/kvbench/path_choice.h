@@ -36,6 +36,14 @@ kvlane::Status CheckTransportMemory(const std::string& transport, const std::str
 kvlane::Result<DataPath> ResolveDataPath(const std::string& transport, const std::string& memory,
                                          bool same_host, int gpus);
 
+// The GPU a rank's device pool lives on when --device is not given. On one host
+// the two ranks split over two GPUs: GPU `rank`, clamped to the visible ones (both
+// on GPU 0 with one GPU). Across hosts each rank is alone on its host: GPU 0, or
+// `local_rank` modulo the visible GPUs when the launcher set one (LocalRank() in
+// slurm.h: SLURM_LOCALID, then LOCAL_RANK; -1 when neither is set).
+// REQUIRES: gpus >= 1, rank 0 or 1.
+int DefaultDevice(int rank, bool same_host, int local_rank, int gpus);
+
 // Whether the bytes pass through pinned host buffers on both ranks: tcp (or any
 // host transport) moving device memory. "pinned-host" or "none".
 std::string StagingName(const DataPath& path);

@@ -54,48 +54,93 @@ constexpr uint64_t kStageBytes = 4ull << 20;
 using Pinned = std::unique_ptr<void, void (*)(void*)>;
 
 // The pinned staging buffer for a device pool; none (null) for a host pool.
-kvlane::Result<Pinned> StageFor(const PoolView& pool) {
+kvlane::Result<Pinned> StageFor(const PoolView& pool, ReferenceFault fault) {
+  if (fault == ReferenceFault::kSetup) {
+    return kvlane::Status::Backend("injected fault: the socket reference's staging buffer");
+  }
   if (pool.kind != kvlane::MemoryKind::kCuda) return Pinned(nullptr, PinnedFree);
   KVLANE_ASSIGN_OR_RETURN(void* p, PinnedAlloc(kStageBytes));
   return Pinned(p, PinnedFree);
 }
 
-// Sends (cudaMemcpy to `stage`, then send) or receives (receive into `stage`, then
-// cudaMemcpy) `len` device bytes at `at`, one chunk after the other: no overlap.
-kvlane::Status StreamStaged(ControlChannel* control, uint8_t* at, uint64_t len, void* stage,
-                            bool send) {
+// One rank's side of the byte stream: its control connection, its pool and, for
+// a device pool, its pinned staging buffer (else null).
+struct Stream {
+  ControlChannel* control;
+  PoolView pool;
+  void* stage;
+  ReferenceFault fault;
+};
+
+// Sends (cudaMemcpy to the stage, then send) or receives (receive into the stage,
+// then cudaMemcpy) `len` device bytes at `at`, one chunk after the other: no overlap.
+kvlane::Status StreamStaged(const Stream& st, uint8_t* at, uint64_t len, bool send) {
   for (uint64_t done = 0; done < len; done += kStageBytes) {
     const uint64_t n = std::min(kStageBytes, len - done);
     if (send) {
-      KVLANE_RETURN_IF_ERROR(CopyFromDevice(stage, at + done, n));
-      KVLANE_RETURN_IF_ERROR(control->SendRaw(stage, n));
+      KVLANE_RETURN_IF_ERROR(CopyFromDevice(st.stage, at + done, n));
+      KVLANE_RETURN_IF_ERROR(st.control->SendRaw(st.stage, n));
     } else {
-      KVLANE_RETURN_IF_ERROR(control->ReceiveRaw(stage, n));
-      KVLANE_RETURN_IF_ERROR(CopyToDevice(at + done, stage, n));
+      KVLANE_RETURN_IF_ERROR(st.control->ReceiveRaw(st.stage, n));
+      KVLANE_RETURN_IF_ERROR(CopyToDevice(at + done, st.stage, n));
     }
   }
   return kvlane::Status::Ok();
 }
 
+kvlane::Status StreamExtent(const Stream& st, const Extent& e, bool send) {
+  uint8_t* at = st.pool.base + e.offset;
+  if (st.stage != nullptr) return StreamStaged(st, at, e.len, send);
+  return send ? st.control->SendRaw(at, e.len) : st.control->ReceiveRaw(at, e.len);
+}
+
 // Sends or receives every extent of `sides` ([request][pair]) over the control
-// connection: straight from and into a host pool, through `stage` for a device pool.
-kvlane::Status StreamExtents(ControlChannel* control, const PoolView& pool, void* stage,
-                             const PoolList& list, const RequestIndices& sides, bool send) {
+// connection: straight from and into a host pool, through the stage for a device
+// pool. ReferenceFault::kStream fails after the first extent.
+kvlane::Status StreamExtents(const Stream& st, const PoolList& list, const RequestIndices& sides,
+                             bool send) {
   for (const auto& request : sides) {
     for (uint32_t idx : request) {
-      const Extent& e = list.extents[idx];
-      uint8_t* at = pool.base + e.offset;
-      if (stage != nullptr) {
-        KVLANE_RETURN_IF_ERROR(StreamStaged(control, at, e.len, stage, send));
-      } else {
-        KVLANE_RETURN_IF_ERROR(send ? control->SendRaw(at, e.len) : control->ReceiveRaw(at, e.len));
+      KVLANE_RETURN_IF_ERROR(StreamExtent(st, list.extents[idx], send));
+      if (st.fault == ReferenceFault::kStream) {
+        return kvlane::Status::Backend("injected fault: partway through the socket reference");
       }
     }
   }
   return kvlane::Status::Ok();
 }
 
+// The initiator's timed reps; the time of each after the warm-up.
+kvlane::Result<std::vector<double>> InitiatorReps(const Stream& st, const PoolList& list,
+                                                  const BurstMap& map, kvlane::Op op, int reps) {
+  std::vector<double> ms;
+  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
+    Clock::time_point t0 = Clock::now();
+    KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_go"}}));
+    KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.initiator, Pushes(op)));
+    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(st.control->Expect("ref_done").status());
+    if (i > 0) ms.push_back(MsSince(t0));
+  }
+  return ms;
+}
+
+kvlane::Status TargetReps(const Stream& st, const PoolList& list, const BurstMap& map,
+                          kvlane::Op op, int reps) {
+  for (int i = 0; i <= reps; ++i) {
+    KVLANE_RETURN_IF_ERROR(st.control->Expect("ref_go").status());
+    KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.target, !Pushes(op)));
+    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_done"}}));
+  }
+  return kvlane::Status::Ok();
+}
+
 }  // namespace
+
+ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& role) {
+  if (flag == "ref-" + role + "-setup") return ReferenceFault::kSetup;
+  if (flag == "ref-" + role + "-stream") return ReferenceFault::kStream;
+  return ReferenceFault::kNone;
+}
 
 ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
                                  kvlane::Op op, int reps) {
@@ -129,31 +174,26 @@ ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const 
 kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control,
                                                           const PoolView& pool,
                                                           const PoolList& list, const BurstMap& map,
-                                                          kvlane::Op op, int reps) {
-  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool));
-  std::vector<double> ms;
-  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
-    Clock::time_point t0 = Clock::now();
-    KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_go"}}));
-    KVLANE_RETURN_IF_ERROR(
-        StreamExtents(control, pool, stage.get(), list, map.initiator, Pushes(op)));
-    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Expect("ref_done").status());
-    if (i > 0) ms.push_back(MsSince(t0));
+                                                          kvlane::Op op, int reps,
+                                                          ReferenceFault fault) {
+  KVLANE_RETURN_IF_ERROR(control->Expect("ref_ready").status());  // or the target's reason
+  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
+  auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps);
+  if (!ms.ok()) {
+    control->Abort();  // the raw stream may be cut partway: the target must not wait on it
+    return ms.status();
   }
-  return Figures(stage ? "socket-staged" : "socket", ms, map.burst_bytes);
+  return Figures(stage ? "socket-staged" : "socket", ms.value(), map.burst_bytes);
 }
 
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
-                                     int reps) {
-  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool));
-  for (int i = 0; i <= reps; ++i) {
-    KVLANE_RETURN_IF_ERROR(control->Expect("ref_go").status());
-    KVLANE_RETURN_IF_ERROR(
-        StreamExtents(control, pool, stage.get(), list, map.target, !Pushes(op)));
-    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_done"}}));
-  }
-  return kvlane::Status::Ok();
+                                     int reps, ReferenceFault fault) {
+  KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
+  KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_ready"}}));
+  kvlane::Status s = TargetReps({control, pool, stage.get(), fault}, list, map, op, reps);
+  if (!s.ok()) control->Abort();  // as on the initiator
+  return s;
 }
 
 }  // namespace kvbench

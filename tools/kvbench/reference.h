@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "burst_map.h"
 #include "control_channel.h"
@@ -26,20 +27,41 @@ ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const Burs
 ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
                                      kvlane::Op op, int reps);
 
-// The socket reference, run by both ranks with the same map, op and reps. Per rep
-// the initiator says go; for kRead the target sends its extents and the initiator
-// receives them into its own, for kWrite the initiator sends and the target
-// receives, then acknowledges. Timed on the initiator, from go to the last byte
-// received (kRead) or to the acknowledgement (kWrite). A device pool's extents go
-// through a pinned host buffer on each side, 4 MiB at a time, a cudaMemcpy and the
-// socket call one after the other (method "socket-staged"); the buffer is
-// allocated before the timed reps. REQUIRES: both ranks' pools are of one kind.
-kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control,
-                                                          const PoolView& pool,
-                                                          const PoolList& list, const BurstMap& map,
-                                                          kvlane::Op op, int reps);
+// Testing only (--inject-fault): a socket reference that fails on purpose on the
+// rank given it. kSetup: as if its pinned staging buffer could not be allocated,
+// before any raw byte; kStream: as if a device copy failed after the first extent
+// of the warm-up rep, partway through the raw bytes.
+enum class ReferenceFault { kNone, kSetup, kStream };
+
+// The fault --inject-fault asks of `role`'s ("target" | "initiator") reference:
+// "ref-<role>-setup" or "ref-<role>-stream"; kNone for any other value.
+ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& role);
+
+// The socket reference, run by both ranks with the same map, op and reps once the
+// initiator has sent the row's "ref" request. The target allocates its staging
+// buffer and answers "ref_ready"; the initiator waits for it, then allocates its
+// own. Per rep the initiator says go; for kRead the target sends its extents and
+// the initiator receives them into its own, for kWrite the initiator sends and the
+// target receives, then acknowledges. Timed on the initiator, from go to the last
+// byte received (kRead) or to the acknowledgement (kWrite). A device pool's
+// extents go through a pinned host buffer on each side, 4 MiB at a time, a
+// cudaMemcpy and the socket call one after the other (method "socket-staged"); the
+// buffers are allocated before the timed reps.
+//
+// On failure the connection is in one of two states, and the run cannot go on
+// over it in either. Before "ref_ready" (the target) or before the first rep (the
+// initiator) it is still framed: the caller tells its peer why with an "error"
+// message, as for any other failure; the initiator's wait for "ref_ready" returns
+// the target's reason ("peer reported: ..."). Once the reps have begun the raw
+// bytes may be cut partway, so the failing rank aborts the connection
+// (ControlChannel::Abort: every later send is refused) and its peer's wait fails
+// at once instead of at the control timeout. REQUIRES: both ranks' pools are of
+// one kind.
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
+    ControlChannel* control, const PoolView& pool, const PoolList& list, const BurstMap& map,
+    kvlane::Op op, int reps, ReferenceFault fault = ReferenceFault::kNone);
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
-                                     int reps);
+                                     int reps, ReferenceFault fault = ReferenceFault::kNone);
 
 }  // namespace kvbench

@@ -69,6 +69,10 @@ kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
   RunPoints(progress, &result);
+  if (!stop_.empty()) {  // the target has stopped, or is told to by the aborted connection
+    result.errors.push_back(stop_);
+    return result;
+  }
   kvlane::Status bye = s_->control().Send({{"type", "done"}});
   if (bye.ok()) bye = s_->control().Expect("bye").status();
   if (!bye.ok()) result.errors.push_back("control: " + bye.ToString());
@@ -89,6 +93,7 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
       for (const std::string& op : s_->config().ops) {
         result->rows.push_back(RunRow(op, point, map, ++epoch));
         progress(result->rows.back());
+        if (!stop_.empty()) return;
       }
       kvlane::Status peer = s_->agent().PeerError(s_->peer_name());
       if (!peer.ok()) {
@@ -211,10 +216,26 @@ void RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
   ControlChannel& c = s_->control();
   kvlane::Status s = c.Send(
       {{"type", "ref"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
-  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool_view(), list_, map, OpOf(op), reps)
+  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool_view(), list_, map, OpOf(op), reps,
+                                               ReferenceFaultFor(s_->config().fault, "initiator"))
                     : kvlane::Result<ReferenceFigures>(s);
-  if (ref.ok()) row->reference = ref.value();
-  if (!ref.ok()) row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};
+  if (ref.ok()) {
+    row->reference = ref.value();
+    return;
+  }
+  row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};
+  StopRun(fmt::format("socket reference ({}, isl {}, batch {}): {}", op, point.isl, row->batch,
+                      ref.status().ToString()));
+}
+
+// A failed socket reference ends the run (the target has stopped, or the raw bytes
+// no longer line up): tells the target why (refused once the connection is
+// aborted), then aborts it, so that neither rank waits for the other.
+void RowRunner::StopRun(const std::string& reason) {
+  ControlChannel& c = s_->control();
+  (void)c.Send({{"type", "error"}, {"message", reason}});
+  c.Abort();
+  stop_ = reason;
 }
 
 }  // namespace kvbench

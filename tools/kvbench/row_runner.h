@@ -27,7 +27,9 @@ class RowRunner {
   explicit RowRunner(Session* session) : s_(session) {}
   ~RowRunner();
 
-  // Runs every row, then tells the target the run is done.
+  // Runs every row, then tells the target the run is done. A failed socket
+  // reference stops the run there (a run-level error in the result) and ends the
+  // control connection instead.
   RunResult RunAll(const Progress& progress);
 
  private:
@@ -44,11 +46,13 @@ class RowRunner {
   void TimedBursts(Burst* burst, RowResult* row);
   void Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
                  RowResult* row);
+  void StopRun(const std::string& reason);
 
   Session* s_;
   PoolList list_;
   std::vector<uint64_t> list_shape_;  // desc_bytes per group the lists were made for
   kvlane::PreparedId local_, remote_;
+  std::string stop_;  // why the run stopped early (a run-level error); empty while it runs
 };
 
 kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE

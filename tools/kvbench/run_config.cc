@@ -183,12 +183,16 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
   app->add_option("--device", c->device,
-                  "device pool: this rank's GPU (-1: rank 0 uses GPU 0, rank 1 GPU 1 when "
-                  "present)");
+                  "device pool: this rank's GPU (-1: on one host rank 0 uses GPU 0, rank 1 "
+                  "GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / LOCAL_RANK "
+                  "modulo the visible GPUs)");
   app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
   app->add_option("--inject-fault", c->fault,
-                  "testing only: flip-byte flips one landed byte before each verification")
-      ->check(CLI::IsMember({"flip-byte"}))
+                  "testing only: flip-byte flips one landed byte before each verification; "
+                  "ref-{target,initiator}-{setup,stream} fails that rank's socket reference "
+                  "before its first byte or partway through")
+      ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
+                             "ref-initiator-setup", "ref-initiator-stream"}))
       ->group("Testing");
 }
 

@@ -31,10 +31,11 @@ struct RunConfig {
   std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
   std::string policy = "independent";     // independent | global-fifo
   int lanes = 0;                          // data lanes per peer; 0: the engine default
-  int device = -1;  // device pool's GPU; -1: rank 0 on GPU 0, rank 1 on GPU 1 (if present)
+  int device = -1;                        // device pool's GPU; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
-  std::string fault;      // testing: "flip-byte" corrupts each verified burst
+  std::string fault;      // testing: "flip-byte" corrupts each verified burst; "ref-<role>-setup"
+                          // or "ref-<role>-stream" fails that rank's socket reference
 
   // Filled by Resolve():
   PlanOptions plan_defaults;

@@ -8,6 +8,7 @@
 
 #include "device_memory.h"
 #include "plan_report.h"
+#include "slurm.h"
 
 namespace kvbench {
 namespace {
@@ -147,10 +148,13 @@ kvlane::Status Session::ResolveTransport() {
   return SelectDevice(gpus);
 }
 
-// --device, else the rank's own index clamped to the visible GPUs (so two ranks
-// share GPU 0 on a one-GPU host). REQUIRES: gpus >= 1.
+// --device, else DefaultDevice (path_choice.h): on one host the ranks split over
+// two GPUs, across hosts each takes its host's GPU 0 (or its local rank's).
+// REQUIRES: gpus >= 1.
 kvlane::Status Session::SelectDevice(int gpus) {
-  device_ = config_.device >= 0 ? config_.device : std::min(config_.rank, gpus - 1);
+  const bool same_host = self_.hostname == peer_info_.hostname;
+  device_ = config_.device >= 0 ? config_.device
+                                : DefaultDevice(config_.rank, same_host, LocalRank(), gpus);
   if (device_ >= gpus) {
     return kvlane::Status::InvalidArgument("--device " + std::to_string(device_) + " but only " +
                                            std::to_string(gpus) + " GPU(s) are visible");

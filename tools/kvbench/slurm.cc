@@ -10,6 +10,15 @@ std::string Env(const char* name) {
   return v ? v : "";
 }
 
+// A non-negative decimal number, else -1.
+int NonNegative(const std::string& text) {
+  if (text.empty() || text.size() > 9) return -1;
+  for (char c : text) {
+    if (c < '0' || c > '9') return -1;
+  }
+  return std::atoi(text.c_str());
+}
+
 }  // namespace
 
 kvlane::Result<std::string> FirstSlurmHost(const std::string& nodelist) {
@@ -39,6 +48,14 @@ kvlane::Status ApplySlurm(RunConfig* c) {
   std::string port = Env("KVBENCH_PORT");
   c->peer = host + ":" + (port.empty() ? std::to_string(kDefaultSlurmPort) : port);
   return kvlane::Status::Ok();
+}
+
+int LocalRank() {
+  for (const char* name : {"SLURM_LOCALID", "LOCAL_RANK"}) {
+    int v = NonNegative(Env(name));
+    if (v >= 0) return v;
+  }
+  return -1;
 }
 
 }  // namespace kvbench

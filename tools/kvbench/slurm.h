@@ -19,4 +19,9 @@ kvlane::Result<std::string> FirstSlurmHost(const std::string& nodelist);
 // and exactly two Slurm tasks run. Leaves the config alone outside Slurm.
 kvlane::Status ApplySlurm(RunConfig* c);
 
+// This process's index among the tasks on its host, as the launcher gives it:
+// SLURM_LOCALID, else LOCAL_RANK (torchrun, mpirun wrappers); -1 when neither is
+// set to a non-negative number.
+int LocalRank();
+
 }  // namespace kvbench

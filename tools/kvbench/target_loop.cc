@@ -18,7 +18,7 @@ kvlane::Status TargetLoop::Run() {
     kvlane::Status s = type == "row"   ? HandleRow(m)
                        : type == "ref" ? HandleReference(m)
                                        : kvlane::Status::InvalidArgument("unexpected " + type);
-    if (!s.ok()) {
+    if (!s.ok()) {  // tells the initiator why, unless the connection was aborted
       (void)s_->control().Send({{"type", "error"}, {"message", s.message()}});
       return s;
     }
@@ -71,7 +71,8 @@ kvlane::Status TargetLoop::HandleReference(const json& m) {
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
   BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
   kvlane::Op op = m.value("op", "") == "push" ? kvlane::Op::kWrite : kvlane::Op::kRead;
-  return SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1));
+  return SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1),
+                               ReferenceFaultFor(s_->config().fault, "target"));
 }
 
 }  // namespace kvbench

@@ -61,6 +61,21 @@ TEST(ControlChannel, ClosedPeerIsADisconnect) {
   EXPECT_EQ(m.status().code(), kvlane::Code::kRemoteDisconnect);
 }
 
+TEST(ControlChannel, AbortEndsThePeersRawWaitAtOnce) {
+  Pair p = Connect();
+  p.b->set_timeout(milliseconds(20000));
+  std::vector<uint8_t> in(1 << 20);
+  auto waiting =
+      std::async(std::launch::async, [&] { return p.b->ReceiveRaw(in.data(), in.size()); });
+  ASSERT_TRUE(p.a->SendRaw(in.data(), 1000).ok());  // partway, then give up
+  p.a->Abort();
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(waiting.get().code(), kvlane::Code::kRemoteDisconnect);
+  EXPECT_TRUE(p.a->aborted());
+  EXPECT_EQ(p.a->Send({{"type", "done"}}).code(), kvlane::Code::kCanceled);
+  EXPECT_EQ(p.a->Receive().status().code(), kvlane::Code::kCanceled);
+}
+
 TEST(ControlChannel, UnexpectedAndErrorMessages) {
   Pair p = Connect();
   ASSERT_TRUE(p.a->Send({{"type", "other"}}).ok());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -73,19 +74,80 @@ TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
   }
 }
 
-// Refused while reading the flags: no rank is spawned, no document is written.
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Refused while reading the flags (cmd_run.cc prints "kvbench run: <why>"): no rank
+// is spawned, no document is written.
 TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
   Dirs FreshDir;
-  fs::path out = FreshDir("refused");
+  fs::path out = FreshDir("refused"), err = FreshDir("refused_stderr");
   for (const char* flags : {"--transport shm --memory cuda", "--transport local --memory cuda",
                             "--transport cuda --memory host"}) {
-    EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() +
-                      " 2>/dev/null"),
+    EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() + " 2>" +
+                      err.string()),
               2)
         << flags;
     EXPECT_FALSE(fs::exists(out)) << flags;
+    const std::string said = ReadFile(err);
+    EXPECT_EQ(said.rfind("kvbench run: --memory ", 0), 0u) << flags << ": " << said;
+    EXPECT_EQ(said.find("kvbench rank"), std::string::npos) << flags << ": " << said;
   }
 }
+
+// A socket reference that fails stops both ranks at once (well inside the control
+// timeout) and the run says why: `fault` fails one rank's reference before its
+// first byte (setup) or partway through the bytes (stream).
+struct ReferenceFailure {
+  const char* fault;
+  const char* ops;
+  const char* reason;  // in the initiator's run-level error
+};
+
+void PrintTo(const ReferenceFailure& f, std::ostream* os) { *os << f.fault << " " << f.ops; }
+
+class KvbenchReferenceFailure : public ::testing::TestWithParam<ReferenceFailure> {};
+
+TEST_P(KvbenchReferenceFailure, StopsBothRanksAtOnceWithTheReason) {
+  const ReferenceFailure& f = GetParam();
+  Dirs FreshDir;
+  fs::path out = FreshDir("ref_fault"), err = FreshDir("ref_fault_stderr");
+  const auto t0 = std::chrono::steady_clock::now();
+  int code = Kvbench(std::string("run --transport tcp --isl 8192 --batches 1 --warmup 1 ") +
+                     "--samples 3 --trials 1 --pool-budget 1GiB --control-timeout 60s --ops " +
+                     f.ops + " --inject-fault " + f.fault + " --out " + out.string() +
+                     " > /dev/null 2>" + err.string());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 30) << "a rank waited for its control timeout";
+  EXPECT_EQ(code, 2);  // the target stops with an error too
+  nlohmann::json doc = OnlyDocument(out);
+  EXPECT_EQ(doc["outcome"]["valid"], false);
+  std::string reasons = doc["outcome"].dump();
+  EXPECT_NE(reasons.find("socket reference (" + std::string(f.ops)), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find(f.reason), std::string::npos) << reasons;
+  EXPECT_NE(ReadFile(err).find("kvbench rank 0 (target): "), std::string::npos) << ReadFile(err);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, KvbenchReferenceFailure,
+    ::testing::Values(
+        // The target tells the initiator, which waits for ref_ready, not for pool bytes.
+        ReferenceFailure{"ref-target-setup", "pull",
+                         "peer reported: injected fault: the socket reference's staging buffer"},
+        ReferenceFailure{"ref-target-setup", "push", "peer reported: injected fault"},
+        // Cut partway: the failing rank aborts the connection; its peer stops at once.
+        ReferenceFailure{"ref-initiator-stream", "push", "injected fault: partway"},
+        ReferenceFailure{"ref-initiator-stream", "pull", "injected fault: partway"},
+        ReferenceFailure{"ref-target-stream", "pull", "peer closed the connection"},
+        ReferenceFailure{"ref-target-stream", "push", "control"},
+        ReferenceFailure{"ref-initiator-setup", "pull", "injected fault: the socket reference's"}),
+    [](const auto& info) {
+      std::string name = std::string(info.param.fault) + "_" + info.param.ops;
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
 
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   Dirs FreshDir;

@@ -81,6 +81,31 @@ TEST(PathChoice, OneHostTransportsAcrossHostsAreRefused) {
   EXPECT_EQ(CodeOf("cuda", "cuda", false, 2), Code::kInvalidArgument);
 }
 
+TEST(PathChoice, DefaultDeviceOnOneHostSplitsTheRanksOverTwoGpus) {
+  EXPECT_EQ(DefaultDevice(0, true, -1, 8), 0);
+  EXPECT_EQ(DefaultDevice(1, true, -1, 8), 1);
+  EXPECT_EQ(DefaultDevice(1, true, 5, 8), 1);  // one host: the local rank does not matter
+}
+
+TEST(PathChoice, DefaultDeviceAcrossHostsIsEachHostsGpuZero) {
+  EXPECT_EQ(DefaultDevice(0, false, -1, 8), 0);
+  EXPECT_EQ(DefaultDevice(1, false, -1, 8), 0);  // not GPU 1: rank 1 is alone on its host
+  EXPECT_EQ(DefaultDevice(1, false, -1, 1), 0);
+}
+
+TEST(PathChoice, DefaultDeviceAcrossHostsFollowsTheLocalRank) {
+  EXPECT_EQ(DefaultDevice(0, false, 3, 8), 3);
+  EXPECT_EQ(DefaultDevice(1, false, 0, 8), 0);
+  EXPECT_EQ(DefaultDevice(1, false, 6, 4), 2);  // modulo the visible GPUs
+  EXPECT_EQ(DefaultDevice(0, false, 5, 1), 0);
+}
+
+TEST(PathChoice, DefaultDeviceWithOneGpuSharesIt) {
+  EXPECT_EQ(DefaultDevice(0, true, -1, 1), 0);
+  EXPECT_EQ(DefaultDevice(1, true, -1, 1), 0);
+  EXPECT_EQ(DefaultDevice(1, true, 1, 1), 0);
+}
+
 TEST(PathChoice, LabelNamesMemoryOnlyWhenNotTheTransportsOwn) {
   EXPECT_EQ(PathLabel("tcp", "host"), "tcp");
   EXPECT_EQ(PathLabel("tcp", "cuda"), "tcp-cuda");

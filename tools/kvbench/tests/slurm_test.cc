@@ -21,7 +21,8 @@ TEST(Slurm, FirstHostOfNodeLists) {
 class SlurmEnv : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST", "KVBENCH_PORT"})
+    for (const char* v : {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST", "KVBENCH_PORT",
+                          "SLURM_LOCALID", "LOCAL_RANK"})
       unsetenv(v);
   }
 };
@@ -48,6 +49,20 @@ TEST_F(SlurmEnv, ExplicitRankAndOtherTaskCountsAreLeftAlone) {
   c.peer = "x:1";
   ASSERT_TRUE(ApplySlurm(&c).ok());
   EXPECT_EQ(c.peer, "x:1");
+}
+
+TEST_F(SlurmEnv, LocalRankFromSlurmThenLocalRank) {
+  unsetenv("SLURM_LOCALID");
+  unsetenv("LOCAL_RANK");
+  EXPECT_EQ(LocalRank(), -1);
+  setenv("LOCAL_RANK", "3", 1);
+  EXPECT_EQ(LocalRank(), 3);
+  setenv("SLURM_LOCALID", "1", 1);
+  EXPECT_EQ(LocalRank(), 1);  // Slurm's first
+  setenv("SLURM_LOCALID", "x", 1);
+  EXPECT_EQ(LocalRank(), 3);  // not a number: the next one
+  setenv("LOCAL_RANK", "-2", 1);
+  EXPECT_EQ(LocalRank(), -1);
 }
 
 }  // namespace
