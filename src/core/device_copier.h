@@ -46,6 +46,10 @@ class DeviceStaging {
 // nullptr (device memory cannot be staged). Probed once; never freed.
 DeviceStaging* ProcessDeviceStaging();
 
+// A copier from ProcessDeviceStaging() for the calling thread (`first`: see
+// MakeCopier); kNotSupported when this process has none (no GPU).
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first);
+
 // Tests: replaces what ProcessDeviceStaging() returns (nullptr: none) for
 // agents created from now on. `s` must outlive them.
 void SetDeviceStagingForTest(DeviceStaging* s);

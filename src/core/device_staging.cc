@@ -1,5 +1,4 @@
 #include <atomic>
-#include <mutex>
 
 #include "core/device_copier.h"
 #ifdef KVLANE_HAVE_CUDA
@@ -26,6 +25,13 @@ DeviceStaging* ProcessDeviceStaging() {
   if (test_set.load(std::memory_order_acquire)) return test_staging.load(std::memory_order_acquire);
   static DeviceStaging* const probed = Probe();
   return probed;
+}
+
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first) {
+  DeviceStaging* staging = ProcessDeviceStaging();
+  if (staging == nullptr)
+    return Status::NotSupported("tcp: this process cannot stage device memory (no GPU here)");
+  return staging->MakeCopier(first);
 }
 
 void SetDeviceStagingForTest(DeviceStaging* s) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "kvlane/status.h"
 
@@ -14,6 +15,13 @@ namespace kvlane::core {
 inline std::optional<Code> PeerErrorCode(int32_t raw) {
   if (!IsKnownCode(raw) || raw >= 0) return std::nullopt;
   return static_cast<Code>(raw);
+}
+
+// The error a peer reported as `raw` (not zero), with `what` as its message;
+// a code we do not know is a protocol error.
+inline Status PeerStatus(int32_t raw, const std::string& what) {
+  const std::optional<Code> code = PeerErrorCode(raw);
+  return code ? Status(*code, what) : Status::Backend("protocol: bad status");
 }
 
 }  // namespace kvlane::core

@@ -60,11 +60,7 @@ Status FrameExecutor::Admit(std::shared_lock<std::shared_mutex>& lock) {
   KVLANE_RETURN_IF_ERROR(Validate());
   if (!device_ || copier_ != nullptr) return Status::Ok();
   lock.unlock();
-  DeviceStaging* staging = ProcessDeviceStaging();
-  Result<std::unique_ptr<DeviceCopier>> made =
-      staging != nullptr
-          ? staging->MakeCopier(local_[0].iov_base)
-          : Status::NotSupported("tcp: the target cannot stage device memory (no GPU here)");
+  Result<std::unique_ptr<DeviceCopier>> made = MakeDeviceCopier(local_[0].iov_base);
   lock.lock();
   KVLANE_RETURN_IF_ERROR(made.status());
   copier_ = std::move(made).value();

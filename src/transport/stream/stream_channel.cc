@@ -16,10 +16,7 @@ namespace {
 // The copier in `slot`, made at its first use (for device memory at `first`).
 Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot, const void* first) {
   if (slot == nullptr) {
-    DeviceStaging* staging = ProcessDeviceStaging();
-    if (staging == nullptr)
-      return Status::NotSupported("tcp: this process cannot stage device memory (no GPU)");
-    KVLANE_ASSIGN_OR_RETURN(slot, staging->MakeCopier(first));
+    KVLANE_ASSIGN_OR_RETURN(slot, MakeDeviceCopier(first));
   }
   return slot.get();
 }
@@ -173,8 +170,7 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w->canceled) {
     s = Status::Canceled("canceled before start");
   } else if (r.status != 0) {
-    const std::optional<Code> c = PeerErrorCode(r.status);
-    s = c ? Status(*c, "reported by the peer") : Status::Backend("protocol: bad status");
+    s = PeerStatus(r.status, "reported by the peer");
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {
@@ -206,11 +202,8 @@ Status StreamChannel::ReceivePayload(Lane& l, const Request& req, const ChunkPla
   if (!(r.flags & kReplyStatusAfter)) return Status::Ok();
   StatusTrailer t{};
   KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &t, sizeof(t)));
-  if (t.status != 0 && s->ok()) {
-    const std::optional<Code> code = PeerErrorCode(t.status);
-    *s = code ? Status(*code, "the peer failed to copy the data it sent (device memory)")
-              : Status::Backend("protocol: bad status");
-  }
+  if (t.status != 0 && s->ok())
+    *s = PeerStatus(t.status, "the peer failed to copy the data it sent (device memory)");
   return Status::Ok();
 }
 
