@@ -4,6 +4,7 @@
 # build-cuda/tests/gpu made on the build machine with -arch=sm_90a; optionally
 # cuda_bench_trace, the benchmark of a build with CMAKE_CXX_FLAGS=-DKVLANE_HOP_TRACE;
 # optionally cuda_sync_probe (which CUDA calls wait for a running kernel);
+# optionally cuda_copier_probe (tcp's device staging per window);
 # optionally lanebench, from build-cuda/tools/lanebench, run on cuda, tcp and shm).
 # Logs and JSON (cuda_bench.json, lanebench-<transport>.json) go to OUT.
 #   usage: [OUT=/tmp/gpu-check] scripts/gpu-check.sh [BIN]
@@ -35,6 +36,8 @@ run cuda_blob_test "$BIN/cuda_blob_test"
 # Which CUDA calls wait for a running kernel (the proxy renewal's premise).
 [ -x "$BIN/cuda_sync_probe" ] && run cuda_sync_probe timeout 60 "$BIN/cuda_sync_probe"
 run cuda_transfer_test timeout 180 "$BIN/cuda_transfer_test"
+# Optional: tcp's device staging per window, against one copy per range (verified).
+[ -x "$BIN/cuda_copier_probe" ] && run cuda_copier_probe timeout 120 "$BIN/cuda_copier_probe"
 # kvbench_gpu_test runs "$BIN/kvbench" (copy it beside) for its tcp run on device pools.
 run kvbench_gpu_test timeout 120 "$BIN/kvbench_gpu_test"
 run cuda_bench timeout 200 "$BIN/cuda_bench" --json "$OUT/cuda_bench.json"
@@ -60,6 +63,7 @@ fi
 echo
 [ -f "$OUT/cuda_sync_probe.log" ] && { cat "$OUT/cuda_sync_probe.log"; echo; }
 cat "$OUT/cuda_bench.log"
+[ -f "$OUT/cuda_copier_probe.log" ] && { echo; cat "$OUT/cuda_copier_probe.log"; }
 [ -f "$OUT/cuda_bench_hops.log" ] && { echo; grep -E '^\| hop|^hop' "$OUT/cuda_bench_hops.log"; }
 for t in $LANEBENCH_RUNS; do [ -f "$OUT/lanebench-$t.log" ] && { echo; cat "$OUT/lanebench-$t.log"; }; done
 echo

@@ -22,6 +22,9 @@ constexpr size_t kFakeHalf = 4096;
 struct FakeCounters {
   std::atomic<uint64_t> to_host{0}, to_device{0}, copiers{0};
   std::atomic<int64_t> pending{0};         // copies queued and not yet run by a Wait
+  // Waits that found copies never started by a Flush: a window not flushed
+  // once queued copies only when the caller waits (no overlap with the wire).
+  std::atomic<uint64_t> unflushed_waits{0};
   std::atomic<int> fail_copies_after{-1};  // copies queued before every later one fails (-1: never)
   std::atomic<int> fail_waits_after{-1};   // the same for Waits that ran copies
   std::atomic<bool> fail_make{false};
@@ -60,7 +63,13 @@ class FakeCopier final : public DeviceCopier {
     c_.to_device += len;
     return Status::Ok();
   }
+  Status Flush(int h) override {
+    flushed_[h] = q_[h].size();
+    return Status::Ok();
+  }
   Status Wait(int h) override {
+    if (flushed_[h] != q_[h].size()) ++c_.unflushed_waits;
+    flushed_[h] = 0;
     if (q_[h].empty()) return Status::Ok();
     for (const Copy& c : q_[h]) std::memcpy(c.dst, c.src, c.len);
     c_.pending -= static_cast<int64_t>(q_[h].size());
@@ -81,6 +90,7 @@ class FakeCopier final : public DeviceCopier {
   FakeCounters& c_;
   std::vector<uint8_t> buf_;
   std::vector<Copy> q_[kHalves];
+  size_t flushed_[kHalves] = {};  // copies of q_[h] a Flush started
 };
 
 class FakeStaging final : public core::DeviceStaging {

@@ -94,6 +94,8 @@ TEST_F(StagedTcp, MovesEveryKindPairBothWays) {
         const bool dst_dev = (op == Op::kWrite ? rk : lk) == MemoryKind::kCuda;
         EXPECT_EQ(staging_.counters.to_host - host0, src_dev ? kBytes : 0);
         EXPECT_EQ(staging_.counters.to_device - dev0, dst_dev ? kBytes : 0);
+        // Each window was started once queued, not only when waited for.
+        EXPECT_EQ(staging_.counters.unflushed_waits, 0u);
         ASSERT_TRUE(a().Release(&*h).ok());
       }
     }

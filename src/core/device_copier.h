@@ -28,6 +28,12 @@ class DeviceCopier {
   virtual Status ToHost(int h, size_t at, const void* src, size_t len) = 0;
   // Queues a copy of `len` bytes of half `h` at offset `at` into device memory at `dst`.
   virtual Status ToDevice(int h, size_t at, void* dst, size_t len) = 0;
+  // Starts the copies queued on half `h` that the copier held back to batch
+  // them (the cuda copier moves small ranges with one kernel launch per
+  // window). Call it once a window is queued, so that the window copies while
+  // the caller does something else; Wait(h) starts what is still held. An
+  // error here (the held copies did not start) is returned by Wait(h) too.
+  virtual Status Flush(int h) = 0;
   // Waits until every copy queued on half `h` finished; their first error.
   virtual Status Wait(int h) = 0;
 };

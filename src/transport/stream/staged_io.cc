@@ -28,7 +28,7 @@ Status RangeCursor::Queue(DeviceCopier& c, int h, bool to_host, size_t cap, size
     if (off_ == r.iov_len) ++i_, off_ = 0;
   }
   *took = at;
-  return Status::Ok();
+  return c.Flush(h);
 }
 
 StagedSender::StagedSender(DeviceCopier& c, std::span<const iovec> ranges)

@@ -17,8 +17,8 @@ class RangeCursor {
   explicit RangeCursor(std::span<const iovec> ranges) : ranges_(ranges) {}
   bool done() const { return i_ == ranges_.size(); }
   // Queues the next (at most) `cap` bytes as copies between half `h` and the
-  // ranges (`to_host`: ranges -> half) and advances past them; sets *took.
-  // On error some of them may be queued.
+  // ranges (`to_host`: ranges -> half), starts them (DeviceCopier::Flush) and
+  // advances past them; sets *took. On error some of them may be queued.
   Status Queue(DeviceCopier& c, int h, bool to_host, size_t cap, size_t* took);
 
  private:
