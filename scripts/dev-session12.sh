@@ -5,10 +5,10 @@
 # and in device memory (staged through pinned host halves), alternating, ROUNDS
 # times (default 2). Everything lands in $OUT/$TAG.tar.gz.
 # CHECK=tests runs only the tcp staging tests and the copier probe instead of
-# gpu-check. KV_ARGS adds arguments to every kvbench run (e.g. another workload);
+# gpu-check; CHECK=probe the copier probe's contention variants and those tests. KV_ARGS adds arguments to every kvbench run (e.g. another workload);
 # AB names a second kvbench binary in gpu-bin whose device-pool run goes beside
 # this tree's.
-#   usage: [TAG=s12] [ROUNDS=n] [GRID=quick] [CHECK=all|tests|none] [KV_ARGS=..] [AB=bin]
+#   usage: [TAG=s12] [ROUNDS=n] [GRID=quick] [CHECK=all|tests|probe|none] [KV_ARGS=..] [AB=bin]
 #          bash scripts/dev-session12.sh
 set -u
 # Debian shared libraries the binaries need, carried beside them.
@@ -21,6 +21,16 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $G/
 if [ "${CHECK:-all}" = all ]; then
   LANEBENCH_RUNS="cuda tcp" OUT=$G/check bash scripts/gpu-check.sh gpu-bin > $G/gpu-check.txt 2>&1
   tail -12 $G/gpu-check.txt
+elif [ "${CHECK:-all}" = probe ]; then
+  # The copier alone, then beside other staging threads, another process on
+  # the GPU, and SMs kept busy (see tests/gpu/copier_probe.cu).
+  for v in "" "--threads 4" "--procs 2" "--busy 1"; do
+    name=copier-probe$(echo "$v" | tr -d ' -')
+    timeout 150 gpu-bin/cuda_copier_probe $v > $G/$name.txt 2>&1
+    echo "$name rc=$?"; grep -E "^(engine|ref) |verify|ALL|SOME|probe" $G/$name.txt | grep -v "^ref.*to-device\|^ref.*to-host    *(100|65536|262144)"
+  done
+  timeout 180 gpu-bin/cuda_transfer_test --gtest_filter='*TcpStaged*' > $G/tcp-staged-test.txt 2>&1
+  echo "tcp staged tests rc=$?"; grep -E "^\[  (PASSED|FAILED)" $G/tcp-staged-test.txt
 elif [ "${CHECK:-all}" = tests ]; then
   timeout 180 gpu-bin/cuda_transfer_test --gtest_filter='*TcpStaged*' > $G/tcp-staged-test.txt 2>&1
   echo "tcp staged tests rc=$?"; grep -E "^\[  (PASSED|FAILED)" $G/tcp-staged-test.txt

@@ -138,13 +138,17 @@ class CudaCopier final : public DeviceCopier {
     PerDevice d;
     d.device = device;
     DeviceGuard on(device);  // streams belong to the current device
+    // The highest priority: a batch kernel's blocks go first as the
+    // application's kernels free SMs (a window never waits for a whole kernel).
+    int lo = 0, hi = 0;
+    if (cudaDeviceGetStreamPriorityRange(&lo, &hi) != cudaSuccess) (void)cudaGetLastError(), hi = 0;
     for (cudaStream_t& s : d.streams) {
-      const cudaError_t err = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+      const cudaError_t err = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, hi);
       if (err != cudaSuccess) {
         for (cudaStream_t made : d.streams)
           if (made != nullptr) (void)cudaStreamDestroy(made);
         (void)cudaGetLastError();
-        return CudaStatus(err, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
+        return CudaStatus(err, "cudaStreamCreateWithPriority", __FILE__, __LINE__);
       }
     }
     devices_.push_back(d);
