@@ -27,7 +27,7 @@ elif [ "${CHECK:-all}" = probe ]; then
   for v in "" "--threads 4" "--procs 2" "--busy 1"; do
     name=copier-probe$(echo "$v" | tr -d ' -')
     timeout 150 gpu-bin/cuda_copier_probe $v > $G/$name.txt 2>&1
-    echo "$name rc=$?"; grep -E "^(engine|ref) |verify|ALL|SOME|probe" $G/$name.txt | grep -v "^ref.*to-device\|^ref.*to-host    *(100|65536|262144)"
+    echo "$name rc=$?"; grep -E "^(engine|ref) |verify|ALL|SOME|probe" $G/$name.txt
   done
   timeout 180 gpu-bin/cuda_transfer_test --gtest_filter='*TcpStaged*' > $G/tcp-staged-test.txt 2>&1
   echo "tcp staged tests rc=$?"; grep -E "^\[  (PASSED|FAILED)" $G/tcp-staged-test.txt
