@@ -19,6 +19,7 @@
 // kernel (~1 ms per launch, back to back), as a serving engine's forward pass
 // would: the batch kernel then competes for SMs, the copy engine does not.
 //   usage: cuda_copier_probe [--device D] [--threads T] [--procs P] [--busy 0|1]
+//                            [--batch-api 0|1]
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -101,6 +102,67 @@ void Busy(int device, const std::atomic<bool>* stop) {
   }
 }
 
+// --batch-api 1: the engine rows use this copier instead (labelled "batchapi"):
+// a window's ranges go to the copy engines as one cudaMemcpyBatchAsync per
+// half (CUDA 12.8+), no SMs and one CPU call. Session 11 saw it fail on kv-mla
+// ("unspecified launch failure"), so it runs in a process of its own.
+class BatchCopier final : public DeviceCopier {
+ public:
+  explicit BatchCopier(size_t cap) : cap_(cap) {
+    CHECK_CUDA(cudaHostAlloc(&buf_, 2 * cap, cudaHostAllocPortable));
+    for (cudaStream_t& st : streams_) CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  }
+  ~BatchCopier() override {
+    for (cudaStream_t st : streams_) (void)cudaStreamSynchronize(st), (void)cudaStreamDestroy(st);
+    (void)cudaFreeHost(buf_);
+  }
+  size_t capacity() const override { return cap_; }
+  uint8_t* half(int h) override { return buf_ + h * cap_; }
+  Status ToHost(int h, size_t at, const void* src, size_t len) override {
+    return Push(h, half(h) + at, src, len);
+  }
+  Status ToDevice(int h, size_t at, void* dst, size_t len) override {
+    return Push(h, dst, half(h) + at, len);
+  }
+  Status Flush(int h) override {
+    Pending& p = pending_[h];
+    if (p.launched == p.sizes.size()) return Status::Ok();
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    size_t first = 0;
+    const size_t b = p.launched;
+    p.launched = p.sizes.size();
+    const cudaError_t e = cudaMemcpyBatchAsync(p.dsts.data() + b, p.srcs.data() + b, p.sizes.data() + b,
+                                               p.sizes.size() - b, &attr, &first, 1, streams_[h]);
+    return e == cudaSuccess ? Status::Ok() : Status::Backend(cudaGetErrorString(e));
+  }
+  Status Wait(int h) override {
+    Status f = Flush(h);
+    const cudaError_t e = cudaStreamSynchronize(streams_[h]);
+    pending_[h] = Pending{};
+    if (!f.ok()) return f;
+    return e == cudaSuccess ? Status::Ok() : Status::Backend(cudaGetErrorString(e));
+  }
+
+ private:
+  struct Pending {
+    std::vector<void*> dsts;
+    std::vector<const void*> srcs;
+    std::vector<size_t> sizes;
+    size_t launched = 0;
+  };
+  Status Push(int h, void* dst, const void* src, size_t len) {
+    pending_[h].dsts.push_back(dst);
+    pending_[h].srcs.push_back(src);
+    pending_[h].sizes.push_back(len);
+    return Status::Ok();
+  }
+  size_t cap_;
+  uint8_t* buf_ = nullptr;
+  cudaStream_t streams_[kHalves] = {};
+  Pending pending_[kHalves];
+};
+
 // Every worker of every process begins each timed phase together.
 pthread_barrier_t* g_phase = nullptr;
 
@@ -122,7 +184,7 @@ std::vector<double> Time(const Window& w, Queue queue, Wait wait) {
 void Row(const char* what, const char* dir, size_t len, size_t n, const std::vector<double>& us,
          double ref_p50) {
   const double p50 = Pct(us, 50), bytes = static_cast<double>(n * len);
-  std::printf("%-7s %-9s %8zu %6zu %9.1f %9.1f %8.2f", what, dir, len, n, p50, Pct(us, 99),
+  std::printf("%-8s %-9s %8zu %6zu %9.1f %9.1f %8.2f", what, dir, len, n, p50, Pct(us, 99),
               bytes / p50 / 1e3);
   if (ref_p50 > 0) std::printf("  %5.2fx ref", ref_p50 / p50);
   std::printf("\n");
@@ -159,7 +221,7 @@ bool Verify(DeviceCopier& c, const Window& w, std::vector<uint8_t>& expect) {
 
 // One worker: its own copier, stream, window buffer and pool. Worker 0
 // prints the table. Returns whether every verification and wait passed.
-bool Worker(kvlane::core::DeviceStaging& staging, int device, int id) {
+bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch_api) {
   CHECK_CUDA(cudaSetDevice(device));
   constexpr size_t kPool = 256u << 20;
   uint8_t* pool = nullptr;
@@ -169,7 +231,9 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id) {
     std::printf("copier: %s\n", made.status().ToString().c_str());
     std::exit(2);  // the other workers would wait at the barrier
   }
-  DeviceCopier& c = **made;
+  BatchCopier batch((*made)->capacity());
+  DeviceCopier& c = batch_api ? static_cast<DeviceCopier&>(batch) : **made;
+  const char* const label = batch_api ? "batchapi" : "engine";
   const size_t half = c.capacity();
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -222,7 +286,7 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id) {
           [&] { CHECK_CUDA(cudaStreamSynchronize(s)); });
       if (!print) continue;
       Row("ref", name, len, n, ref, 0);
-      Row("engine", name, len, n, eng, Pct(ref, 50));
+      Row(label, name, len, n, eng, Pct(ref, 50));
       Row("contig", name, len * n, 1, contig, Pct(ref, 50));
     }
     if (print) std::printf("verify %zu B: %s\n", len, verified ? "PASS" : "FAIL");
@@ -233,7 +297,7 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int device = 0, threads = 1, procs = 1, busy = 0;
+  int device = 0, threads = 1, procs = 1, busy = 0, batch_api = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
@@ -241,6 +305,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::max(1, v);
     else if (a == "--procs") procs = std::max(1, v);
     else if (a == "--busy") busy = v;
+    else if (a == "--batch-api") batch_api = v;
   }
   // Before any CUDA call: children are forked.
   void* shared = mmap(nullptr, sizeof(pthread_barrier_t), PROT_READ | PROT_WRITE,
@@ -277,7 +342,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      if (!Worker(*staging, device, proc * threads + t)) ok = false;
+      if (!Worker(*staging, device, proc * threads + t, batch_api != 0)) ok = false;
     });
   for (auto& t : pool) t.join();
   stop = true;
