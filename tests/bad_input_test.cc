@@ -234,6 +234,7 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = -1us; }},
       {"max_notification_bytes", [](AgentOptions& o) { o.max_notification_bytes = 100; }},
       {"cuda_proxy_renew_every", [](AgentOptions& o) { o.cuda_proxy_renew_every = 50us; }},
+      {"staging_copy", [](AgentOptions& o) { o.staging_copy = static_cast<StagingCopy>(7); }},
   };
   for (const Case& c : cases) {
     AgentOptions o;
@@ -244,6 +245,19 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
     EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
   }
+}
+
+// Staging copy names round-trip; an unknown one is refused naming the choices.
+TEST(AgentOptionsTest, StagingCopyNamesParse) {
+  for (StagingCopy c : {StagingCopy::kBatch, StagingCopy::kEach, StagingCopy::kKernel}) {
+    auto parsed = ParseStagingCopy(StagingCopyName(c));
+    ASSERT_TRUE(parsed.ok()) << StagingCopyName(c);
+    EXPECT_EQ(*parsed, c);
+  }
+  EXPECT_EQ(AgentOptions{}.staging_copy, StagingCopy::kBatch);
+  auto bad = ParseStagingCopy("dma");
+  ASSERT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("batch, each or kernel"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, BadInputTest, ::testing::Values("local", "shm", "tcp"),

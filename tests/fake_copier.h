@@ -95,7 +95,7 @@ class FakeCopier final : public DeviceCopier {
 
 class FakeStaging final : public core::DeviceStaging {
  public:
-  Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first) override {
+  Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first, StagingCopy) override {
     EXPECT_NE(first, nullptr);
     if (counters.fail_make) return Status::Backend("fake: cannot allocate staging");
     ++counters.copiers;

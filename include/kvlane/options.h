@@ -18,6 +18,26 @@ enum class ProgressPolicy : uint8_t {
 const char* PolicyName(ProgressPolicy policy);
 Result<ProgressPolicy> ParsePolicy(const std::string& name);
 
+// tcp with device memory: how each window of device ranges is copied to or from
+// its pinned host half (docs/DESIGN.md, "tcp with device memory"). Measured per
+// 1 MiB window in docs/perf/2026-12-01-session12.md (cuda_copier_probe).
+enum class StagingCopy : uint8_t {
+  // Copy engines, one cudaMemcpyBatchAsync per window; ranges under 32 KiB into
+  // device memory go as one contiguous copy into device scratch (1 MiB per
+  // window half) and a device-to-device batch from there. No SMs. One call per
+  // range where the driver has no batch call. The default.
+  kBatch = 0,
+  // Copy engines, one cudaMemcpyAsync per range (~2-3 us of CPU each).
+  kEach = 1,
+  // Ranges under 64 KiB by one copy kernel per window (highest stream priority),
+  // longer ones by the copy engines. The fastest while SMs are free; it waits
+  // for SMs the application's kernels hold, and for the time slices of other
+  // processes on the GPU.
+  kKernel = 2,
+};
+const char* StagingCopyName(StagingCopy copy);  // "batch" | "each" | "kernel"
+Result<StagingCopy> ParseStagingCopy(const std::string& name);
+
 struct AgentOptions {
   std::string name;                         // required; unique among the agents of a job
   ProgressPolicy policy = ProgressPolicy::kIndependent;
@@ -58,6 +78,8 @@ struct AgentOptions {
   // this many bytes (payload + sender name + 64 each); beyond it a peer's
   // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.
   uint64_t max_notification_bytes = 64ull << 20;
+  // tcp: how device memory is staged through pinned host buffers (StagingCopy).
+  StagingCopy staging_copy = StagingCopy::kBatch;
   // cuda: blocks (one SM each) of every cuda lane's resident proxy kernel, which moves
   // small transfers without a launch per request; 0..8, 0 turns it off. Default 1 (with
   // lanes_per_peer 2: two SMs, only while small transfers flow; it exits when idle).

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "kvlane/options.h"
 #include "kvlane/status.h"
 
 namespace kvlane::core {
@@ -44,17 +45,18 @@ class DeviceStaging {
   virtual ~DeviceStaging() = default;
   // A copier for the calling thread. `first`: device memory it will move first;
   // its device becomes the thread's current one (a staging thread then holds a
-  // context on that GPU only). May fail when too many copiers are alive.
-  virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first) = 0;
+  // context on that GPU only). `how`: AgentOptions::staging_copy. May fail
+  // when too many copiers are alive.
+  virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first, StagingCopy how) = 0;
 };
 
 // This process's staging: the cuda build's when a GPU is visible, else
 // nullptr (device memory cannot be staged). Probed once; never freed.
 DeviceStaging* ProcessDeviceStaging();
 
-// A copier from ProcessDeviceStaging() for the calling thread (`first`: see
-// MakeCopier); kNotSupported when this process has none (no GPU).
-Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first);
+// A copier from ProcessDeviceStaging() for the calling thread (`first`, `how`:
+// see MakeCopier); kNotSupported when this process has none (no GPU).
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how);
 
 // Tests: replaces what ProcessDeviceStaging() returns (nullptr: none) for
 // agents created from now on. `s` must outlive them.

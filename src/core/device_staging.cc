@@ -27,11 +27,11 @@ DeviceStaging* ProcessDeviceStaging() {
   return probed;
 }
 
-Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first) {
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how) {
   DeviceStaging* staging = ProcessDeviceStaging();
   if (staging == nullptr)
     return Status::NotSupported("tcp: this process cannot stage device memory (no GPU here)");
-  return staging->MakeCopier(first);
+  return staging->MakeCopier(first, how);
 }
 
 void SetDeviceStagingForTest(DeviceStaging* s) {

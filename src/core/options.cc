@@ -24,6 +24,25 @@ Result<ProgressPolicy> ParsePolicy(const std::string& name) {
                                  "' (expected independent or global-fifo)");
 }
 
+const char* StagingCopyName(StagingCopy copy) {
+  switch (copy) {
+    case StagingCopy::kEach:
+      return "each";
+    case StagingCopy::kKernel:
+      return "kernel";
+    case StagingCopy::kBatch:
+      break;
+  }
+  return "batch";
+}
+
+Result<StagingCopy> ParseStagingCopy(const std::string& name) {
+  for (StagingCopy c : {StagingCopy::kBatch, StagingCopy::kEach, StagingCopy::kKernel})
+    if (name == StagingCopyName(c)) return c;
+  return Status::InvalidArgument("unknown staging copy '" + name +
+                                 "' (expected batch, each or kernel)");
+}
+
 Status AgentOptions::Validate() const {
   if (name.empty() || name.size() > 255) return Bad("name", "must be 1..255 bytes");
   static const char* kKnown[] = {"local", "shm", "tcp", "cuda"};
@@ -51,6 +70,9 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
+  if (staging_copy != StagingCopy::kBatch && staging_copy != StagingCopy::kEach &&
+      staging_copy != StagingCopy::kKernel)
+    return Bad("staging_copy", "must be kBatch, kEach or kKernel");
   if (cuda_proxy_blocks < 0 || cuda_proxy_blocks > 8) return Bad("cuda_proxy_blocks", "must be 0..8");
   if (cuda_proxy_max_bytes > (16ull << 20)) return Bad("cuda_proxy_max_bytes", "must be at most 16 MiB");
   if (cuda_proxy_idle_exit.count() < 0 || cuda_proxy_idle_exit > std::chrono::seconds(1))

@@ -4,12 +4,16 @@
 // (shuffled slots, so no two ranges are adjacent), as tcp moves a paged KV
 // list. Timed on the host from the first queued range to Wait's return
 // (p50 / p99 of 200 windows after 20 warm-ups), for:
-//   engine:  the copier this build ships (transport/cuda/cuda_copier.cc);
+//   batch:   the shipped copier as StagingCopy::kBatch (the default: copy
+//            engines, one batch call per window, short ranges into device
+//            memory through device scratch);
+//   kernel:  the shipped copier as StagingCopy::kKernel (one copy kernel per
+//            window for ranges under 64 KiB);
 //   ref:     one cudaMemcpyAsync per range on one stream, then a stream
-//            synchronize: the copier of session 11, measured in the same run;
+//            synchronize: StagingCopy::kEach, session 11's copier;
 //   contig:  one cudaMemcpyAsync of the whole window (the copy engine's
 //            ceiling for the bytes).
-// Each engine row is verified once (every byte of the window, both ways).
+// Each copier is verified once per size (every byte of the window, both ways).
 // --threads T --procs P: P processes of T threads each (every one with its own
 // copier, stream and pool) run the same rows at once, each timed phase begun
 // together (a barrier in shared memory); worker 0 prints. Several staging
@@ -17,9 +21,8 @@
 // kvbench ranks on a one-GPU machine, whose kernels the GPU time-slices.
 // --busy 1: each process also keeps every SM busy with a low-priority spin
 // kernel (~1 ms per launch, back to back), as a serving engine's forward pass
-// would: the batch kernel then competes for SMs, the copy engine does not.
+// would: the kernel then competes for SMs, the copy engines do not.
 //   usage: cuda_copier_probe [--device D] [--threads T] [--procs P] [--busy 0|1]
-//                            [--batch-api 0|1]
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <sys/mman.h>
@@ -32,6 +35,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -43,6 +47,7 @@
 
 namespace {
 
+using kvlane::StagingCopy;
 using kvlane::Status;
 using kvlane::core::DeviceCopier;
 using kvlane::test::Pct;
@@ -102,67 +107,6 @@ void Busy(int device, const std::atomic<bool>* stop) {
   }
 }
 
-// --batch-api 1: the engine rows use this copier instead (labelled "batchapi"):
-// a window's ranges go to the copy engines as one cudaMemcpyBatchAsync per
-// half (CUDA 12.8+), no SMs and one CPU call. Session 11 saw it fail on kv-mla
-// ("unspecified launch failure"), so it runs in a process of its own.
-class BatchCopier final : public DeviceCopier {
- public:
-  explicit BatchCopier(size_t cap) : cap_(cap) {
-    CHECK_CUDA(cudaHostAlloc(&buf_, 2 * cap, cudaHostAllocPortable));
-    for (cudaStream_t& st : streams_) CHECK_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  }
-  ~BatchCopier() override {
-    for (cudaStream_t st : streams_) (void)cudaStreamSynchronize(st), (void)cudaStreamDestroy(st);
-    (void)cudaFreeHost(buf_);
-  }
-  size_t capacity() const override { return cap_; }
-  uint8_t* half(int h) override { return buf_ + h * cap_; }
-  Status ToHost(int h, size_t at, const void* src, size_t len) override {
-    return Push(h, half(h) + at, src, len);
-  }
-  Status ToDevice(int h, size_t at, void* dst, size_t len) override {
-    return Push(h, dst, half(h) + at, len);
-  }
-  Status Flush(int h) override {
-    Pending& p = pending_[h];
-    if (p.launched == p.sizes.size()) return Status::Ok();
-    cudaMemcpyAttributes attr{};
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
-    size_t first = 0;
-    const size_t b = p.launched;
-    p.launched = p.sizes.size();
-    const cudaError_t e = cudaMemcpyBatchAsync(p.dsts.data() + b, p.srcs.data() + b, p.sizes.data() + b,
-                                               p.sizes.size() - b, &attr, &first, 1, streams_[h]);
-    return e == cudaSuccess ? Status::Ok() : Status::Backend(cudaGetErrorString(e));
-  }
-  Status Wait(int h) override {
-    Status f = Flush(h);
-    const cudaError_t e = cudaStreamSynchronize(streams_[h]);
-    pending_[h] = Pending{};
-    if (!f.ok()) return f;
-    return e == cudaSuccess ? Status::Ok() : Status::Backend(cudaGetErrorString(e));
-  }
-
- private:
-  struct Pending {
-    std::vector<void*> dsts;
-    std::vector<const void*> srcs;
-    std::vector<size_t> sizes;
-    size_t launched = 0;
-  };
-  Status Push(int h, void* dst, const void* src, size_t len) {
-    pending_[h].dsts.push_back(dst);
-    pending_[h].srcs.push_back(src);
-    pending_[h].sizes.push_back(len);
-    return Status::Ok();
-  }
-  size_t cap_;
-  uint8_t* buf_ = nullptr;
-  cudaStream_t streams_[kHalves] = {};
-  Pending pending_[kHalves];
-};
-
 // Every worker of every process begins each timed phase together.
 pthread_barrier_t* g_phase = nullptr;
 
@@ -190,7 +134,7 @@ void Row(const char* what, const char* dir, size_t len, size_t n, const std::vec
   std::printf("\n");
 }
 
-// Checks the engine copier both ways over `w` once: device -> half equals the
+// Checks a copier both ways over `w` once: device -> half equals the
 // device bytes, half -> device lands them back after the device was cleared.
 bool Verify(DeviceCopier& c, const Window& w, std::vector<uint8_t>& expect) {
   for (int dir = 0; dir < 2; ++dir) {
@@ -221,19 +165,22 @@ bool Verify(DeviceCopier& c, const Window& w, std::vector<uint8_t>& expect) {
 
 // One worker: its own copier, stream, window buffer and pool. Worker 0
 // prints the table. Returns whether every verification and wait passed.
-bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch_api) {
+bool Worker(kvlane::core::DeviceStaging& staging, int device, int id) {
   CHECK_CUDA(cudaSetDevice(device));
   constexpr size_t kPool = 256u << 20;
   uint8_t* pool = nullptr;
   CHECK_CUDA(cudaMalloc(&pool, kPool));
-  auto made = staging.MakeCopier(pool);
-  if (!made.ok()) {
-    std::printf("copier: %s\n", made.status().ToString().c_str());
-    std::exit(2);  // the other workers would wait at the barrier
+  std::unique_ptr<DeviceCopier> copiers[2];
+  const StagingCopy hows[2] = {StagingCopy::kBatch, StagingCopy::kKernel};
+  for (int k = 0; k < 2; ++k) {
+    auto made = staging.MakeCopier(pool, hows[k]);
+    if (!made.ok()) {
+      std::printf("copier: %s\n", made.status().ToString().c_str());
+      std::exit(2);  // the other workers would wait at the barrier
+    }
+    copiers[k] = std::move(made).value();
   }
-  BatchCopier batch((*made)->capacity());
-  DeviceCopier& c = batch_api ? static_cast<DeviceCopier&>(batch) : **made;
-  const char* const label = batch_api ? "batchapi" : "engine";
+  DeviceCopier& c = *copiers[0];
   const size_t half = c.capacity();
   cudaStream_t s;
   CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -247,7 +194,8 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch
   for (size_t len : {100ul, 4104ul, 22528ul, 37440ul, 65536ul, 262144ul}) {
     const Window w = Scatter(pool, kPool, half, len, rng);
     const size_t n = w.dev.size();
-    const bool verified = Verify(c, w, expect);
+    bool verified = true;
+    for (auto& k : copiers) verified = Verify(*k, w, expect) && verified;
     ok = ok && verified;
     for (int dir = 0; dir < 2; ++dir) {
       const bool to_host = dir == 0;
@@ -261,18 +209,22 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch
               (void)cudaMemcpyAsync(dev, ref_half + at, len, cudaMemcpyDefault, s);
           },
           [&] { CHECK_CUDA(cudaStreamSynchronize(s)); });
-      auto eng = Time(
-          w,
-          [&](size_t at, uint8_t* dev) {
-            if (to_host)
-              (void)c.ToHost(0, at, dev, len);
-            else
-              (void)c.ToDevice(0, at, dev, len);
-          },
-          [&] {
-            (void)c.Flush(0);
-            if (!c.Wait(0).ok()) ok = false;
-          });
+      std::vector<double> eng[2];
+      for (int k = 0; k < 2; ++k) {
+        DeviceCopier& e = *copiers[k];
+        eng[k] = Time(
+            w,
+            [&](size_t at, uint8_t* dev) {
+              if (to_host)
+                (void)e.ToHost(0, at, dev, len);
+              else
+                (void)e.ToDevice(0, at, dev, len);
+            },
+            [&] {
+              (void)e.Flush(0);
+              if (!e.Wait(0).ok()) ok = false;
+            });
+      }
       Window whole;
       whole.len = n * len;
       whole.dev = {pool};
@@ -286,7 +238,8 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch
           [&] { CHECK_CUDA(cudaStreamSynchronize(s)); });
       if (!print) continue;
       Row("ref", name, len, n, ref, 0);
-      Row(label, name, len, n, eng, Pct(ref, 50));
+      for (int k = 0; k < 2; ++k)
+        Row(kvlane::StagingCopyName(hows[k]), name, len, n, eng[k], Pct(ref, 50));
       Row("contig", name, len * n, 1, contig, Pct(ref, 50));
     }
     if (print) std::printf("verify %zu B: %s\n", len, verified ? "PASS" : "FAIL");
@@ -297,15 +250,15 @@ bool Worker(kvlane::core::DeviceStaging& staging, int device, int id, bool batch
 }  // namespace
 
 int main(int argc, char** argv) {
-  int device = 0, threads = 1, procs = 1, busy = 0, batch_api = 0;
+  int device = 0, threads = 1, procs = 1, busy = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::atoi(argv[i + 1]);
     if (a == "--device") device = v;
     else if (a == "--threads") threads = std::max(1, v);
     else if (a == "--procs") procs = std::max(1, v);
-    else if (a == "--busy") busy = v;
-    else if (a == "--batch-api") batch_api = v;
+    else if (a == "--busy")
+      busy = v;
   }
   // Before any CUDA call: children are forked.
   void* shared = mmap(nullptr, sizeof(pthread_barrier_t), PROT_READ | PROT_WRITE,
@@ -342,7 +295,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      if (!Worker(*staging, device, proc * threads + t, batch_api != 0)) ok = false;
+      if (!Worker(*staging, device, proc * threads + t)) ok = false;
     });
   for (auto& t : pool) t.join();
   stop = true;

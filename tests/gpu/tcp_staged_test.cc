@@ -5,6 +5,7 @@
 // tests/staged_tcp_test.cc covers the same path on CPU machines with a fake copier.
 #include <cuda_runtime_api.h>
 
+#include <string>
 #include <vector>
 
 #include "cuda_transfer_fixture.h"
@@ -50,13 +51,11 @@ TEST_P(TcpStagedTest, ScatteredDeviceToDeviceBothWays) {
 }
 
 // Unmerged ranges of every size class the copier treats apart, both ops, with
-// both sides staging: short ones batched into one kernel per window (4,104 B;
-// 100 B, which fill the batch table several times per window, at every
-// alignment), long ones on the copy engine, and a list mixing the two.
+// both sides staging, for each AgentOptions::staging_copy of the initiator
+// (the target's is the default): short ranges (4,104 B; 100 B, which fill a
+// kernel batch's table several times per window, at every alignment), long
+// ones (96 KiB), and a list mixing the two.
 TEST_P(TcpStagedTest, ShortAndLongRangesLandInPlace) {
-  AgentOptions o;
-  o.merge_adjacent = false;  // each descriptor stays a range of its own
-  MakeAgent(o);
   struct Shape {
     const char* name;
     std::vector<uint64_t> lens;
@@ -66,34 +65,40 @@ TEST_P(TcpStagedTest, ShortAndLongRangesLandInPlace) {
                                {"mixed", {}}};
   for (int i = 0; i < 64; ++i) shapes[2].lens.push_back(i % 2 == 0 ? 1000 + i : (96u << 10) + i);
   uint64_t seed = 700;
-  for (const Shape& shape : shapes) {
-    SCOPED_TRACE(shape.name);
-    uint64_t bytes = 0;
-    for (uint64_t n : shape.lens) bytes += n;
-    uint8_t* local = DevAlloc(bytes);
-    ASSERT_TRUE(agent_->RegisterMemory(local, bytes, MemoryKind::kCuda).ok());
-    Remote remote = Alloc(bytes);
-    ASSERT_NE(remote.region, 0u);
-    Load();
-    DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-    uint64_t at = 0;
-    for (uint64_t n : shape.lens) {
-      l.Add(local + at, n);
-      r.Add(remote.addr + at, n);
-      at += n;
+  for (StagingCopy how : {StagingCopy::kBatch, StagingCopy::kEach, StagingCopy::kKernel}) {
+    AgentOptions o;
+    o.merge_adjacent = false;  // each descriptor stays a range of its own
+    o.staging_copy = how;
+    MakeAgent(o);
+    for (const Shape& shape : shapes) {
+      SCOPED_TRACE(std::string(StagingCopyName(how)) + ", " + shape.name);
+      uint64_t bytes = 0;
+      for (uint64_t n : shape.lens) bytes += n;
+      uint8_t* local = DevAlloc(bytes);
+      ASSERT_TRUE(agent_->RegisterMemory(local, bytes, MemoryKind::kCuda).ok());
+      Remote remote = Alloc(bytes);
+      ASSERT_NE(remote.region, 0u);
+      Load();
+      DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+      uint64_t at = 0;
+      for (uint64_t n : shape.lens) {
+        l.Add(local + at, n);
+        r.Add(remote.addr + at, n);
+        at += n;
+      }
+      XferHandle w = Make(Op::kWrite, l, r);
+      XferHandle rd = Make(Op::kRead, l, r);
+      for (int epoch = 1; epoch <= 2; ++epoch) {
+        FillDevice(local, bytes, ++seed);
+        ASSERT_TRUE(PostWait(&w).ok());
+        ASSERT_EQ(RemoteCheck(remote.addr, bytes, seed), -1) << "write, epoch " << epoch;
+        ASSERT_EQ(RemoteFill(remote.addr, bytes, ++seed), "ok");
+        ASSERT_TRUE(PostWait(&rd).ok());
+        ASSERT_EQ(CheckDevice(local, bytes, seed), -1) << "read, epoch " << epoch;
+      }
+      ASSERT_TRUE(agent_->Release(&w).ok());
+      ASSERT_TRUE(agent_->Release(&rd).ok());
     }
-    XferHandle w = Make(Op::kWrite, l, r);
-    XferHandle rd = Make(Op::kRead, l, r);
-    for (int epoch = 1; epoch <= 2; ++epoch) {
-      FillDevice(local, bytes, ++seed);
-      ASSERT_TRUE(PostWait(&w).ok());
-      ASSERT_EQ(RemoteCheck(remote.addr, bytes, seed), -1) << "write, epoch " << epoch;
-      ASSERT_EQ(RemoteFill(remote.addr, bytes, ++seed), "ok");
-      ASSERT_TRUE(PostWait(&rd).ok());
-      ASSERT_EQ(CheckDevice(local, bytes, seed), -1) << "read, epoch " << epoch;
-    }
-    ASSERT_TRUE(agent_->Release(&w).ok());
-    ASSERT_TRUE(agent_->Release(&rd).ok());
   }
 }
 

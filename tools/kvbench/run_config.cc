@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kvlane/options.h"
 #include "path_choice.h"
 #include "slurm.h"
 
@@ -34,6 +35,7 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
     return kvlane::Status::InvalidArgument("unknown transport '" + c.transport + "'");
   }
   KVLANE_RETURN_IF_ERROR(CheckTransportMemory(c.transport, c.memory));
+  KVLANE_RETURN_IF_ERROR(kvlane::ParseStagingCopy(c.staging_copy).status());
   for (const std::string& op : c.ops) {
     if (op != "pull" && op != "push") {
       return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
@@ -135,6 +137,8 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 std::to_string(control_timeout_ms.count()) + "ms",
                                 "--policy",
                                 policy,
+                                "--staging-copy",
+                                staging_copy,
                                 "--lanes",
                                 std::to_string(lanes),
                                 "--seed",
@@ -180,6 +184,10 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--control-timeout", c->control_timeout,
                   "control-plane timeout, e.g. 300s (env KVBENCH_CONTROL_TIMEOUT; default 300s)");
   app->add_option("--policy", c->policy, "independent | global-fifo")->capture_default_str();
+  app->add_option("--staging-copy", c->staging_copy,
+                  "tcp with --memory cuda: how device ranges reach the pinned buffers: batch "
+                  "(copy engines) | each (a copy per range) | kernel (a copy kernel)")
+      ->capture_default_str();
   app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
   app->add_option("--device", c->device,

@@ -30,6 +30,7 @@ struct RunConfig {
   std::string listen_host = "127.0.0.1";  // the data listener's bind address (tcp)
   std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
   std::string policy = "independent";     // independent | global-fifo
+  std::string staging_copy = "batch";     // batch | each | kernel (AgentOptions::staging_copy)
   int lanes = 0;                          // data lanes per peer; 0: the engine default
   int device = -1;                        // device pool's GPU; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;

@@ -38,6 +38,7 @@ json Implementation(const Session& s, const RunResult& result) {
           {"memory", MemoryFlagName(s.kind())},
           {"memory_declared", s.config().memory},
           {"staging", StagingName(s.path())},
+          {"staging_copy", kvlane::StagingCopyName(o.staging_copy)},
           {"lanes", o.lanes_per_peer},
           {"policy", kvlane::PolicyName(o.policy)},
           {"chunk_bytes", o.chunk_bytes},

@@ -196,6 +196,7 @@ kvlane::Status Session::CreateAgent() {
   if (config_.lanes > 0) o.lanes_per_peer = config_.lanes;
   o.piece_bytes = plan_.options.piece_bytes;
   KVLANE_ASSIGN_OR_RETURN(o.policy, Policy(config_.policy));
+  KVLANE_ASSIGN_OR_RETURN(o.staging_copy, kvlane::ParseStagingCopy(config_.staging_copy));
   KVLANE_ASSIGN_OR_RETURN(agent_, kvlane::Agent::Create(o));
   return kvlane::Status::Ok();
 }

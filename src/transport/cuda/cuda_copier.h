@@ -1,6 +1,8 @@
 // The cuda build's device staging (core/device_copier.h): tcp moves device
-// memory through a copier's two pinned host halves, copied with cudaMemcpyAsync
-// on a stream per half and device.
+// memory through a copier's two pinned host halves, on a stream per half and
+// device, as AgentOptions::staging_copy says: copy-engine batches
+// (staging_batch.h), one cudaMemcpyAsync per range, or a copy kernel for short
+// ranges (staging_kernel.h).
 #pragma once
 
 #include <memory>

@@ -60,7 +60,8 @@ Status FrameExecutor::Admit(std::shared_lock<std::shared_mutex>& lock) {
   KVLANE_RETURN_IF_ERROR(Validate());
   if (!device_ || copier_ != nullptr) return Status::Ok();
   lock.unlock();
-  Result<std::unique_ptr<DeviceCopier>> made = MakeDeviceCopier(local_[0].iov_base);
+  Result<std::unique_ptr<DeviceCopier>> made =
+      MakeDeviceCopier(local_[0].iov_base, ctx_->options.staging_copy);
   lock.lock();
   KVLANE_RETURN_IF_ERROR(made.status());
   copier_ = std::move(made).value();

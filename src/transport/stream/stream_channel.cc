@@ -14,9 +14,10 @@ namespace kvlane::core {
 namespace {
 
 // The copier in `slot`, made at its first use (for device memory at `first`).
-Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot, const void* first) {
+Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot, const void* first,
+                               StagingCopy how) {
   if (slot == nullptr) {
-    KVLANE_ASSIGN_OR_RETURN(slot, MakeDeviceCopier(first));
+    KVLANE_ASSIGN_OR_RETURN(slot, MakeDeviceCopier(first, how));
   }
   return slot.get();
 }
@@ -29,6 +30,7 @@ StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const ch
       name_(name),
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),
+      staging_copy_(ctx.options.staging_copy),
       max_segs_(std::min<uint32_t>(ctx.options.max_segments_per_chunk, kMaxWireSegs)) {}
 
 Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, PayloadMode mode,
@@ -105,7 +107,7 @@ Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const 
                       : Status::Ok();
   std::optional<StagedSender> sender;
   if (primed.ok()) {
-    Result<DeviceCopier*> copier = CopierIn(l.send_copier, v[2].iov_base);
+    Result<DeviceCopier*> copier = CopierIn(l.send_copier, v[2].iov_base, staging_copy_);
     primed = copier.ok() ? sender.emplace(**copier, std::span(v + 2, n)).Prime() : copier.status();
   }
   if (!primed.ok()) {
@@ -208,7 +210,7 @@ Status StreamChannel::ReceivePayload(Lane& l, const Request& req, const ChunkPla
 }
 
 Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy) {
-  Result<DeviceCopier*> copier = CopierIn(l.recv_copier, l.recv_iov[0].iov_base);
+  Result<DeviceCopier*> copier = CopierIn(l.recv_copier, l.recv_iov[0].iov_base, staging_copy_);
   if (!copier.ok()) {
     *copy = copier.status();
     return Discard(l.fd.get(), bytes);  // keeps the stream framed

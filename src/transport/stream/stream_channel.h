@@ -65,6 +65,7 @@ class StreamChannel final : public Channel {
   const char* name_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
+  const StagingCopy staging_copy_;  // how device payloads are staged
   const uint32_t max_segs_;
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex control_mu_;
