@@ -17,6 +17,7 @@ struct Piece {
   uint64_t region = 0;  // RegionId::value of the registration it belongs to
   MemoryKind kind = MemoryKind::kHost;
   int32_t device = 0;
+  Access access = Access::kReadWrite;  // what peers may do to it (from RegisterMemory)
 };
 
 // A byte range inside exactly one piece.

@@ -24,8 +24,10 @@ class Registry {
  public:
   explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
 
-  // REQUIRES: len > 0. Overlapping an existing registration is rejected.
-  Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device);
+  // REQUIRES: len > 0. Overlapping an existing registration is rejected, and so
+  // is an `access` that is not a value of Access.
+  Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
+                       Access access = Access::kReadWrite);
   Status Remove(RegionId id);
 
   // Copy of the live pieces, sorted by base.
