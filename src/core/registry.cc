@@ -64,13 +64,14 @@ Status Registry::ResolveLocal(uint64_t addr, uint64_t len, MemoryKind kind,
   return ResolveRange(sorted_, addr, len, kind, out);
 }
 
-Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr,
+Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, uint8_t** ptr,
                               MemoryKind* kind) const {
   if (closed_) return Status::RemoteDisconnect("peer agent is shutting down");
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return Status::RemoteStale("region key is not registered (deregistered?)");
   if (len == 0 || !Contains(it->second, addr, len))
     return Status::NotAllowed("access outside the registered piece");
+  KVLANE_RETURN_IF_ERROR(CheckAccess(it->second.access, op, "WRITE into a piece"));
   *ptr = reinterpret_cast<uint8_t*>(addr);
   if (kind != nullptr) *kind = it->second.kind;
   return Status::Ok();
