@@ -2,8 +2,8 @@
 // in the server's order, without sockets: the Hello (CheckHello, against a fixed
 // challenge nonce; a forged proof must be refused), then frames
 // (CheckFrameHeader, the segment table, CheckSegments) and the live registry
-// lookup of every segment. Invariant: a segment the registry accepts lies
-// inside the registered range.
+// lookup of every segment. Invariants: a segment the registry accepts lies
+// inside the registered ranges, and a WRITE's never inside the read-only one.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +23,8 @@ using namespace kvlane::core;
 struct Target {
   Target() : registry(1 << 18) {  // 256 KiB pieces: a range spans several
     (void)registry.Add(fuzz::kRegionBase, fuzz::kRegionLen, MemoryKind::kHost, 0);
+    (void)registry.Add(fuzz::kReadOnlyBase, fuzz::kRegionLen, MemoryKind::kHost, 0,
+                       Access::kReadOnly);
     pieces = registry.Pieces();
   }
   Registry registry;
@@ -49,15 +51,17 @@ class Input {
   size_t n_, pos_ = 0;
 };
 
-void ServeSegments(Target& t, std::vector<WireSeg>& segs) {
+void ServeSegments(Target& t, Op op, std::vector<WireSeg>& segs) {
   auto lock = t.registry.LockShared();
+  // What `op` may reach: both regions for a READ, the read-write one for a WRITE.
+  const uint64_t span = op == Op::kWrite ? fuzz::kRegionLen : 2 * fuzz::kRegionLen;
   for (WireSeg& s : segs) {
     if (s.key == fuzz::kLiveKey) s.key = t.pieces[s.addr % t.pieces.size()].key;
     uint8_t* p = nullptr;
-    if (!t.registry.LookupLocked(s.key, s.addr, s.len, &p).ok()) return;  // error reply
+    if (!t.registry.LookupLocked(s.key, s.addr, s.len, op, &p).ok()) return;  // error reply
     uint64_t a = reinterpret_cast<uint64_t>(p);
-    if (a < fuzz::kRegionBase || s.len > fuzz::kRegionLen || a - fuzz::kRegionBase > fuzz::kRegionLen - s.len)
-      __builtin_trap();  // accepted a range outside the registration
+    if (a < fuzz::kRegionBase || s.len > span || a - fuzz::kRegionBase > span - s.len)
+      __builtin_trap();  // accepted a range outside what `op` may reach
   }
 }
 
@@ -102,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     uint64_t sum = 0;
     for (const WireSeg& s : segs) sum += s.len;
     if (sum != h.bytes || sum > kMaxFrameBytes) __builtin_trap();
-    ServeSegments(target, segs);
+    ServeSegments(target, type == FrameType::kWrite ? Op::kWrite : Op::kRead, segs);
     if (type == FrameType::kWrite && !in.Skip(h.bytes)) return 0;  // inline payload (tcp)
   }
 }

@@ -15,6 +15,9 @@ namespace kvlane::fuzz {
 inline constexpr uint64_t kAgentId = 0x1122334455667788ull;
 inline constexpr uint64_t kRegionBase = 0x7f0000000000ull;  // registered, never dereferenced
 inline constexpr uint64_t kRegionLen = 1 << 20;
+// Registered read-only, right after the read-write region: a WRITE must never
+// be accepted into it.
+inline constexpr uint64_t kReadOnlyBase = kRegionBase + kRegionLen;
 // Segment keys with this value are replaced by the registry's (random) key, so
 // that the fuzzer can reach the bounds check.
 inline constexpr uint64_t kLiveKey = 0x4b4b4b4b4b4b4b4bull;

@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   m.tcp_port = 7000;
   m.shm_socket = "kvlane-1122334455667788";
   m.pieces = {{0x1111, 0x10000, 0x1000, 1, MemoryKind::kHost, 0},
-              {0x2222, 0x20000, 0x40000, 2, MemoryKind::kHost, 0}};
+              {0x2222, 0x20000, 0x40000, 2, MemoryKind::kHost, 0, Access::kReadOnly}};
   Write(out / "meta", "two-pieces", EncodeMeta(m));
   m.cuda_blob = std::string(64, '\x07');
   m.pieces.push_back({0x3333, 0x7f0000000000, 1ull << 32, 3, MemoryKind::kCuda, 1});
@@ -84,6 +84,9 @@ int main(int argc, char** argv) {
   Write(out / "frame", "read", Hello() + Frame(FrameType::kRead, {{k, b, 4096, 0}}, false));
   Write(out / "frame", "write",
         Hello(fuzz::kSignHello) + Frame(FrameType::kWrite, {{k, b + 100, 64, 0}}, true));
+  Write(out / "frame", "write-read-only",
+        Hello(fuzz::kSignHello) +
+            Frame(FrameType::kWrite, {{k, fuzz::kReadOnlyBase + 64, 64, 0}}, true));
   Write(out / "frame", "multi-seg",
         Hello() + Frame(FrameType::kRead, {{k, b, 16, 0}, {k, b + (1 << 18) - 8, 16, 0}, {7, b, 8, 0}}, false));
   std::string notify = Hello();

@@ -17,6 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < m->pieces.size(); ++i) {
     const Piece& p = m->pieces[i];
     if (p.len == 0 || p.base + p.len < p.base) __builtin_trap();  // decoder let a bad piece through
+    if (p.access != kvlane::Access::kReadWrite && p.access != kvlane::Access::kReadOnly)
+      __builtin_trap();  // an unknown access value got through
     if (i > 0 && m->pieces[i - 1].base + m->pieces[i - 1].len > p.base) __builtin_trap();
   }
   return 0;

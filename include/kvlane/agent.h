@@ -41,8 +41,14 @@ class Agent {
 
   // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
   // into pieces transparently. REQUIRES: the memory outlives the registration.
+  // `access` is what peers may do and travels in the metadata. kReadOnly: a
+  // peer's WRITE into the region fails with kNotAllowed and no byte of it
+  // changes; a kvlane initiator refuses it at MakeTransfer, and this agent
+  // refuses it again when it serves the access (local, shm, tcp). The cuda
+  // transport cannot enforce it on device memory a peer mapped through CUDA
+  // IPC: only well-behaved initiators honour it there (docs/SECURITY.md).
   Result<RegionId> RegisterMemory(void* addr, uint64_t len, MemoryKind kind = MemoryKind::kHost,
-                                  int32_t device = 0);
+                                  int32_t device = 0, Access access = Access::kReadWrite);
   // Removes a region. Remote accesses in flight finish first; later ones fail
   // with kRemoteStale at the peer. Metadata exported earlier goes stale for it.
   Status DeregisterMemory(RegionId region);

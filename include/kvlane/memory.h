@@ -12,6 +12,16 @@ enum class MemoryKind : uint8_t {
 
 const char* MemoryKindName(MemoryKind kind);
 
+// What peers may do to a registered region. It binds remote access only: the
+// owning agent uses its own memory in local lists as it likes.
+enum class Access : uint8_t {
+  kReadWrite = 0,  // peers may READ and WRITE it (the default)
+  kReadOnly = 1,   // peers may only READ it; a WRITE into it fails with kNotAllowed
+};
+
+// "read-write" or "read-only".
+const char* AccessName(Access access);
+
 // Identifies one RegisterMemory call; covers every piece the region was cut into.
 struct RegionId {
   uint64_t value = 0;

@@ -18,8 +18,9 @@ const std::string& Agent::name() const { return impl_->context().name; }
 const AgentOptions& Agent::options() const { return impl_->context().options; }
 uint16_t Agent::metadata_port() const { return impl_->metadata_port(); }
 
-Result<RegionId> Agent::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device) {
-  return impl_->RegisterMemory(addr, len, kind, device);
+Result<RegionId> Agent::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device,
+                                       Access access) {
+  return impl_->RegisterMemory(addr, len, kind, device, access);
 }
 Status Agent::DeregisterMemory(RegionId region) { return impl_->DeregisterMemory(region); }
 Result<std::string> Agent::ExportMetadata() const { return core::EncodeMeta(impl_->SelfMeta()); }

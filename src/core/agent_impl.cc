@@ -97,7 +97,8 @@ AgentImpl::~AgentImpl() {
   transports_.clear();
 }
 
-Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device) {
+Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind,
+                                           int32_t device, Access access) {
   auto enabled = [&](const char* t) {
     return std::find(ctx_.options.transports.begin(), ctx_.options.transports.end(), t) !=
            ctx_.options.transports.end();
@@ -107,7 +108,7 @@ Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind 
     return Status::NotSupported(
         "CUDA memory needs the cuda transport in AgentOptions.transports, or tcp in a build "
         "with CUDA on a machine with a GPU (tcp stages it through pinned host memory)");
-  return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device);
+  return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device, access);
 }
 
 Status AgentImpl::DeregisterMemory(RegionId region) { return ctx_.registry->Remove(region); }

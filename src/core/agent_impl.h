@@ -29,7 +29,8 @@ class AgentImpl {
 
   const AgentContext& context() const { return ctx_; }
 
-  Result<RegionId> RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device);
+  Result<RegionId> RegisterMemory(void* addr, uint64_t len, MemoryKind kind, int32_t device,
+                                  Access access);
   Status DeregisterMemory(RegionId region);
   AgentMeta SelfMeta() const;
   Result<std::string> LoadPeer(std::string_view blob);

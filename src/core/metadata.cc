@@ -1,6 +1,7 @@
 #include "core/metadata.h"
 
 #include <algorithm>
+#include <string>
 
 #include "core/bytes.h"
 
@@ -10,6 +11,7 @@ namespace {
 constexpr uint32_t kMaxName = 255;
 constexpr uint32_t kMaxText = 4096;
 constexpr uint32_t kMaxCudaBlob = 64u << 20;
+constexpr size_t kPieceBytes = 8 * 4 + 1 + 4 + 1;  // key base len region, kind, device, access
 
 void PutPiece(ByteWriter& w, const Piece& p) {
   w.Put(p.key);
@@ -18,6 +20,7 @@ void PutPiece(ByteWriter& w, const Piece& p) {
   w.Put(p.region);
   w.Put(static_cast<uint8_t>(p.kind));
   w.Put(p.device);
+  w.Put(static_cast<uint8_t>(p.access));
 }
 
 Status CheckPiece(const Piece& p) {
@@ -25,12 +28,15 @@ Status CheckPiece(const Piece& p) {
     return Status::InvalidArgument("metadata: malformed piece");
   if (p.kind != MemoryKind::kHost && p.kind != MemoryKind::kCuda)
     return Status::InvalidArgument("metadata: unknown memory kind");
+  if (p.access != Access::kReadWrite && p.access != Access::kReadOnly)
+    return Status::InvalidArgument("metadata: unknown access " +
+                                   std::to_string(static_cast<int>(p.access)) + " in a piece");
   return Status::Ok();
 }
 
 Status GetPieces(ByteReader& r, std::vector<Piece>* out) {
   uint32_t n = r.Get<uint32_t>();
-  if (!r.ok() || n > kMaxMetaPieces || n > r.remaining() / 37)
+  if (!r.ok() || n > kMaxMetaPieces || n > r.remaining() / kPieceBytes)
     return Status::InvalidArgument("metadata: bad piece count");
   out->resize(n);
   for (Piece& p : *out) {
@@ -40,6 +46,7 @@ Status GetPieces(ByteReader& r, std::vector<Piece>* out) {
     p.region = r.Get<uint64_t>();
     p.kind = static_cast<MemoryKind>(r.Get<uint8_t>());
     p.device = r.Get<int32_t>();
+    p.access = static_cast<Access>(r.Get<uint8_t>());
     if (!r.ok()) return Status::InvalidArgument("metadata: truncated piece table");
     KVLANE_RETURN_IF_ERROR(CheckPiece(p));
   }
@@ -55,6 +62,17 @@ Status GetPieces(ByteReader& r, std::vector<Piece>* out) {
   if (std::adjacent_find(keys.begin(), keys.end()) != keys.end())
     return Status::InvalidArgument("metadata: two pieces share a key");
   return Status::Ok();
+}
+
+Status CheckVersion(uint16_t version) {
+  if (version == kMetaVersion) return Status::Ok();
+  const std::string both = "metadata: the blob is version " + std::to_string(version) +
+                           ", this kvlane reads version " + std::to_string(kMetaVersion);
+  if (version < kMetaVersion)
+    return Status::InvalidArgument(both +
+                                   " (the peer runs an older kvlane, without read-only "
+                                   "regions): upgrade it");
+  return Status::InvalidArgument(both + " (the peer runs a newer kvlane): upgrade this one");
 }
 
 }  // namespace
@@ -82,9 +100,7 @@ std::string EncodeMeta(const AgentMeta& m) {
 Result<AgentMeta> DecodeMeta(std::string_view blob) {
   ByteReader r(blob);
   if (r.Get<uint32_t>() != kMetaMagic) return Status::InvalidArgument("metadata: bad magic (not a kvlane blob)");
-  uint16_t version = r.Get<uint16_t>();
-  if (version != kMetaVersion)
-    return Status::InvalidArgument("metadata: unsupported version " + std::to_string(version));
+  KVLANE_RETURN_IF_ERROR(CheckVersion(r.Get<uint16_t>()));
   AgentMeta m;
   m.name = r.GetString(kMaxName);
   m.agent_id = r.Get<uint64_t>();

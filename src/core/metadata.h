@@ -14,7 +14,9 @@
 namespace kvlane::core {
 
 inline constexpr uint32_t kMetaMagic = 0x4d4c564b;  // "KVLM"
-inline constexpr uint16_t kMetaVersion = 1;
+// 2: each piece carries its Access (read-only regions). A blob of another
+// version is refused with an error naming both versions, never misparsed.
+inline constexpr uint16_t kMetaVersion = 2;
 inline constexpr uint32_t kMaxMetaPieces = 1u << 20;
 
 using Secret = std::array<uint8_t, 16>;

@@ -45,4 +45,10 @@ Status ResolveRange(const std::vector<Piece>& sorted, uint64_t addr, uint64_t le
   return Status::Ok();
 }
 
+Status CheckAccess(Access access, Op op, const std::string& where) {
+  if (op != Op::kWrite || access != Access::kReadOnly) return Status::Ok();
+  return Status::NotAllowed(where + ": the region is read-only (Access::kReadOnly): " +
+                            "peers may READ it, not WRITE it");
+}
+
 }  // namespace kvlane::core

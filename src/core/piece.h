@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kvlane/memory.h"
 #include "kvlane/status.h"
+#include "kvlane/transfer.h"
 
 namespace kvlane::core {
 
@@ -17,6 +19,7 @@ struct Piece {
   uint64_t region = 0;  // RegionId::value of the registration it belongs to
   MemoryKind kind = MemoryKind::kHost;
   int32_t device = 0;
+  Access access = Access::kReadWrite;  // what peers may do to it (from RegisterMemory)
 };
 
 // A byte range inside exactly one piece.
@@ -31,6 +34,10 @@ struct PieceRange {
 // kind differs, or len is zero. Appends to `out`.
 Status ResolveRange(const std::vector<Piece>& sorted, uint64_t addr, uint64_t len,
                     MemoryKind kind, std::vector<PieceRange>* out);
+
+// NotAllowed when `op` is a WRITE (a peer storing into memory of `access`) and
+// `access` is kReadOnly; Ok otherwise. `where` (what was refused) leads the message.
+Status CheckAccess(Access access, Op op, const std::string& where);
 
 // True when [addr, addr+len) lies inside the piece (overflow-safe).
 inline bool Contains(const Piece& p, uint64_t addr, uint64_t len) {

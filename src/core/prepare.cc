@@ -14,6 +14,15 @@ std::string DescError(size_t i, const Status& s) {
   return "descriptor " + std::to_string(i) + ": " + s.message();
 }
 
+// NotAllowed when `op` would store into a read-only piece of remote descriptor `i`.
+Status CheckRemoteAccess(Op op, const std::vector<PieceRange>& ranges, uint32_t i) {
+  for (const PieceRange& pr : ranges) {
+    if (op == Op::kWrite && pr.piece.access == Access::kReadOnly)
+      return CheckAccess(pr.piece.access, op, "remote descriptor " + std::to_string(i));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 void AppendSegment(Request* r, const Segment& s, const Piece& lp, const Piece& rp, uint64_t max_seg,
@@ -87,7 +96,8 @@ Result<std::shared_ptr<PreparedList>> AgentImpl::GetPrepared(PreparedId id) cons
 }
 
 // Walks local and remote ranges of each descriptor pair in lockstep, cutting at
-// every piece boundary of either side and at chunk_bytes.
+// every piece boundary of either side and at chunk_bytes. A WRITE that touches a
+// read-only remote piece anywhere fails as a whole, before any byte moves.
 Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
                                 const PreparedList& remote, std::span<const uint32_t> ri,
                                 uint64_t max_seg) {
@@ -106,6 +116,7 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
                                      std::to_string(remote.lens[b]));
     const auto& L = local.descs[a];
     const auto& R = remote.descs[b];
+    KVLANE_RETURN_IF_ERROR(CheckRemoteAccess(r->op, R, b));
     size_t x = 0, y = 0;
     uint64_t xo = 0, yo = 0;
     while (x < L.size() && y < R.size()) {

@@ -7,8 +7,12 @@
 
 namespace kvlane::core {
 
-Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device) {
+Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
+                               Access access) {
   if (addr == 0 || len == 0) return Status::InvalidArgument("RegisterMemory: null address or zero length");
+  if (access != Access::kReadWrite && access != Access::kReadOnly)
+    return Status::InvalidArgument("RegisterMemory: unknown access " +
+                                   std::to_string(static_cast<int>(access)));
   if (addr + len < addr) return Status::InvalidArgument("RegisterMemory: range wraps");
   std::unique_lock lock(mu_);
   for (const Piece& p : sorted_) {
@@ -20,7 +24,7 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
   for (uint64_t off = 0; off < len; off += piece_bytes_) {
     uint64_t key = RandomU64();
     while (key == 0 || by_key_.count(key) != 0) key = RandomU64();  // a key names one piece
-    Piece p{key, addr + off, std::min(piece_bytes_, len - off), id.value, kind, device};
+    Piece p{key, addr + off, std::min(piece_bytes_, len - off), id.value, kind, device, access};
     by_key_[p.key] = p;
     sorted_.push_back(p);
   }
@@ -60,13 +64,14 @@ Status Registry::ResolveLocal(uint64_t addr, uint64_t len, MemoryKind kind,
   return ResolveRange(sorted_, addr, len, kind, out);
 }
 
-Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr,
+Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, uint8_t** ptr,
                               MemoryKind* kind) const {
   if (closed_) return Status::RemoteDisconnect("peer agent is shutting down");
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return Status::RemoteStale("region key is not registered (deregistered?)");
   if (len == 0 || !Contains(it->second, addr, len))
     return Status::NotAllowed("access outside the registered piece");
+  KVLANE_RETURN_IF_ERROR(CheckAccess(it->second.access, op, "WRITE into a piece"));
   *ptr = reinterpret_cast<uint8_t*>(addr);
   if (kind != nullptr) *kind = it->second.kind;
   return Status::Ok();

@@ -24,8 +24,10 @@ class Registry {
  public:
   explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
 
-  // REQUIRES: len > 0. Overlapping an existing registration is rejected.
-  Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device);
+  // REQUIRES: len > 0. Overlapping an existing registration is rejected, and so
+  // is an `access` that is not a value of Access.
+  Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
+                       Access access = Access::kReadWrite);
   Status Remove(RegionId id);
 
   // Copy of the live pieces, sorted by base.
@@ -39,10 +41,12 @@ class Registry {
   // Blocks every remote access (and every lookup) until the lock is released.
   // Fault injection for tests: holds requests "in flight" deterministically.
   std::unique_lock<std::shared_mutex> LockExclusive() const { return std::unique_lock(mu_); }
-  // REQUIRES: LockShared() held. Returns the local pointer for a peer's access,
-  // kRemoteStale when the key is gone, kNotAllowed when out of bounds, and
-  // kRemoteDisconnect after Close(). `kind` (optional): the piece's memory kind.
-  Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, uint8_t** ptr,
+  // REQUIRES: LockShared() held. Returns the local pointer for a peer's `op`
+  // (kWrite: the peer stores into the piece), kRemoteStale when the key is gone,
+  // kNotAllowed when out of bounds or when `op` is kWrite and the piece is
+  // read-only, and kRemoteDisconnect after Close(). `kind` (optional): the
+  // piece's memory kind.
+  Status LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, uint8_t** ptr,
                       MemoryKind* kind = nullptr) const;
 
   // Whether `key` names a live piece (false after Close()).

@@ -34,6 +34,10 @@ const char* MemoryKindName(MemoryKind kind) {
   return kind == MemoryKind::kCuda ? "cuda" : "host";
 }
 
+const char* AccessName(Access access) {
+  return access == Access::kReadOnly ? "read-only" : "read-write";
+}
+
 const char* OpName(Op op) { return op == Op::kRead ? "read" : "write"; }
 
 }  // namespace kvlane

@@ -54,8 +54,10 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(a.ok()) << a.status().ToString();
     agent_ = std::move(a).value();
   }
-  Remote Alloc(uint64_t bytes) {
-    std::istringstream in(target_.Call("alloc " + std::to_string(bytes)));
+  // `read_only`: registered with Access::kReadOnly.
+  Remote Alloc(uint64_t bytes, bool read_only = false) {
+    std::istringstream in(
+        target_.Call((read_only ? "allocro " : "alloc ") + std::to_string(bytes)));
     Remote r;
     in >> r.addr >> r.region;
     return r;

@@ -120,11 +120,12 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
   std::string cmd;
   in >> cmd;
   uint64_t a = 0, b = 0, c = 0;
-  if (cmd == "alloc") {
+  if (cmd == "alloc" || cmd == "allocro") {  // <bytes>; allocro: registered read-only
     in >> a;
     void* p = nullptr;
     cudaMalloc(&p, a);
-    auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device);
+    auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device,
+                                  cmd == "allocro" ? Access::kReadOnly : Access::kReadWrite);
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
   } else if (cmd == "vmmalloc") {  // <bytes> <parts> <handle types>: VMM memory, registered
     in >> a >> b >> c;

@@ -161,15 +161,22 @@ AgentMeta SampleMeta() {
   AgentMeta m;
   m.name = "target";
   m.agent_id = 7;
-  m.pieces = {{11, 0x10000, 4096, 1, MemoryKind::kHost, 0}, {12, 0x20000, 4096, 2, MemoryKind::kHost, 0}};
+  m.pieces = {{11, 0x10000, 4096, 1, MemoryKind::kHost, 0},
+              {12, 0x20000, 4096, 2, MemoryKind::kHost, 0, Access::kReadOnly}};
   return m;
 }
+
+// Offset of the access byte of the last piece: the blob's last byte.
+constexpr size_t kLastAccessFromEnd = 1;
 
 TEST(MetadataDecode, RoundTripAndEveryTruncationFails) {
   std::string blob = EncodeMeta(SampleMeta());
   auto m = DecodeMeta(blob);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->pieces.size(), 2u);
+  ASSERT_EQ(m->pieces.size(), 2u);
+  EXPECT_EQ(m->pieces[0].access, Access::kReadWrite);
+  EXPECT_EQ(m->pieces[1].access, Access::kReadOnly);
+  EXPECT_EQ(EncodeMeta(m.value()), blob);
   for (size_t n = 0; n < blob.size(); ++n)
     EXPECT_EQ(DecodeMeta(std::string_view(blob).substr(0, n)).status().code(), Code::kInvalidArgument) << n;
   EXPECT_FALSE(DecodeMeta(blob + "x").ok());
@@ -191,10 +198,67 @@ TEST(MetadataDecode, RejectsInconsistentPieces) {
   EXPECT_EQ(bad([](AgentMeta& m) { m.name.assign(300, 'n'); }), Code::kInvalidArgument);
 }
 
+TEST(MetadataDecode, UnknownAccessValuesAreRejected) {
+  std::string blob = EncodeMeta(SampleMeta());
+  ASSERT_EQ(blob.back(), static_cast<char>(Access::kReadOnly));
+  for (int v = 0; v < 256; ++v) {
+    blob[blob.size() - kLastAccessFromEnd] = static_cast<char>(v);
+    auto m = DecodeMeta(blob);
+    if (v <= 1) {
+      ASSERT_TRUE(m.ok()) << v;
+      EXPECT_EQ(m->pieces[1].access, static_cast<Access>(v));
+      continue;
+    }
+    EXPECT_EQ(m.status().code(), Code::kInvalidArgument) << v;
+    EXPECT_NE(m.status().message().find("unknown access"), std::string::npos)
+        << m.status().ToString();
+  }
+}
+
+// A blob of another format version is refused on its version, before any
+// field is parsed, with both versions named.
+TEST(MetadataDecode, OtherVersionsAreRefusedClearly) {
+  const std::string blob = EncodeMeta(SampleMeta());
+  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{kMetaVersion + 1}, uint16_t{0xffff}}) {
+    std::string b = blob;
+    std::memcpy(b.data() + 4, &v, sizeof(v));  // after the magic
+    auto m = DecodeMeta(b);
+    EXPECT_EQ(m.status().code(), Code::kInvalidArgument) << v;
+    const std::string& msg = m.status().message();
+    EXPECT_NE(msg.find("version " + std::to_string(v)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("reads version " + std::to_string(kMetaVersion)), std::string::npos) << msg;
+    EXPECT_NE(msg.find(v < kMetaVersion ? "older" : "newer"), std::string::npos) << msg;
+  }
+}
+
+// A blob in the layout of version 1 (pieces without their access byte) from an
+// older kvlane: refused, never read as a shorter or shifted piece table.
+TEST(MetadataDecode, VersionOneBlobIsNotMisparsed) {
+  ByteWriter w;
+  w.Put(kMetaMagic);
+  w.Put(uint16_t{1});
+  w.PutString("old");
+  w.Put(uint64_t{7});
+  const Secret secret{};
+  w.PutRaw(secret.data(), secret.size());
+  w.Put(uint64_t{0});                           // process token
+  w.Put(uint32_t{0});                           // pid
+  for (int i = 0; i < 3; ++i) w.PutString("");  // hostname, boot id, tcp host
+  w.Put(uint16_t{0});
+  for (int i = 0; i < 2; ++i) w.PutString("");  // shm socket, cuda blob
+  w.Put(uint32_t{1});
+  for (uint64_t v : {uint64_t{11}, uint64_t{0x10000}, uint64_t{4096}, uint64_t{1}}) w.Put(v);
+  w.Put(uint8_t{0});
+  w.Put(int32_t{0});
+  auto m = DecodeMeta(w.str());
+  EXPECT_EQ(m.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("older kvlane"), std::string::npos) << m.status().ToString();
+}
+
 TEST(MetadataDecode, HugeCountsFailWithoutAllocating) {
   std::string blob = EncodeMeta(SampleMeta());
-  // The piece count is the u32 before the 2 x 37-byte piece table at the end.
-  size_t count_at = blob.size() - 2 * 37 - 4;
+  // The piece count is the u32 before the 2 x 38-byte piece table at the end.
+  size_t count_at = blob.size() - 2 * 38 - 4;
   uint32_t huge = 0xffffffffu;
   std::memcpy(blob.data() + count_at, &huge, 4);
   EXPECT_FALSE(DecodeMeta(blob).ok());

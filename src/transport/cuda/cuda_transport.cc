@@ -182,7 +182,10 @@ class CudaTransport final : public Transport {
       return Status::InvalidArgument("no VMM allocation with a POSIX fd at this index");
     auto live = ctx_->registry->LockShared();
     uint8_t* ptr = nullptr;
-    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(key, e.piece_base, e.piece_len, &ptr));
+    // Op::kRead: only "still registered". The fd grants the whole allocation,
+    // writable, whatever the piece's access (docs/SECURITY.md).
+    KVLANE_RETURN_IF_ERROR(
+        ctx_->registry->LookupLocked(key, e.piece_base, e.piece_len, Op::kRead, &ptr));
     return ExportVmmFd(e.device, e.allocs[index].base);
   }
 

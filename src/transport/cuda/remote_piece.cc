@@ -32,7 +32,10 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
     {
       auto lock = local_peer_->registry->LockShared();
       uint8_t* at = nullptr;
-      KVLANE_RETURN_IF_ERROR(local_peer_->registry->LookupLocked(key, piece.base, piece.len, &at));
+      // Op::kRead: "still registered" only. The mapping serves every later
+      // request; a WRITE into a read-only piece is refused at MakeTransfer.
+      KVLANE_RETURN_IF_ERROR(
+          local_peer_->registry->LookupLocked(key, piece.base, piece.len, Op::kRead, &at));
     }
     cudaPointerAttributes a{};
     KVLANE_CUDA(cudaPointerGetAttributes(&a, reinterpret_cast<void*>(piece.base)));

@@ -18,7 +18,8 @@ Status CopyChunk(const LocalEndpoint& peer, const WorkItem& w) {
   for (uint32_t i = c.seg_begin; i < c.seg_end; ++i) {
     const Segment& s = r.segs[i];
     uint8_t* remote = nullptr;
-    KVLANE_RETURN_IF_ERROR(peer.registry->LookupLocked(s.remote_key, s.remote_addr, s.len, &remote));
+    KVLANE_RETURN_IF_ERROR(
+        peer.registry->LookupLocked(s.remote_key, s.remote_addr, s.len, r.op, &remote));
     auto* local = reinterpret_cast<uint8_t*>(s.local_addr);
     if (r.op == Op::kWrite) {
       std::memcpy(remote, local, s.len);

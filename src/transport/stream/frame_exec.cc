@@ -33,7 +33,7 @@ Status FrameExecutor::ReadSegs(const FrameHeader& h) {
   return CheckSegments(h, segs_);
 }
 
-Status FrameExecutor::Validate() {
+Status FrameExecutor::Validate(Op op) {
   local_.clear();
   remote_.clear();
   device_ = false;
@@ -41,7 +41,7 @@ Status FrameExecutor::Validate() {
     const WireSeg& s = segs_[i];
     uint8_t* p = nullptr;
     MemoryKind kind = MemoryKind::kHost;
-    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(s.key, s.addr, s.len, &p, &kind));
+    KVLANE_RETURN_IF_ERROR(ctx_->registry->LookupLocked(s.key, s.addr, s.len, op, &p, &kind));
     const bool device = kind == MemoryKind::kCuda;
     if (i == 0) device_ = device;
     if (device != device_) return Status::InvalidArgument("a frame mixes host and device memory");
@@ -56,8 +56,8 @@ Status FrameExecutor::Validate() {
 // Validate, and for a first device frame the copier, made without the
 // registry lock (it may create a CUDA context: Deregister need not wait for
 // that), then validated again.
-Status FrameExecutor::Admit(std::shared_lock<std::shared_mutex>& lock) {
-  KVLANE_RETURN_IF_ERROR(Validate());
+Status FrameExecutor::Admit(Op op, std::shared_lock<std::shared_mutex>& lock) {
+  KVLANE_RETURN_IF_ERROR(Validate(op));
   if (!device_ || copier_ != nullptr) return Status::Ok();
   lock.unlock();
   Result<std::unique_ptr<DeviceCopier>> made =
@@ -65,7 +65,7 @@ Status FrameExecutor::Admit(std::shared_lock<std::shared_mutex>& lock) {
   lock.lock();
   KVLANE_RETURN_IF_ERROR(made.status());
   copier_ = std::move(made).value();
-  return Validate();
+  return Validate(op);
 }
 
 // The payload lands in host halves and is copied on to the device; the reply
@@ -122,7 +122,8 @@ Status FrameExecutor::CmaCopy(bool into_target) {
 Status FrameExecutor::Write(const FrameHeader& h) {
   KVLANE_RETURN_IF_ERROR(ReadSegs(h));
   auto lock = ctx_->registry->LockShared();  // Deregister waits for this copy
-  Status v = Admit(lock);
+  // A read-only piece under any segment refuses the whole frame.
+  Status v = Admit(Op::kWrite, lock);
   if (!v.ok()) {
     lock.unlock();
     if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
@@ -143,7 +144,7 @@ Status FrameExecutor::Write(const FrameHeader& h) {
 Status FrameExecutor::Read(const FrameHeader& h) {
   KVLANE_RETURN_IF_ERROR(ReadSegs(h));
   auto lock = ctx_->registry->LockShared();
-  Status v = Admit(lock);
+  Status v = Admit(Op::kRead, lock);
   if (!v.ok()) {
     lock.unlock();
     return Reply(h.ticket, v);

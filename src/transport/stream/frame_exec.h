@@ -31,9 +31,10 @@ class FrameExecutor {
  private:
   Status ReadSegs(const FrameHeader& h);
   // REQUIRES: registry lock held. Fills local_ and device_ (the frame's
-  // memory is device memory: tcp stages it, shm cannot reach it).
-  Status Validate();
-  Status Admit(std::shared_lock<std::shared_mutex>& lock);  // Validate (+ copier)
+  // memory is device memory: tcp stages it, shm cannot reach it). `op`: what
+  // the frame does to the target's memory (kWrite: stores into it).
+  Status Validate(Op op);
+  Status Admit(Op op, std::shared_lock<std::shared_mutex>& lock);  // Validate (+ copier)
   Status WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
   Status ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
   Status Write(const FrameHeader& h);
