@@ -155,9 +155,30 @@ std::string DocumentMemory(const json& impl) {
   return impl.value("transport", "") == "cuda" ? "cuda" : "host";
 }
 
+std::string RankMemory(const json& impl, const std::string& role) {
+  const json* rank = impl.contains("per_rank") ? &impl["per_rank"] : nullptr;
+  if (rank != nullptr && rank->contains(role)) return (*rank)[role].value("memory", "host");
+  return DocumentMemory(impl);
+}
+
+std::string RankStaging(const json& impl, const std::string& role) {
+  const json* rank = impl.contains("per_rank") ? &impl["per_rank"] : nullptr;
+  if (rank != nullptr && rank->contains(role)) return (*rank)[role].value("staging", "none");
+  return impl.value("staging", "none");
+}
+
 std::string DescribeMemory(const json& impl) {
-  const bool staged = impl.value("staging", "none") == "pinned-host";
-  return DocumentMemory(impl) + (staged ? ", staged through pinned host memory" : "");
+  const char* kStaged = "staged through pinned host memory";
+  const std::string target = RankMemory(impl, "target"), initiator = RankMemory(impl, "initiator");
+  if (target == initiator) {
+    const bool staged = impl.value("staging", "none") == "pinned-host";
+    return target + (staged ? std::string(", ") + kStaged : "");
+  }
+  auto one = [&](const std::string& role, const std::string& memory) {
+    const bool staged = RankStaging(impl, role) == "pinned-host";
+    return role + " " + memory + (staged ? std::string(" (") + kStaged + ")" : "");
+  };
+  return one("target", target) + ", " + one("initiator", initiator);
 }
 
 std::string DumpCompact(const json& j) {

@@ -17,11 +17,18 @@ namespace kvbench {
 
 // 2: request_ms holds every measured sample ([sample][request]) and p50_sample
 // names the median one; version 1 documents (one flat array) are still read.
-inline constexpr int kDocumentVersion = 2;
+// 3: the ranks' pools may be in different memory (--memory TARGET,INITIATOR):
+// implementation.per_rank gives each rank's memory, staging and GPU;
+// implementation.memory (and pool.memory) is then the pair ("cuda,host") and
+// staging is "pinned-host" when either rank stages. When both ranks agree these
+// keys mean what they meant in version 2, and version 2 documents are still read.
+inline constexpr int kDocumentVersion = 3;
 
 // The same bytes moved by the plainest path (memcpy, or a plain socket loop).
 struct ReferenceFigures {
-  std::string method;  // "memcpy" | "cudaMemcpy" | "socket" | "none"
+  // "memcpy" | "cudaMemcpy" | "socket" | "socket-staged" (both ranks staged through pinned
+  // host memory) | "socket-staged-target" | "socket-staged-initiator" (one rank did)
+  std::string method;
   double p50_ms = 0;
   double gbps_p50 = 0;
 };
@@ -72,11 +79,18 @@ nlohmann::json RowToJson(const RowResult& row);
 kvlane::Result<RowResult> RowFromJson(const nlohmann::json& j);
 nlohmann::json DocumentToJson(const CaseDocument& doc);
 
-// The pool memory an implementation section records ("host" | "cuda"): its
+// The pool memory an implementation section records ("host" | "cuda", or the
+// pair "cuda,host" | "host,cuda" of a version 3 mixed run, target first): its
 // "memory", else (older documents) "pool.memory", else the transport's own memory.
 std::string DocumentMemory(const nlohmann::json& implementation);
+// One rank's ("target" | "initiator") pool memory and staging ("pinned-host" |
+// "none"): its "per_rank" entry (version 3), else (version 2 and older: both
+// ranks alike) DocumentMemory and "staging".
+std::string RankMemory(const nlohmann::json& implementation, const std::string& role);
+std::string RankStaging(const nlohmann::json& implementation, const std::string& role);
 // The memory as summaries print it: "host", "cuda", or "cuda, staged through pinned
-// host memory" when the section's "staging" says so.
+// host memory" when the section's "staging" says so; when the ranks differ, each
+// rank's: "target cuda (staged through pinned host memory), initiator host".
 std::string DescribeMemory(const nlohmann::json& implementation);
 
 // Pretty-printed with two-space indents, except that an array holding no arrays

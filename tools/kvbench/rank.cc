@@ -20,7 +20,7 @@ void PrintHeader(const Session& s) {
              "pool {:.2f} GiB in {} piece(s) per rank | {} row(s) x {} op(s) | warm-up {}, "
              "{} samples x {} trials\n",
              CaseName(s), kvlane::VersionString(), s.transport_used(), s.config().transport,
-             MemoryFlagName(s.kind()), s.peer().hostname, s.self().hostname,
+             MemoryName(s.path()), s.peer().hostname, s.self().hostname,
              p.layout.bytes / double(1 << 30), p.layout.pieces.size(), p.Rows(),
              s.config().ops.size(), s.config().warmup, s.config().samples, s.config().trials);
 }

@@ -6,12 +6,14 @@
 #include <memory>
 
 #include "device_memory.h"
+#include "path_choice.h"
 #include "stats.h"
 
 namespace kvbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 using RequestIndices = std::vector<std::vector<uint32_t>>;
 
 double MsSince(Clock::time_point t0) {
@@ -42,7 +44,7 @@ bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy co
   return true;
 }
 
-ReferenceFigures Figures(const char* method, const std::vector<double>& ms, uint64_t bytes) {
+ReferenceFigures Figures(const std::string& method, const std::vector<double>& ms, uint64_t bytes) {
   double p50 = Percentile(ms, 0.5);
   return {method, p50, GigabytesPerSecond(bytes, p50)};
 }
@@ -53,7 +55,9 @@ constexpr uint64_t kStageBytes = 4ull << 20;
 
 using Pinned = std::unique_ptr<void, void (*)(void*)>;
 
-// The pinned staging buffer for a device pool; none (null) for a host pool.
+// The pinned staging buffer for a device pool; none (null) for a host pool. Each
+// rank decides for its own pool, as the engine's tcp transport stages on the side
+// that holds device memory only (path_choice.h: StagesOn).
 kvlane::Result<Pinned> StageFor(const PoolView& pool, ReferenceFault fault) {
   if (fault == ReferenceFault::kSetup) {
     return kvlane::Status::Backend("injected fault: the socket reference's staging buffer");
@@ -176,21 +180,22 @@ kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* contro
                                                           const PoolList& list, const BurstMap& map,
                                                           kvlane::Op op, int reps,
                                                           ReferenceFault fault) {
-  KVLANE_RETURN_IF_ERROR(control->Expect("ref_ready").status());  // or the target's reason
+  KVLANE_ASSIGN_OR_RETURN(json ready, control->Expect("ref_ready"));  // or the target's reason
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
   auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps);
   if (!ms.ok()) {
     control->Abort();  // the raw stream may be cut partway: the target must not wait on it
     return ms.status();
   }
-  return Figures(stage ? "socket-staged" : "socket", ms.value(), map.burst_bytes);
+  const std::string method = SocketReferenceMethod(ready.value("staged", false), stage != nullptr);
+  return Figures(method, ms.value(), map.burst_bytes);
 }
 
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
                                      int reps, ReferenceFault fault) {
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
-  KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_ready"}}));
+  KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_ready"}, {"staged", stage != nullptr}}));
   kvlane::Status s = TargetReps({control, pool, stage.get(), fault}, list, map, op, reps);
   if (!s.ok()) control->Abort();  // as on the initiator
   return s;

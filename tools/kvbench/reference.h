@@ -2,7 +2,8 @@
 // direction as the row's op (pull: target -> initiator; push: initiator ->
 // target), moved by the plainest path: memcpy inside one process (shm, local),
 // cudaMemcpy on the GPU (cuda), or a plain socket send/recv loop between the
-// ranks (tcp; staged through pinned host memory for device pools). Gives each
+// ranks (tcp; staged through pinned host memory on each rank whose pool is on a
+// GPU). Gives each
 // row a floor to compare to.
 #pragma once
 
@@ -43,9 +44,13 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 // own. Per rep the initiator says go; for kRead the target sends its extents and
 // the initiator receives them into its own, for kWrite the initiator sends and the
 // target receives, then acknowledges. Timed on the initiator, from go to the last
-// byte received (kRead) or to the acknowledgement (kWrite). A device pool's
-// extents go through a pinned host buffer on each side, 4 MiB at a time, a
-// cudaMemcpy and the socket call one after the other (method "socket-staged"); the
+// byte received (kRead) or to the acknowledgement (kWrite). Each rank stages where
+// the engine does: a device pool's extents go through a pinned host buffer on that
+// rank, 4 MiB at a time, a cudaMemcpy and the socket call one after the other; a
+// host pool's are sent from and received into the pool directly. "ref_ready" says
+// whether the target stages; the method names where staging happened
+// (SocketReferenceMethod: "socket", "socket-staged" on both ranks,
+// "socket-staged-target" or "socket-staged-initiator" for a mixed pair). The
 // buffers are allocated before the timed reps.
 //
 // On failure the connection is in one of two states, and the run cannot go on
@@ -55,8 +60,8 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 // the target's reason ("peer reported: ..."). Once the reps have begun the raw
 // bytes may be cut partway, so the failing rank aborts the connection
 // (ControlChannel::Abort: every later send is refused) and its peer's wait fails
-// at once instead of at the control timeout. REQUIRES: both ranks' pools are of
-// one kind.
+// at once instead of at the control timeout. The ranks' pools may be of different
+// kinds (a mixed --memory pair).
 kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
     ControlChannel* control, const PoolView& pool, const PoolList& list, const BurstMap& map,
     kvlane::Op op, int reps, ReferenceFault fault = ReferenceFault::kNone);

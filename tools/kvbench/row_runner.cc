@@ -60,8 +60,9 @@ kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result
       local_, s_->agent().PrepareLocal(
                   ListAt(reinterpret_cast<uint64_t>(s_->pool()), list_, s_->kind(), s_->device())));
   KVLANE_ASSIGN_OR_RETURN(
-      remote_, s_->agent().PrepareRemote(s_->peer_name(), ListAt(s_->remote_pool_base(), list_,
-                                                                 s_->kind(), s_->remote_device())));
+      remote_,
+      s_->agent().PrepareRemote(s_->peer_name(), ListAt(s_->remote_pool_base(), list_,
+                                                        s_->peer_kind(), s_->remote_device())));
   result->list_prep_ms += MsSince(t0);
   return kvlane::Status::Ok();
 }
@@ -207,7 +208,9 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
 void RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
                           RowResult* row) {
   int reps = s_->config().samples;
-  if (s_->transport_used() != "tcp") {  // one process reaches both sides: copy within its pool
+  // One process reaches both sides (local, shm, cuda: both pools of one kind): copy
+  // within its pool. A mixed pair runs over tcp only.
+  if (s_->transport_used() != "tcp") {
     row->reference = s_->kind() == kvlane::MemoryKind::kCuda
                          ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps)
                          : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps);

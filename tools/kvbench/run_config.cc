@@ -170,7 +170,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
       ->capture_default_str();
   app->add_option("--memory", c->memory,
                   "where each rank's pool lives: auto (cuda for the cuda transport, else host) | "
-                  "host | cuda (over cuda, or over tcp staged through pinned host buffers)")
+                  "host | cuda (over cuda, or over tcp staged through pinned host buffers) for "
+                  "both ranks, or TARGET,INITIATOR, e.g. cuda,host or host,cuda (tcp only: the "
+                  "device side is staged through pinned host buffers)")
       ->capture_default_str();
   app->add_option("--ops", c->ops, "pull,push")->delimiter(',');
   app->add_option("--out", c->out_dir, "directory for the JSON documents")->capture_default_str();
@@ -191,9 +193,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
   app->add_option("--device", c->device,
-                  "device pool: this rank's GPU (-1: on one host rank 0 uses GPU 0, rank 1 "
-                  "GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / LOCAL_RANK "
-                  "modulo the visible GPUs)");
+                  "this rank's GPU when its pool is on one (-1: on one host rank 0 uses GPU 0, "
+                  "rank 1 GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / "
+                  "LOCAL_RANK modulo the visible GPUs)");
   app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
   app->add_option("--inject-fault", c->fault,
                   "testing only: flip-byte flips one landed byte before each verification; "

@@ -18,7 +18,9 @@ struct RunConfig {
   std::string grid_preset = "quick";  // quick: the one-minute embedded grid; full: DESIGN's
   std::string transport = "auto";     // auto | local | shm | tcp | cuda
   // Where each rank's pool lives: auto (cuda for the cuda transport, else host) |
-  // host | cuda (the cuda transport, or tcp staging through pinned host buffers).
+  // host | cuda (the cuda transport, or tcp staging through pinned host buffers),
+  // for both ranks; or a pair TARGET,INITIATOR of host and cuda, e.g. cuda,host
+  // (tcp only: it stages the device side). ParseMemory in path_choice.h.
   std::string memory = "auto";
   std::vector<std::string> ops = {"pull", "push"};
   std::string out_dir = "kvbench-out";
@@ -32,7 +34,7 @@ struct RunConfig {
   std::string policy = "independent";     // independent | global-fifo
   std::string staging_copy = "batch";     // batch | each | kernel (AgentOptions::staging_copy)
   int lanes = 0;                          // data lanes per peer; 0: the engine default
-  int device = -1;                        // device pool's GPU; -1: DefaultDevice (path_choice.h)
+  int device = -1;  // this rank's GPU when its pool is on one; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
   std::string fault;      // testing: "flip-byte" corrupts each verified burst; "ref-<role>-setup"

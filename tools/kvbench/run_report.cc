@@ -21,11 +21,35 @@ std::string GitRevision(const std::string& version) {
   return version.substr(at + 5, end == std::string::npos ? std::string::npos : end - at - 5);
 }
 
+// The GPU of rank `rank`'s device pool (the document is written on either rank).
+int RankDevice(const Session& s, int rank) {
+  return rank == s.config().rank ? s.device() : s.remote_device();
+}
+
 std::string DeviceFilter(const Session& s) {
-  if (s.kind() == kvlane::MemoryKind::kHost) {
+  const DataPath& p = s.path();
+  if (p.target == kvlane::MemoryKind::kHost && p.initiator == kvlane::MemoryKind::kHost) {
     return "none: host memory pool, no NIC or GPU selection applied";
   }
-  return fmt::format("cuda devices: target {}, initiator {}", s.remote_device(), s.device());
+  auto gpu = [&](int rank) {
+    return p.Of(rank) == kvlane::MemoryKind::kCuda ? std::to_string(RankDevice(s, rank))
+                                                   : std::string("none (host pool)");
+  };
+  return fmt::format("cuda devices: target {}, initiator {}", gpu(kTargetRank),
+                     gpu(kInitiatorRank));
+}
+
+// Each rank's pool memory, its staging and, for a device pool, its GPU (document
+// version 3): {"target": {...}, "initiator": {...}}.
+json PerRank(const Session& s) {
+  json out = json::object();
+  for (int rank : {kTargetRank, kInitiatorRank}) {
+    json r = {{"memory", MemoryFlagName(s.path().Of(rank))},
+              {"staging", StagingName(s.path(), rank)}};
+    if (s.path().Of(rank) == kvlane::MemoryKind::kCuda) r["device"] = RankDevice(s, rank);
+    out[rank == kTargetRank ? "target" : "initiator"] = std::move(r);
+  }
+  return out;
 }
 
 json Implementation(const Session& s, const RunResult& result) {
@@ -35,10 +59,11 @@ json Implementation(const Session& s, const RunResult& result) {
           {"transport", s.transport_used()},
           {"transport_declared", s.config().transport},
           {"transport_resolved", s.transport_resolved()},
-          {"memory", MemoryFlagName(s.kind())},
+          {"memory", MemoryName(s.path())},
           {"memory_declared", s.config().memory},
           {"staging", StagingName(s.path())},
           {"staging_copy", kvlane::StagingCopyName(o.staging_copy)},
+          {"per_rank", PerRank(s)},
           {"lanes", o.lanes_per_peer},
           {"policy", kvlane::PolicyName(o.policy)},
           {"chunk_bytes", o.chunk_bytes},
@@ -46,7 +71,7 @@ json Implementation(const Session& s, const RunResult& result) {
           {"git_revision", GitRevision(version)},
           {"device_filter", DeviceFilter(s)},
           {"pool",
-           {{"memory", kvlane::MemoryKindName(s.kind())},
+           {{"memory", MemoryName(s.path())},
             {"pinned", false},
             {"bytes", s.plan().layout.bytes},
             {"budget", s.plan().options.pool_budget},
@@ -67,7 +92,7 @@ std::string Link(const Session& s) {
 std::string CaseName(const Session& s) {
   if (!s.config().case_name.empty()) return s.config().case_name;
   return fmt::format("{}-b{}-{}", s.plan().workload.name(), s.plan().workload.block(),
-                     PathLabel(s.transport_used(), MemoryFlagName(s.kind())));
+                     PathLabel(s.transport_used(), MemoryName(s.path())));
 }
 
 std::string ProgressLine(const RowResult& r) {

@@ -19,8 +19,9 @@ CaseDocument BuildDocument(const Session& session, const RunResult& result);
 kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out);
 // "<workload>-b<block>-<transport>" unless the config names the case; the
-// transport is followed by "-<memory>" when the pool is not in its own memory
-// (PathLabel: "kv-dsv4-b256-tcp-cuda").
+// transport is followed by "-<memory>" when the pool is not in its own memory,
+// and by both ranks' memory, target first, when they differ (PathLabel:
+// "kv-dsv4-b256-tcp-cuda", "kv-dsv4-b256-tcp-cuda-host").
 std::string CaseName(const Session& session);
 
 }  // namespace kvbench

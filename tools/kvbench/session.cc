@@ -37,6 +37,30 @@ kvlane::Result<kvlane::ProgressPolicy> Policy(const std::string& name) {
   return kvlane::Status::InvalidArgument("unknown policy '" + name + "'");
 }
 
+// The automatic pool budget of the rank that sent budget message `m`: a share of
+// its GPU's free memory for a device pool ("device" >= 0; half when `shared_gpu`),
+// else its host budget.
+uint64_t AnnouncedBudget(const json& m, bool shared_gpu, uint64_t fallback) {
+  if (m.value("device", -1) < 0) return m.value("host_budget", uint64_t{0});
+  return DevicePoolBudget(fallback, m.value("device_free", uint64_t{0}), shared_gpu ? 2 : 1);
+}
+
+// What a rank announces of its resolved path: the transport, its own pool's memory
+// and the memory its flags give the peer's pool.
+json Announce(const DataPath& path, int rank) {
+  return {{"transport", path.transport},
+          {"memory", MemoryFlagName(path.Of(rank))},
+          {"peer_memory", MemoryFlagName(path.Of(1 - rank))}};
+}
+
+// Whether the peer's announcement `theirs` matches `mine`: the same transport,
+// its pool where this rank's flags put it, and this rank's pool where its flags do.
+bool Agree(const json& mine, const json& theirs) {
+  return theirs.value("transport", "") == mine["transport"] &&
+         theirs.value("memory", "") == mine["peer_memory"] &&
+         theirs.value("peer_memory", "") == mine["memory"];
+}
+
 }  // namespace
 
 kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) {
@@ -85,34 +109,32 @@ kvlane::Status Session::Handshake() {
 
 // An automatic budget comes from free memory where the pool lives: the host's
 // (RunConfig::Resolve) or, for a device pool (whatever the transport), the GPU's
-// (DevicePoolBudget, split when both ranks share the GPU). Two automatic budgets
-// settle on the smaller; an explicit one is kept as given (AgreeOnPlan then
-// insists that the plans match).
+// (DevicePoolBudget, split when both ranks' pools share the GPU). Each rank's is
+// computed from what it announced, so a host pool on one rank and a device pool on
+// the other each count their own memory. Two automatic budgets settle on the
+// smaller; an explicit one is kept as given (AgreeOnPlan then insists that the
+// plans match).
 kvlane::Status Session::SettleBudget() {
   const bool on_gpu = kind() == kvlane::MemoryKind::kCuda;
-  const uint64_t free = on_gpu ? DeviceFreeBytes(device_) : 0;
   const uint64_t host = config_.pool_budget_auto ? std::stoull(config_.grid.pool_budget) : 0;
-  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "budget"},
-                                         {"auto", config_.pool_budget_auto},
-                                         {"host_budget", host},
-                                         {"device", on_gpu ? device_ : -1},
-                                         {"device_free", free}}));
+  json mine = {{"type", "budget"},
+               {"auto", config_.pool_budget_auto},
+               {"host_budget", host},
+               {"device", on_gpu ? device_ : -1},
+               {"device_free", on_gpu ? DeviceFreeBytes(device_) : uint64_t{0}}};
+  KVLANE_RETURN_IF_ERROR(control_->Send(mine));
   KVLANE_ASSIGN_OR_RETURN(json peer, control_->Expect("budget"));
   budget_source_ = "--pool-budget / KVBENCH_POOL_BUDGET";
   if (!config_.pool_budget_auto) return kvlane::Status::Ok();
-  uint64_t mine = host, theirs = peer.value("host_budget", uint64_t{0});
-  budget_source_ = "host MemAvailable / 4";
-  if (on_gpu) {
-    const bool shared =
-        self_.hostname == peer_info_.hostname && peer.value("device", -1) == device_;
-    const uint64_t fallback = config_.plan_defaults.pool_budget;
-    mine = DevicePoolBudget(fallback, free, shared ? 2 : 1);
-    theirs = DevicePoolBudget(fallback, peer.value("device_free", uint64_t{0}), shared ? 2 : 1);
-    budget_source_ =
-        shared ? "GPU free memory x 0.8 / 2 (one GPU, two ranks)" : "GPU free memory x 0.8";
-  }
-  if (peer.value("auto", false)) mine = std::min(mine, theirs);
-  config_.grid.pool_budget = std::to_string(mine);
+  const bool shared =
+      on_gpu && self_.hostname == peer_info_.hostname && peer.value("device", -1) == device_;
+  const uint64_t fallback = config_.plan_defaults.pool_budget;
+  uint64_t budget = AnnouncedBudget(mine, shared, fallback);
+  if (peer.value("auto", false)) budget = std::min(budget, AnnouncedBudget(peer, shared, fallback));
+  budget_source_ = !on_gpu  ? "host MemAvailable / 4"
+                   : shared ? "GPU free memory x 0.8 / 2 (one GPU, two ranks)"
+                            : "GPU free memory x 0.8";
+  config_.grid.pool_budget = std::to_string(budget);
   return kvlane::Status::Ok();
 }
 
@@ -132,11 +154,11 @@ kvlane::Status Session::AgreeOnPlan() {
 }
 
 // Resolves --transport and --memory for this rank (path_choice.h); a device pool
-// then gets its GPU.
+// then gets its GPU (--device applies to the ranks whose pool is on one).
 kvlane::Status Session::ResolveTransport() {
   const int gpus = DeviceCount();
   auto path = ResolveDataPath(config_.transport, config_.memory,
-                              self_.hostname == peer_info_.hostname, gpus);
+                              self_.hostname == peer_info_.hostname, gpus, config_.rank);
   if (!path.ok()) {
     return kvlane::Status(
         path.status().code(),
@@ -144,7 +166,7 @@ kvlane::Status Session::ResolveTransport() {
                     path.status().message(), self_.hostname, peer_info_.hostname, gpus));
   }
   path_ = path.value();
-  if (path_.memory != kvlane::MemoryKind::kCuda) return kvlane::Status::Ok();
+  if (kind() != kvlane::MemoryKind::kCuda) return kvlane::Status::Ok();  // --device unused
   return SelectDevice(gpus);
 }
 
@@ -163,27 +185,29 @@ kvlane::Status Session::SelectDevice(int gpus) {
   return kvlane::Status::Ok();
 }
 
-// Both ranks must move the same memory over the same transport, or one would
-// register host memory where the other expects a device pool: a rank whose flags
-// or machine resolve differently stops both here, before any pool is sized. Each
-// rank sends one message and reads one: a rank that could not resolve sends why
-// (its peer fails with "peer reported: ...") and still reads the peer's message,
-// so that it closes with nothing unread (an orderly close, not a reset that could
-// discard the reason before the peer reads it).
+// Both ranks must resolve the same transport and the same memory for each rank's
+// pool, or one would register host memory where the other expects a device pool:
+// a rank whose flags or machine resolve differently stops both here, before any
+// pool is sized. Each rank announces its own pool's memory and what its flags give
+// the peer's, and checks the peer's announcement against its own pair (Agree).
+// Each rank sends one message and reads one: a rank that could not resolve sends
+// why (its peer fails with "peer reported: ...") and still reads the peer's
+// message, so that it closes with nothing unread (an orderly close, not a reset
+// that could discard the reason before the peer reads it).
 kvlane::Status Session::AgreeOnPath(const kvlane::Status& resolved) {
   if (!resolved.ok()) {
     (void)control_->Send({{"type", "error"}, {"message", resolved.message()}});
     (void)control_->Receive();
     return resolved;
   }
-  json mine = {{"transport", path_.transport}, {"memory", MemoryFlagName(path_.memory)}};
+  json mine = Announce(path_, config_.rank);
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "path"}, {"path", mine}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("path"));
-  if (theirs["path"] != mine) {
+  if (!Agree(mine, theirs["path"])) {
     return kvlane::Status::InvalidArgument(
-        "the ranks disagree on the data path (pass the same --transport and --memory to both); "
-        "this rank: " +
-        mine.dump() + ", peer: " + theirs["path"].dump());
+        "the ranks disagree on the data path (pass the same --transport and --memory to both; "
+        "a pair names the target's memory first); this rank (" +
+        self_.role + "): " + mine.dump() + ", peer: " + theirs["path"].dump());
   }
   return kvlane::Status::Ok();
 }
@@ -232,6 +256,8 @@ kvlane::Status Session::ExchangeMetadata() {
   peer_info_.devices = m.value("devices", peer_info_.devices);
   KVLANE_ASSIGN_OR_RETURN(peer_name_, agent_->LoadPeer(FromHex(m.value("blob", ""))));
   if (config_.rank == kInitiatorRank) {
+    // Asked for this rank's kind; the agent enables one transport only, and a
+    // transfer between this kind and the peer's (MakeTransfer) takes the same channel.
     KVLANE_ASSIGN_OR_RETURN(transport_used_, agent_->PeerTransport(peer_name_, kind()));
     if (transport_used_ != path_.transport) {  // fail closed: the declared path carries the bytes
       (void)control_->Send({{"type", "error"}, {"message", "transport mismatch"}});

@@ -35,12 +35,14 @@ class Session {
   kvlane::Agent& agent() { return *agent_; }
   const kvlane::Agent& agent() const { return *agent_; }
   uint8_t* pool() const { return pool_->data(); }
-  PoolView pool_view() const { return {pool_->data(), path_.memory, device_}; }
-  // The transport and pool memory both ranks resolved and agreed on.
+  PoolView pool_view() const { return {pool_->data(), kind(), device_}; }
+  // The transport and both ranks' pool memory, as both ranks resolved and agreed on.
   const DataPath& path() const { return path_; }
-  kvlane::MemoryKind kind() const { return path_.memory; }
-  int device() const { return device_; }
-  int remote_device() const { return remote_device_; }
+  // This rank's pool memory, and the peer's (they differ for a mixed --memory pair).
+  kvlane::MemoryKind kind() const { return path_.Of(config_.rank); }
+  kvlane::MemoryKind peer_kind() const { return path_.Of(1 - config_.rank); }
+  int device() const { return device_; }  // this rank's GPU; meaningful for a device pool only
+  int remote_device() const { return remote_device_; }  // the peer's, likewise
   uint64_t remote_pool_base() const { return remote_base_; }
   const std::string& peer_name() const { return peer_name_; }
   const std::string& transport_resolved() const { return path_.transport; }

@@ -86,5 +86,30 @@ TEST(Document, HasTheRequiredSections) {
   EXPECT_EQ(UtcTimestamp().size(), 20u);
 }
 
+// Version 3 documents give each rank's memory and staging; older ones one memory
+// for both ranks, which each rank then reads.
+TEST(Document, EachRanksMemoryFromPerRankElseTheSharedFields) {
+  nlohmann::json v3 = {{"memory", "host,cuda"},
+                       {"staging", "pinned-host"},
+                       {"per_rank",
+                        {{"target", {{"memory", "host"}, {"staging", "none"}}},
+                         {"initiator", {{"memory", "cuda"}, {"staging", "pinned-host"}}}}}};
+  EXPECT_EQ(DocumentMemory(v3), "host,cuda");
+  EXPECT_EQ(RankMemory(v3, "target"), "host");
+  EXPECT_EQ(RankMemory(v3, "initiator"), "cuda");
+  EXPECT_EQ(RankStaging(v3, "target"), "none");
+  EXPECT_EQ(RankStaging(v3, "initiator"), "pinned-host");
+  EXPECT_EQ(DescribeMemory(v3), "target host, initiator cuda (staged through pinned host memory)");
+  nlohmann::json v2 = {{"memory", "cuda"}, {"staging", "pinned-host"}};
+  EXPECT_EQ(RankMemory(v2, "target"), "cuda");
+  EXPECT_EQ(RankMemory(v2, "initiator"), "cuda");
+  EXPECT_EQ(RankStaging(v2, "initiator"), "pinned-host");
+  EXPECT_EQ(DescribeMemory(v2), "cuda, staged through pinned host memory");
+  nlohmann::json v1 = {{"transport", "shm"}};
+  EXPECT_EQ(RankMemory(v1, "target"), "host");
+  EXPECT_EQ(RankStaging(v1, "target"), "none");
+  EXPECT_EQ(DescribeMemory(v1), "host");
+}
+
 }  // namespace
 }  // namespace kvbench

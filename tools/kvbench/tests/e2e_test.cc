@@ -84,8 +84,11 @@ std::string ReadFile(const fs::path& path) {
 TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
   Dirs FreshDir;
   fs::path out = FreshDir("refused"), err = FreshDir("refused_stderr");
-  for (const char* flags : {"--transport shm --memory cuda", "--transport local --memory cuda",
-                            "--transport cuda --memory host"}) {
+  for (const char* flags :
+       {"--transport shm --memory cuda", "--transport local --memory cuda",
+        "--transport cuda --memory host", "--transport shm --memory cuda,host",
+        "--transport local --memory host,cuda", "--transport cuda --memory cuda,host",
+        "--transport cuda --memory host,cuda"}) {
     EXPECT_EQ(Kvbench(std::string("run ") + flags + " " + kTiny + " --out " + out.string() + " 2>" +
                       err.string()),
               2)
@@ -94,6 +97,35 @@ TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
     const std::string said = ReadFile(err);
     EXPECT_EQ(said.rfind("kvbench run: --memory ", 0), 0u) << flags << ": " << said;
     EXPECT_EQ(said.find("kvbench rank"), std::string::npos) << flags << ": " << said;
+  }
+}
+
+// A mixed pair with no GPU visible (CUDA_VISIBLE_DEVICES empty, so also on a GPU
+// host): the rank whose pool would be on a GPU stops with NotSupported's message,
+// its peer with "peer reported:", before either sizes a pool; no document. With
+// transport auto the pair resolves to tcp.
+TEST(KvbenchEndToEnd, MixedPairWithoutAGpuStopsTheDeviceSide) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("mixed"), err = FreshDir("mixed_stderr");
+  for (const char* flags : {"--transport tcp --memory cuda,host", "--memory host,cuda"}) {
+    EXPECT_EQ(kvbench::testing::RunBinary(std::string("CUDA_VISIBLE_DEVICES= ") + KVBENCH_BINARY,
+                                          std::string("run ") + flags + " " + kTiny + " --out " +
+                                              out.string() + " 2>" + err.string()),
+              2)
+        << flags;
+    EXPECT_FALSE(fs::exists(out)) << flags;
+    const std::string said = ReadFile(err);
+    const bool target_on_gpu = std::string(flags).find("cuda,host") != std::string::npos;
+    const std::string device_rank = target_on_gpu ? "kvbench rank 0: " : "kvbench rank 1: ";
+    const std::string host_rank = target_on_gpu ? "kvbench rank 1: " : "kvbench rank 0: ";
+    EXPECT_NE(said.find(device_rank + "--memory "), std::string::npos) << flags << ": " << said;
+    EXPECT_NE(
+        said.find("(over tcp) puts the " + std::string(target_on_gpu ? "target" : "initiator") +
+                  "'s pool, this rank's, on a GPU: no CUDA device visible to kvbench"),
+        std::string::npos)
+        << flags << ": " << said;
+    EXPECT_NE(said.find(host_rank + "peer reported: --memory "), std::string::npos)
+        << flags << ": " << said;
   }
 }
 

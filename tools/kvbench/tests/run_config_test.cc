@@ -95,12 +95,45 @@ TEST(RunConfig, RejectsMemoryTheTransportCannotMove) {
   }
 }
 
+TEST(RunConfig, MemoryPairIsKeptAndForwarded) {
+  RunConfig c = Parse({"--transport", "tcp", "--memory", "cuda,host", "--device", "0"});
+  EXPECT_EQ(c.memory, "cuda,host");  // one argument, not two: --memory is not a list
+  RunConfig again = Parse(c.ForwardArgs());
+  EXPECT_EQ(again.memory, "cuda,host");
+  EXPECT_EQ(again.ForwardArgs(), c.ForwardArgs());
+  EXPECT_EQ(Parse({"--memory", "host,cuda"}).memory, "host,cuda");  // transport auto: tcp
+}
+
+// A mixed pair over a transport that cannot move both kinds is refused while the
+// flags are read, naming the pair and the transport.
+TEST(RunConfig, RejectsAMemoryPairOverLocalShmOrCuda) {
+  for (const char* transport : {"local", "shm", "cuda"}) {
+    for (const char* pair : {"cuda,host", "host,cuda"}) {
+      std::vector<std::string> bad = {"--memory", pair, "--transport", transport};
+      RunConfig c;
+      CLI::App app;
+      AddRunFlags(&app, &c);
+      std::reverse(bad.begin(), bad.end());
+      app.parse(bad);
+      kvlane::Status s = c.Resolve();
+      EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << transport << " " << pair;
+      EXPECT_NE(
+          s.message().find(std::string("--memory ") + pair + " with --transport " + transport),
+          std::string::npos)
+          << s.message();
+      EXPECT_NE(s.message().find("needs --transport tcp"), std::string::npos) << s.message();
+    }
+  }
+}
+
 TEST(RunConfig, RejectsBadChoices) {
   for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
                                        {"--ops", "pull,fetch"},
                                        {"--rank", "1"},
                                        {"--samples", "0"},
-                                       {"--memory", "gpu"}}) {
+                                       {"--memory", "gpu"},
+                                       {"--memory", "cuda,auto"},
+                                       {"--memory", "cuda,gpu"}}) {
     RunConfig c;
     CLI::App app;
     AddRunFlags(&app, &c);

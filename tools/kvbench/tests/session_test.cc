@@ -35,6 +35,49 @@ TEST(Session, RanksThatResolveDifferentPathsStopBeforeAnyPool) {
   }
 }
 
+// Each rank checks the peer's announced memory against its own pair: a rank whose
+// pool is where both want it still stops when the other rank's is not.
+TEST(Session, RanksThatDisagreeOnAMemoryPairStopBeforeAnyPool) {
+  for (const auto& [target, initiator] :
+       {std::pair<const char*, const char*>{"host,cuda", "host"}, {"host", "cuda,host"}}) {
+    SessionPair p = OpenBoth({"--transport", "tcp", "--memory", target},
+                             {"--transport", "tcp", "--memory", initiator});
+    for (const auto* side : {&p.target, &p.initiator}) {
+      ASSERT_FALSE(side->ok()) << target << " vs " << initiator;
+      EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
+      EXPECT_NE(side->status().message().find("disagree on the data path"), std::string::npos)
+          << side->status().message();
+    }
+    EXPECT_NE(p.target.status().message().find("this rank (target)"), std::string::npos)
+        << p.target.status().message();
+  }
+}
+
+// cuda,host: the target's pool on a GPU, the initiator's in host memory. Without a
+// GPU the target cannot place its pool (NotSupported) and the initiator hears why;
+// with one both open, each on its own kind of memory.
+TEST(Session, AMixedPairPutsEachRanksPoolInItsOwnMemory) {
+  SessionPair p = OpenBoth({"--transport", "tcp", "--memory", "cuda,host", "--device", "0"},
+                           {"--transport", "tcp", "--memory", "cuda,host", "--device", "0"});
+  if (DeviceCount() == 0) {
+    ASSERT_FALSE(p.target.ok());
+    EXPECT_EQ(p.target.status().code(), kvlane::Code::kNotSupported);
+    EXPECT_NE(p.target.status().message().find("no CUDA device"), std::string::npos)
+        << p.target.status().message();
+    ASSERT_FALSE(p.initiator.ok());
+    EXPECT_NE(p.initiator.status().message().find("peer reported:"), std::string::npos)
+        << p.initiator.status().message();
+    return;
+  }
+  ASSERT_TRUE(p.target.ok()) << p.target.status().ToString();
+  ASSERT_TRUE(p.initiator.ok()) << p.initiator.status().ToString();
+  EXPECT_EQ(p.target.value()->kind(), kvlane::MemoryKind::kCuda);
+  EXPECT_EQ(p.target.value()->peer_kind(), kvlane::MemoryKind::kHost);
+  EXPECT_EQ(p.initiator.value()->kind(), kvlane::MemoryKind::kHost);
+  EXPECT_EQ(p.initiator.value()->peer_kind(), kvlane::MemoryKind::kCuda);
+  EXPECT_EQ(p.initiator.value()->transport_used(), "tcp");
+}
+
 // GPU 64 exists nowhere: on a host without a GPU the initiator cannot place a
 // device pool (NotSupported), on one with GPUs it has no GPU 64 (InvalidArgument).
 // Either way it fails while resolving its path, and the target hears why.

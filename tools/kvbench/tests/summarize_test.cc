@@ -128,6 +128,49 @@ TEST(Summarize, NamesTheMemoryAndItsStaging) {
       << md;
 }
 
+// Version 3: a host pool on one rank and a device pool on the other. The series
+// and the case section name both ranks, target first; a version 2 document beside
+// it (one memory for both ranks) still reads as before.
+TEST(Summarize, NamesEachRanksMemoryWhenTheyDiffer) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("mixed");
+  CaseDocument mixed = SampleDoc(), old = SampleDoc();
+  mixed.case_name = "kv-dsv4-b256-tcp-cuda-host";
+  mixed.implementation = {
+      {"transport", "tcp"},
+      {"transport_declared", "auto"},
+      {"memory", "cuda,host"},
+      {"memory_declared", "cuda,host"},
+      {"staging", "pinned-host"},
+      {"per_rank",
+       {{"target", {{"memory", "cuda"}, {"staging", "pinned-host"}, {"device", 0}}},
+        {"initiator", {{"memory", "host"}, {"staging", "none"}}}}},
+      {"lanes", 2}};
+  old.case_name = "kv-dsv4-b256-tcp-cuda";
+  old.implementation = {{"transport", "tcp"},       {"transport_declared", "tcp"},
+                        {"memory", "cuda"},         {"memory_declared", "cuda"},
+                        {"staging", "pinned-host"}, {"lanes", 2}};
+  nlohmann::json old_json = DocumentToJson(old);
+  old_json["version"] = 2;
+  Write(dir / "a.json", DocumentToJson(mixed));
+  Write(dir / "b.json", old_json);
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].json["version"], 3);
+  EXPECT_EQ(docs[0].series, "kv-dsv4 tcp-cuda-host");
+  EXPECT_EQ(docs[1].series, "kv-dsv4 tcp-cuda");
+  std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("- transport: tcp (declared auto), memory target cuda (staged through pinned "
+                    "host memory), initiator host, lanes 2"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- transport: tcp (declared tcp), memory cuda, staged through pinned host "
+                    "memory, lanes 2"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;
