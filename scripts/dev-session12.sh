@@ -3,7 +3,9 @@
 # in gpu-bin): gpu-check (every gpu-labelled test, cuda_bench, the copier probe,
 # lanebench on cuda and tcp), then kvbench over tcp with the pool in host memory
 # and in device memory (staged through pinned host halves), alternating, ROUNDS
-# times (default 2). Everything lands in $OUT/$TAG.tar.gz.
+# times (default 2): device pools with each --staging-copy (batch, the default, and
+# kernel) and a device pool on rank 0 only (--memory cuda,host). Everything lands
+# in $OUT/$TAG.tar.gz.
 # CHECK=tests runs only the tcp staging tests and the copier probe instead of
 # gpu-check; CHECK=probe the copier probe's contention variants and those tests. KV_ARGS adds arguments to every kvbench run (e.g. another workload);
 # AB names a second kvbench binary in gpu-bin whose device-pool run goes beside
@@ -21,6 +23,11 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $G/
 if [ "${CHECK:-all}" = all ]; then
   LANEBENCH_RUNS="cuda tcp" OUT=$G/check bash scripts/gpu-check.sh gpu-bin > $G/gpu-check.txt 2>&1
   tail -12 $G/gpu-check.txt
+  for v in "--procs 2" "--busy 1"; do
+    name=copier-probe$(echo "$v" | tr -d ' -')
+    timeout 150 gpu-bin/cuda_copier_probe $v > $G/$name.txt 2>&1
+    echo "$name rc=$?"; grep -E "verify|ALL|SOME" $G/$name.txt | sort | uniq -c
+  done
 elif [ "${CHECK:-all}" = probe ]; then
   # The copier alone, then beside other staging threads, another process on
   # the GPU, and SMs kept busy (see tests/gpu/copier_probe.cu).
@@ -50,6 +57,8 @@ for i in $(seq 1 ${ROUNDS:-2}); do
   kv tcp-host-$i --transport tcp --memory host
   [ -n "${AB:-}" ] && KVBIN=$AB kv tcp-cuda-$AB-$i --transport tcp --memory cuda
   kv tcp-cuda-$i --transport tcp --memory cuda
+  kv tcp-cuda-kernel-$i --transport tcp --memory cuda --staging-copy kernel
+  kv tcp-cuda-host-$i --transport tcp --memory cuda,host
 done
 [ -z "${AB:-}" ] && kv cuda-1 --transport cuda
 echo done
