@@ -22,10 +22,11 @@ Result<ProgressPolicy> ParsePolicy(const std::string& name);
 // its pinned host half (docs/DESIGN.md, "tcp with device memory"). Measured per
 // 1 MiB window in docs/perf/2026-12-01-session12.md (cuda_copier_probe).
 enum class StagingCopy : uint8_t {
-  // Copy engines, one cudaMemcpyBatchAsync per window; ranges under 32 KiB into
-  // device memory go as one contiguous copy into device scratch (1 MiB per
-  // window half) and a device-to-device batch from there. No SMs. One call per
-  // range where the driver has no batch call. The default.
+  // Copy engines: a window's copies out of device memory, and those of at
+  // least 32 KiB into it, as one cudaMemcpyBatchAsync; shorter copies into
+  // device memory one cudaMemcpyAsync each (the driver inlines them, batched
+  // or not). No SMs. One call per copy where the driver has no batch call.
+  // The default: never slower than kEach in session 12's measurements.
   kBatch = 0,
   // Copy engines, one cudaMemcpyAsync per range (~2-3 us of CPU each).
   kEach = 1,

@@ -5,8 +5,8 @@
 // list. Timed on the host from the first queued range to Wait's return
 // (p50 / p99 of 200 windows after 20 warm-ups), for:
 //   batch:   the shipped copier as StagingCopy::kBatch (the default: copy
-//            engines, one batch call per window, short ranges into device
-//            memory through device scratch);
+//            engines, one batch call per window but for short ranges into
+//            device memory, one call each);
 //   kernel:  the shipped copier as StagingCopy::kKernel (one copy kernel per
 //            window for ranges under 64 KiB);
 //   ref:     one cudaMemcpyAsync per range on one stream, then a stream

@@ -66,7 +66,7 @@ class CudaCopier final : public DeviceCopier {
     for (PerDevice& d : devices_) {
       DeviceGuard on(d.device);
       Status s = d.kernel ? d.kernel->Launch(h, d.streams[h])
-                 : d.ce   ? d.ce->Issue(h, half(h), d.streams[h])
+                 : d.ce   ? d.ce->Issue(h, d.streams[h])
                           : Status::Ok();
       if (!s.ok() && d.error[h].ok()) d.error[h] = s;
       if (first.ok()) first = std::move(s);
@@ -100,7 +100,7 @@ class CudaCopier final : public DeviceCopier {
     bool used[kHalves] = {};
     Status error[kHalves];  // a Flush that failed: Wait returns it
     // Copies held back per window (made at the device's first device range):
-    // kKernel's short ranges, or kBatch's ranges.
+    // kKernel's short ranges, or kBatch's batched ones.
     std::unique_ptr<KernelBatch> kernel;
     std::unique_ptr<CeBatch> ce;
   };
@@ -156,9 +156,9 @@ class CudaCopier final : public DeviceCopier {
       if (!d->kernel) d->kernel = std::make_unique<KernelBatch>();
       return d->kernel->Hold(h, seg, to_host, d->streams[h]);
     }
-    if (w.on_device && how_ == StagingCopy::kBatch) {
-      if (!d->ce) d->ce = std::make_unique<CeBatch>(cap_);
-      d->ce->Add(h, seg, to_host);
+    if (w.on_device && how_ == StagingCopy::kBatch && (to_host || len >= CeBatch::kInlineBelow)) {
+      if (!d->ce) d->ce = std::make_unique<CeBatch>();
+      d->ce->Add(h, seg);
       return Status::Ok();
     }
     const cudaError_t err = cudaMemcpyAsync(dst, src, len, cudaMemcpyDefault, d->streams[h]);
