@@ -52,9 +52,10 @@ TEST_P(TcpStagedTest, ScatteredDeviceToDeviceBothWays) {
 
 // Unmerged ranges of every size class the copier treats apart, both ops, with
 // both sides staging, for each AgentOptions::staging_copy of the initiator
-// (the target's is the default): short ranges (4,104 B; 100 B, which fill a
-// kernel batch's table several times per window, at every alignment), long
-// ones (96 KiB), and a list mixing the two.
+// (the target's is the default): short ranges (4,104 B; 100 B, at every
+// alignment, 256 to a frame), long ones (96 KiB), and a list mixing the two. A
+// window spans one frame (at most kMaxWireSegs ranges), so the kernel copier's
+// table never fills here; cuda_copier_probe's 100 B rows fill it.
 TEST_P(TcpStagedTest, ShortAndLongRangesLandInPlace) {
   struct Shape {
     const char* name;

@@ -47,16 +47,19 @@ uint64_t AnnouncedBudget(const json& m, bool shared_gpu, uint64_t fallback) {
 
 // What a rank announces of its resolved path: the transport, its own pool's memory
 // and the memory its flags give the peer's pool.
-json Announce(const DataPath& path, int rank) {
+json Announce(const DataPath& path, int rank, const std::string& staging_copy) {
   return {{"transport", path.transport},
           {"memory", MemoryFlagName(path.Of(rank))},
-          {"peer_memory", MemoryFlagName(path.Of(1 - rank))}};
+          {"peer_memory", MemoryFlagName(path.Of(1 - rank))},
+          {"staging_copy", staging_copy}};
 }
 
-// Whether the peer's announcement `theirs` matches `mine`: the same transport,
-// its pool where this rank's flags put it, and this rank's pool where its flags do.
+// Whether the peer's announcement `theirs` matches `mine`: the same transport and
+// staging copy (the document records one), its pool where this rank's flags put
+// it, and this rank's pool where its flags do.
 bool Agree(const json& mine, const json& theirs) {
   return theirs.value("transport", "") == mine["transport"] &&
+         theirs.value("staging_copy", "") == mine["staging_copy"] &&
          theirs.value("memory", "") == mine["peer_memory"] &&
          theirs.value("peer_memory", "") == mine["memory"];
 }
@@ -200,13 +203,13 @@ kvlane::Status Session::AgreeOnPath(const kvlane::Status& resolved) {
     (void)control_->Receive();
     return resolved;
   }
-  json mine = Announce(path_, config_.rank);
+  json mine = Announce(path_, config_.rank, config_.staging_copy);
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "path"}, {"path", mine}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("path"));
   if (!Agree(mine, theirs["path"])) {
     return kvlane::Status::InvalidArgument(
-        "the ranks disagree on the data path (pass the same --transport and --memory to both; "
-        "a pair names the target's memory first); this rank (" +
+        "the ranks disagree on the data path (pass the same --transport, --memory and "
+        "--staging-copy to both; a pair names the target's memory first); this rank (" +
         self_.role + "): " + mine.dump() + ", peer: " + theirs["path"].dump());
   }
   return kvlane::Status::Ok();

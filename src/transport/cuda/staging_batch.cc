@@ -16,6 +16,7 @@ Status CeBatch::Issue(int h, cudaStream_t stream) {
   const size_t first = b.issued, n = b.sizes.size() - first;
   b.issued = b.sizes.size();
   if (n == 0) return Status::Ok();
+#if CUDART_VERSION >= 13000  // the call's CUDA 13 form (12.8 had another; older, none)
   if (n > 1 && !batch_refused_) {
     cudaMemcpyAttributes attr{};
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;  // written before, in stream order
@@ -25,10 +26,12 @@ Status CeBatch::Issue(int h, cudaStream_t stream) {
                              n, &attr, &attr_at, 1, stream);
     if (err == cudaSuccess) return Status::Ok();
     (void)cudaGetLastError();
-    // An older driver (or a refusal of the whole batch, which queues nothing):
-    // one call per copy from now on, whose errors name the culprit.
-    batch_refused_ = true;
+    // A refused batch queues nothing: its copies go one call each below, whose
+    // errors name the culprit. A driver without the call: so from now on.
+    if (err == cudaErrorNotSupported || err == cudaErrorCallRequiresNewerDriver)
+      batch_refused_ = true;
   }
+#endif
   for (size_t i = first; i < first + n; ++i) {
     const cudaError_t err =
         cudaMemcpyAsync(b.dsts[i], b.srcs[i], b.sizes[i], cudaMemcpyDefault, stream);

@@ -46,7 +46,8 @@ class CeBatch {
     size_t issued = 0;  // [0, issued) went to the GPU
   };
 
-  bool batch_refused_ = false;  // the driver has no batch call: one call per copy
+  // The driver (or this toolkit, before CUDA 13) has no batch call: one call per copy.
+  bool batch_refused_ = false;
   Half half_[DeviceCopier::kHalves];
 };
 

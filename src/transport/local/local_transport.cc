@@ -10,14 +10,21 @@
 namespace kvlane::core {
 namespace {
 
-// Moves one chunk between this process's memory and the peer's registered memory.
+// Moves one chunk between this process's memory and the peer's registered memory:
+// every segment is checked (registered, inside its piece, writable for a WRITE)
+// before any byte moves, as tcp and shm check a frame whole.
 Status CopyChunk(const LocalEndpoint& peer, const WorkItem& w) {
   const Request& r = *w.req;
   const ChunkPlan& c = r.chunks[w.chunk];
   auto lock = peer.registry->LockShared();  // Deregister waits for us
+  uint8_t* remote = nullptr;
   for (uint32_t i = c.seg_begin; i < c.seg_end; ++i) {
     const Segment& s = r.segs[i];
-    uint8_t* remote = nullptr;
+    KVLANE_RETURN_IF_ERROR(
+        peer.registry->LookupLocked(s.remote_key, s.remote_addr, s.len, r.op, &remote));
+  }
+  for (uint32_t i = c.seg_begin; i < c.seg_end; ++i) {
+    const Segment& s = r.segs[i];
     KVLANE_RETURN_IF_ERROR(
         peer.registry->LookupLocked(s.remote_key, s.remote_addr, s.len, r.op, &remote));
     auto* local = reinterpret_cast<uint8_t*>(s.local_addr);

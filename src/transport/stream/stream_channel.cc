@@ -172,7 +172,10 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w->canceled) {
     s = Status::Canceled("canceled before start");
   } else if (r.status != 0) {
-    s = PeerStatus(r.status, "reported by the peer");
+    s = PeerStatus(r.status, r.status == static_cast<int32_t>(Code::kNotAllowed)
+                                 ? "the peer refused the access (outside its registered piece, "
+                                   "or a WRITE into a read-only piece)"
+                                 : "reported by the peer");
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {

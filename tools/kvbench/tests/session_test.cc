@@ -53,6 +53,23 @@ TEST(Session, RanksThatDisagreeOnAMemoryPairStopBeforeAnyPool) {
   }
 }
 
+// The document records one staging copy: ranks given different ones stop.
+TEST(Session, RanksThatDisagreeOnTheStagingCopyStop) {
+  SessionPair p = OpenBoth({"--transport", "tcp", "--staging-copy", "kernel"},
+                           {"--transport", "tcp", "--staging-copy", "batch"});
+  for (const auto* side : {&p.target, &p.initiator}) {
+    ASSERT_FALSE(side->ok());
+    EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
+    EXPECT_NE(side->status().message().find("--staging-copy"), std::string::npos)
+        << side->status().message();
+  }
+  SessionPair same = OpenBoth({"--transport", "tcp", "--staging-copy", "each"},
+                              {"--transport", "tcp", "--staging-copy", "each"});
+  ASSERT_TRUE(same.target.ok()) << same.target.status().ToString();
+  ASSERT_TRUE(same.initiator.ok()) << same.initiator.status().ToString();
+  EXPECT_EQ(same.initiator.value()->agent().options().staging_copy, kvlane::StagingCopy::kEach);
+}
+
 // cuda,host: the target's pool on a GPU, the initiator's in host memory. Without a
 // GPU the target cannot place its pool (NotSupported) and the initiator hears why;
 // with one both open, each on its own kind of memory.
