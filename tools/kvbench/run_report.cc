@@ -91,8 +91,13 @@ std::string Link(const Session& s) {
 
 std::string CaseName(const Session& s) {
   if (!s.config().case_name.empty()) return s.config().case_name;
-  return fmt::format("{}-b{}-{}", s.plan().workload.name(), s.plan().workload.block(),
-                     PathLabel(s.transport_used(), MemoryName(s.path())));
+  // A staging copy other than the default names the case too, so that runs of
+  // each copier into one --out keep their own documents.
+  const kvlane::StagingCopy copy = s.agent().options().staging_copy;
+  const bool other_copy = StagingName(s.path()) != "none" && copy != kvlane::StagingCopy::kBatch;
+  return fmt::format("{}-b{}-{}{}", s.plan().workload.name(), s.plan().workload.block(),
+                     PathLabel(s.transport_used(), MemoryName(s.path())),
+                     other_copy ? std::string("-") + kvlane::StagingCopyName(copy) : "");
 }
 
 std::string ProgressLine(const RowResult& r) {
