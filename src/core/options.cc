@@ -7,6 +7,9 @@ namespace {
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
+constexpr StagingCopy kStagingCopies[] = {StagingCopy::kBatch, StagingCopy::kEach,
+                                          StagingCopy::kKernel};
+
 Status Bad(const std::string& field, const std::string& why) {
   return Status::InvalidArgument("AgentOptions." + field + " " + why);
 }
@@ -37,7 +40,7 @@ const char* StagingCopyName(StagingCopy copy) {
 }
 
 Result<StagingCopy> ParseStagingCopy(const std::string& name) {
-  for (StagingCopy c : {StagingCopy::kBatch, StagingCopy::kEach, StagingCopy::kKernel})
+  for (StagingCopy c : kStagingCopies)
     if (name == StagingCopyName(c)) return c;
   return Status::InvalidArgument("unknown staging copy '" + name +
                                  "' (expected batch, each or kernel)");
@@ -70,8 +73,8 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
-  if (staging_copy != StagingCopy::kBatch && staging_copy != StagingCopy::kEach &&
-      staging_copy != StagingCopy::kKernel)
+  if (std::find(std::begin(kStagingCopies), std::end(kStagingCopies), staging_copy) ==
+      std::end(kStagingCopies))
     return Bad("staging_copy", "must be kBatch, kEach or kKernel");
   if (cuda_proxy_blocks < 0 || cuda_proxy_blocks > 8) return Bad("cuda_proxy_blocks", "must be 0..8");
   if (cuda_proxy_max_bytes > (16ull << 20)) return Bad("cuda_proxy_max_bytes", "must be at most 16 MiB");
