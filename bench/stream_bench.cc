@@ -4,9 +4,17 @@
 //   tcp 2 MiB WRITE / READ  vs  a blocking send/recv loop moving the same bytes
 //   tcp 4 KiB, 64 outstanding  vs  the same loop, 4 KiB requests, 24 B replies
 //   shm 2 MiB WRITE / READ  vs  a single-thread memcpy of the same bytes
+//   tcp 4 KiB WRITE / READ one at a time, lanes idle between posts: p50 and
+//   p99 of post-to-Check, the post sent by the posting thread (the default,
+//   AgentOptions::post_inline_bytes) and by the lane's thread (0), each vs a
+//   blocking 4 KiB / 24 B echo; shm: the posting thread's vs the lane's
 // Trials alternate kvlane and reference; the table shows medians.
 // Usage: kvlane_stream_bench [--trials N] [--bulk-mib N] [--window N] [--lanes N]
-//                            [--small-count N] [--json FILE]
+//                            [--small-count N] [--latency-count N] [--gap-us N]
+//                            [--json FILE]
+// --latency-count 0 skips the latency rows; --bulk-mib 0 the throughput rows.
+#include "stream_bench.h"
+
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -16,11 +24,12 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kvlane/kvlane.h"
-#include "stream_bench.h"
 
 namespace kvlane::bench {
 namespace {
@@ -34,6 +43,8 @@ struct Config {
   int lanes = 2;
   uint64_t small_count = 50000;
   int small_window = 64;
+  uint64_t latency_count = 2000;  // per trial and case
+  int gap_us = 200;               // between latency posts: more than AgentOptions::spin
   std::string json;
 };
 
@@ -135,9 +146,13 @@ Target ForkTarget(uint64_t bytes) {
   return t;
 }
 
-std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config& c, const Target& t) {
+// `inline_bytes` < 0: the engine's default AgentOptions::post_inline_bytes.
+std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config& c, const Target& t,
+                                     int64_t inline_bytes = -1) {
   AgentOptions o;
-  o.name = "init-" + transport;
+  o.name =
+      "init-" + transport + (inline_bytes >= 0 ? "-inline" + std::to_string(inline_bytes) : "");
+  if (inline_bytes >= 0) o.post_inline_bytes = static_cast<uint64_t>(inline_bytes);
   o.transports = {transport};
   o.lanes_per_peer = c.lanes;
   auto a = Agent::Create(o);
@@ -164,10 +179,15 @@ void PrintHeader(const Config& c, const AgentOptions& d) {
               c.trials, static_cast<unsigned long long>(c.bulk_bytes >> 20), c.window, c.lanes,
               static_cast<unsigned long long>(d.chunk_bytes),
               static_cast<unsigned long long>(d.stripe_min_bytes));
-  std::printf("          small: %llu x 4 KiB WRITE per trial, %d outstanding; "
-              "references: one blocking TCP connection (TCP_NODELAY), one thread per side; "
-              "memcpy: one thread\n\n",
-              static_cast<unsigned long long>(c.small_count), c.small_window);
+  std::printf(
+      "          small: %llu x 4 KiB WRITE per trial, %d outstanding; "
+      "references: one blocking TCP connection (TCP_NODELAY), one thread per side; "
+      "memcpy: one thread\n",
+      static_cast<unsigned long long>(c.small_count), c.small_window);
+  std::printf(
+      "          latency: %llu posts per trial and case, one at a time, %d us apart (lane "
+      "threads asleep); reference: a blocking 4 KiB / 24 B echo, same gap\n\n",
+      static_cast<unsigned long long>(c.latency_count), c.gap_us);
 }
 
 void PrintTable(const std::vector<Row>& rows) {
@@ -190,6 +210,51 @@ void WriteJson(const std::string& path, const std::vector<Row>& rows) {
       << ", \"target_pct\": " << (r.target.empty() ? "null" : r.target) << "}";
   }
   f << "]}\n";
+}
+
+double Percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+// One prepared `msg`-byte transfer posted `count` times, one at a time,
+// `gap_us` apart; each post's microseconds from before Post to the Check that
+// saw it done (spinning).
+std::vector<double> KvLatency(Agent& a, Op op, uint32_t msg, uint8_t* local, uint64_t remote,
+                              uint64_t count, int gap_us) {
+  DescList l, r;
+  l.Add(local, msg);
+  r.Add(remote, msg);
+  auto h =
+      a.MakeTransfer(op, a.PrepareLocal(l).value(), {}, a.PrepareRemote("target", r).value(), {});
+  if (!h.ok()) Die("make transfer: " + h.status().ToString());
+  std::vector<double> us;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    auto t0 = Clock::now();
+    Status s = a.Post(&h.value());
+    while (s.in_progress()) s = a.Check(h.value());
+    if (!s.ok()) Die("transfer: " + s.ToString());
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  (void)a.Release(&h.value());
+  return us;
+}
+
+// Latency rows (lower is better): trials alternate kvlane and the reference;
+// each cell is the median over trials of that trial's p50 (or p99).
+void MeasureLatency(std::vector<Row>& rows, const std::string& name, const Config& c,
+                    const std::function<std::vector<double>()>& kv,
+                    const std::function<std::vector<double>()>& ref) {
+  std::vector<double> k50, k99, r50, r99;
+  for (int t = 0; t < c.trials; ++t) {
+    auto k = kv();
+    auto r = ref();
+    k50.push_back(Percentile(k, 0.5)), k99.push_back(Percentile(k, 0.99));
+    r50.push_back(Percentile(r, 0.5)), r99.push_back(Percentile(r, 0.99));
+  }
+  rows.push_back({name + " p50", "us", "", Median(k50), Median(r50)});
+  rows.push_back({name + " p99", "us", "", Median(k99), Median(r99)});
 }
 
 // Alternates kvlane and reference trials; returns medians of `scale / seconds`.
@@ -215,6 +280,10 @@ int Main(int argc, char** argv) {
     else if (k == "--window") c.window = std::stoi(v);
     else if (k == "--lanes") c.lanes = std::stoi(v);
     else if (k == "--small-count") c.small_count = std::stoull(v);
+    else if (k == "--latency-count")
+      c.latency_count = std::stoull(v);
+    else if (k == "--gap-us")
+      c.gap_us = std::stoi(v);
     else if (k == "--json") c.json = v;
     else Die("unknown flag " + k);
   }
@@ -225,14 +294,34 @@ int Main(int argc, char** argv) {
   std::vector<uint8_t> src(footprint, 7), dst(footprint, 0);
   auto tcp = MakeInitiator("tcp", c, t);
   auto shm = MakeInitiator("shm", c, t);
-  for (Agent* a : {tcp.get(), shm.get()}) {
+  auto tcp_lane = MakeInitiator("tcp", c, t, 0);  // lane threads send every frame
+  auto shm_lane = MakeInitiator("shm", c, t, 0);
+  for (Agent* a : {tcp.get(), shm.get(), tcp_lane.get(), shm_lane.get()}) {
     if (!a->RegisterMemory(src.data(), footprint).ok() || !a->RegisterMemory(dst.data(), footprint).ok())
       Die("register");
   }
   const uint64_t nbulk = c.bulk_bytes / kBulk;
   const double gb = static_cast<double>(nbulk * kBulk) / 1e9;
   std::vector<Row> rows;
-  {
+  if (c.latency_count > 0) {
+    const uint64_t n = c.latency_count;
+    auto echo = [&] { return RefEchoLatency(t.ref_port, n, kSmall, c.gap_us, src.data()); };
+    for (Op op : {Op::kWrite, Op::kRead}) {
+      const std::string o = op == Op::kWrite ? "WRITE" : "READ";
+      uint8_t* local = op == Op::kWrite ? src.data() : dst.data();
+      MeasureLatency(
+          rows, "tcp 4 KiB " + o + " 1-at-a-time", c,
+          [&] { return KvLatency(*tcp, op, kSmall, local, t.addr, n, c.gap_us); }, echo);
+      MeasureLatency(
+          rows, "tcp 4 KiB " + o + " lane sends", c,
+          [&] { return KvLatency(*tcp_lane, op, kSmall, local, t.addr, n, c.gap_us); }, echo);
+      MeasureLatency(
+          rows, "shm 4 KiB " + o + " vs lane sends", c,
+          [&] { return KvLatency(*shm, op, kSmall, local, t.addr, n, c.gap_us); },
+          [&] { return KvLatency(*shm_lane, op, kSmall, local, t.addr, n, c.gap_us); });
+    }
+  }
+  if (nbulk > 0) {
     KvCase w(*tcp, Op::kWrite, kBulk, c.window, src.data(), t.addr);
     rows.push_back(Measure({"tcp WRITE 2 MiB", "GB/s", "85"}, c, gb, [&] { return w.Run(nbulk); },
                            [&] { return RefSink(t.ref_port, nbulk * kBulk, kBulk, src.data(), footprint); }));
@@ -247,7 +336,7 @@ int Main(int argc, char** argv) {
                                             uint64_t{kSmall} * c.small_window);
                            }));
   }
-  {
+  if (nbulk > 0) {
     KvCase w(*shm, Op::kWrite, kBulk, c.window, src.data(), t.addr);
     rows.push_back(Measure({"shm WRITE 2 MiB", "GB/s", "90"}, c, gb, [&] { return w.Run(nbulk); },
                            [&] { return RefMemcpy(dst.data(), src.data(), nbulk * kBulk, kBulk, footprint); }));

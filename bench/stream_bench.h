@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kvlane::bench {
 
@@ -29,6 +30,10 @@ int RunTarget(int in_fd, int out_fd, uint64_t bytes);
 double RefSink(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint);
 double RefSource(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint);
 double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t* buf, uint64_t footprint);
+// One 4 KiB-class echo at a time, `gap_us` apart (lanes idle between them):
+// each round trip's microseconds, measured by this side.
+std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
+                                   uint8_t* buf);
 double RefMemcpy(uint8_t* dst, const uint8_t* src, uint64_t total, uint32_t msg, uint64_t footprint);
 
 }  // namespace kvlane::bench

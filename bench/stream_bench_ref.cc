@@ -155,6 +155,24 @@ double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t*
   return s;
 }
 
+std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
+                                   uint8_t* buf) {
+  int fd = Dial(port);
+  RefRequest r{RefOp::kEcho, msg, count * msg, msg};
+  SendAllOrDie(fd, &r, sizeof(r));
+  uint8_t reply[kEchoReplyBytes];
+  std::vector<double> us;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    auto t0 = Clock::now();
+    SendAllOrDie(fd, buf, msg);
+    RecvAllOrDie(fd, reply, sizeof(reply));
+    us.push_back(Since(t0) * 1e6);
+  }
+  close(fd);
+  return us;
+}
+
 double RefMemcpy(uint8_t* dst, const uint8_t* src, uint64_t total, uint32_t msg, uint64_t footprint) {
   uint64_t slots = footprint / msg;
   auto t0 = Clock::now();

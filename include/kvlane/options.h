@@ -67,6 +67,15 @@ struct AgentOptions {
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+  // tcp, shm: a post whose frame (header, segment table and, for a tcp WRITE from
+  // host memory, the payload) is at most this many bytes, on a lane whose earlier
+  // frames have all been answered, is sent by the posting thread inside Post: no
+  // wake-up of the lane's thread, and Post takes the sendmsg's few microseconds
+  // instead. The send never waits for socket space before its
+  // first byte (a full socket leaves the frame to the lane's thread); once started,
+  // it finishes as the peer reads, within io_timeout. 0: lane threads send every
+  // frame. 0..1 MiB, default 16 KiB.
+  uint64_t post_inline_bytes = 16ull << 10;
   // CPUs the agent's own threads run on (lane, server and listener threads, and
   // the threads they start); empty: wherever the creating thread may run.
   // Keeping them off the CPU of the thread that posts and polls stops the

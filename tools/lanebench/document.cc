@@ -227,6 +227,7 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"spin_us", cfg.spin_us},
                  {"pin", cfg.pin},
                  {"proxy_renew_us", cfg.proxy_renew_us},
+                 {"post_inline_bytes", cfg.post_inline_bytes},
                  {"stall_probe_ms", cfg.stall_probe_ms}};
   {
     const RunSpec spec =

@@ -48,6 +48,10 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--proxy-renew-us", cfg.proxy_renew_us,
                  "cuda: AgentOptions::cuda_proxy_renew_every in us, 0 off (-1: engine default)")
       ->capture_default_str();
+  app.add_option("--post-inline-bytes", cfg.post_inline_bytes,
+                 "tcp, shm: AgentOptions::post_inline_bytes, the largest frame a posting thread "
+                 "sends itself (0: lane threads send every frame; -1: engine default)")
+      ->capture_default_str();
   app.add_option("--stall-probe-ms", cfg.stall_probe_ms,
                  "each source first spins this long on its polling thread's CPU and records "
                  "when that thread did not run (host stalls, no kvlane involved); 0: no probe")

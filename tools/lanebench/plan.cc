@@ -21,6 +21,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.timeout_s = cfg.timeout_s;
   s.spin_us = cfg.spin_us;
   s.proxy_renew_us = cfg.proxy_renew_us;
+  s.post_inline_bytes = cfg.post_inline_bytes;
   s.stall_probe_ms = cfg.stall_probe_ms;
   if (PinResolved(cfg.pin)) {
     const CpuSplit split = SplitCpus();
@@ -80,6 +81,8 @@ kvlane::Status BenchConfig::Validate() const {
   if (proxy_renew_us < -1 || (proxy_renew_us > 0 && proxy_renew_us < 100) ||
       proxy_renew_us > 1000000)
     return bad("--proxy-renew-us: -1 (engine default), 0 (off) or 100..1000000");
+  if (post_inline_bytes < -1 || post_inline_bytes > (1 << 20))
+    return bad("--post-inline-bytes: -1 (engine default) or 0..1048576");
   if (stall_probe_ms < 0 || stall_probe_ms > 10000) return bad("--stall-probe-ms: 0..10000");
   if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
   return kvlane::Status::Ok();

@@ -37,6 +37,9 @@ struct BenchConfig {
   // cuda: AgentOptions::cuda_proxy_renew_every in us (0: no renewal); -1: the
   // engine's default. To see what the proxy's hand-overs cost the tail.
   int64_t proxy_renew_us = -1;
+  // tcp, shm: AgentOptions::post_inline_bytes (0: the lane threads send every
+  // frame); -1: the engine's default. To compare the two in one run.
+  int64_t post_inline_bytes = -1;
   // Each source first spins this long on its polling thread's CPU, recording
   // the gaps when it did not run (stall_probe.h); 0: no probe.
   int stall_probe_ms = 100;

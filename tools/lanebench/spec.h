@@ -31,6 +31,7 @@ struct RunSpec {
   int lanes_per_peer = 1;
   int64_t spin_us = -1;  // see BenchConfig::spin_us
   int64_t proxy_renew_us = -1;  // see BenchConfig::proxy_renew_us
+  int64_t post_inline_bytes = -1;  // see BenchConfig::post_inline_bytes
   int poller_cpu = -1;   // --pin: the source's polling thread's CPU (-1: no pinning)
   std::vector<int> worker_cpus;  // --pin: every other thread's CPUs
   int stall_probe_ms = 100;      // the source's host-stall probe before its iterations (0: none)
@@ -43,8 +44,8 @@ struct RunSpec {
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(XferSpec, name, peer, lane, bytes, remote_offset)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSpec, transport, memory, policy, op, lanes_per_peer, spin_us,
-                                   proxy_renew_us, poller_cpu, worker_cpus, stall_probe_ms, warmup,
-                                   iters, timeout_s, target_bytes, xfers)
+                                   proxy_renew_us, post_inline_bytes, poller_cpu, worker_cpus,
+                                   stall_probe_ms, warmup, iters, timeout_s, target_bytes, xfers)
 
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& j);

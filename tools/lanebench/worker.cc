@@ -25,6 +25,8 @@ kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
   o.transports = {spec.transport};
   o.lanes_per_peer = spec.lanes_per_peer;
   o.worker_cpus = spec.worker_cpus;
+  if (spec.post_inline_bytes >= 0)
+    o.post_inline_bytes = static_cast<uint64_t>(spec.post_inline_bytes);
   if (spec.proxy_renew_us >= 0)
     o.cuda_proxy_renew_every = std::chrono::microseconds(spec.proxy_renew_us);
   if (spec.spin_us >= 0) {

@@ -13,33 +13,45 @@ constexpr int kMaxBlocks = 1024;
 
 }  // namespace
 
-KernelBatch::~KernelBatch() {
-  if (blocks_finished_ != nullptr) (void)cudaFreeAsync(blocks_finished_, alloc_stream_);
+KernelBatch::~KernelBatch() { FreeCounters(blocks_finished_); }
+
+void KernelBatch::FreeCounters(void* counters) {
+  if (counters != nullptr)
+    (void)(pooled_ ? cudaFreeAsync(counters, alloc_stream_) : cudaFree(counters));
   if (segs_ != nullptr) (void)cudaFreeHost(segs_);
+  segs_ = nullptr;
+  blocks_finished_ = nullptr;
   (void)cudaGetLastError();
 }
 
 // The counters come from the stream-ordered allocator: cudaFree would wait for
 // the whole device (a resident proxy's launch included), cudaFreeAsync does not.
+// A device without memory pools gets cudaMalloc (and pays that wait once, when
+// the copier goes).
 Status KernelBatch::MakeTables(cudaStream_t stream) {
   if (segs_ != nullptr) return Status::Ok();
   void* segs = nullptr;
   KVLANE_CUDA(cudaHostAlloc(&segs, (sizeof(gpu::CopySeg) * kSegs + 8) * DeviceCopier::kHalves,
                             cudaHostAllocPortable | cudaHostAllocMapped));
+  segs_ = static_cast<gpu::CopySeg*>(segs);
+  alloc_stream_ = stream;
   void* counters = nullptr;
   const size_t n = sizeof(unsigned) * DeviceCopier::kHalves;
+  pooled_ = true;
   cudaError_t err = cudaMallocAsync(&counters, n, stream);
+  if (err == cudaErrorNotSupported) {
+    (void)cudaGetLastError();
+    pooled_ = false;
+    err = cudaMalloc(&counters, n);
+  }
   if (err == cudaSuccess) err = cudaMemsetAsync(counters, 0, n, stream);
   if (err == cudaSuccess) err = cudaStreamSynchronize(stream);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
-    if (counters != nullptr) (void)cudaFreeAsync(counters, stream);
-    (void)cudaFreeHost(segs);
+    FreeCounters(counters);
     return CudaStatus(err, "staging kernel tables", __FILE__, __LINE__);
   }
-  segs_ = static_cast<gpu::CopySeg*>(segs);
   blocks_finished_ = static_cast<unsigned*>(counters);
-  alloc_stream_ = stream;
   return Status::Ok();
 }
 

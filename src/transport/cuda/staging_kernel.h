@@ -43,10 +43,13 @@ class KernelBatch {
     Status error;
   };
   Status MakeTables(cudaStream_t stream);
+  // Frees `counters` (as they were allocated) and the pinned table.
+  void FreeCounters(void* counters);
 
   gpu::CopySeg* segs_ = nullptr;         // pinned host: kSegs per half, then a done word per half
   unsigned* blocks_finished_ = nullptr;  // device memory, stream-ordered: one per half
   cudaStream_t alloc_stream_ = nullptr;  // where blocks_finished_ was allocated
+  bool pooled_ = true;                   // blocks_finished_ from cudaMallocAsync, not cudaMalloc
   Half half_[DeviceCopier::kHalves];
 };
 

@@ -87,6 +87,21 @@ Status SendIov(int fd, struct iovec* iov, int n) {
   return Status::Ok();
 }
 
+Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n) {
+  msghdr msg{};
+  msg.msg_iov = iov;
+  msg.msg_iovlen = std::min(n, 1024);
+  ssize_t rc;
+  KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT));
+  if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+  if (rc < 0) return IoError("sendmsg", errno);
+  int first = 0;
+  Advance(iov, n, &first, static_cast<size_t>(rc));
+  while (first < n && iov[first].iov_len == 0) ++first;
+  if (first < n) KVLANE_RETURN_IF_ERROR(SendIov(fd, iov + first, n - first));
+  return true;
+}
+
 Status SendAll(int fd, const void* buf, size_t len) {
   iovec v{const_cast<void*>(buf), len};
   return SendIov(fd, &v, 1);

@@ -37,6 +37,10 @@ class Fd {
 
 // Writes every byte of `iov[0..n)`; may modify iov. kRemoteDisconnect on EOF/EPIPE.
 Status SendIov(int fd, struct iovec* iov, int n);
+// SendIov, except that it returns false at once, having sent nothing, when the
+// socket has no room for a first byte (a blocking socket included); true once
+// every byte is sent.
+Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n);
 Status SendAll(int fd, const void* buf, size_t len);
 // Reads exactly the bytes of iov[0..n) (scatter); may modify iov.
 Status RecvIov(int fd, struct iovec* iov, int n);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <span>
+#include <thread>
 
 #include "core/peer_code.h"
 #include "core/request.h"
@@ -31,7 +32,8 @@ StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const ch
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),
       staging_copy_(ctx.options.staging_copy),
-      max_segs_(std::min<uint32_t>(ctx.options.max_segments_per_chunk, kMaxWireSegs)) {}
+      max_segs_(std::min<uint32_t>(ctx.options.max_segments_per_chunk, kMaxWireSegs)),
+      inline_bytes_(ctx.options.post_inline_bytes) {}
 
 Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, PayloadMode mode,
                                                      const char* name, const Dialer& dial) {
@@ -59,15 +61,58 @@ void StreamChannel::Fail(int i, const Status& s) {
   for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
 }
 
-Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
+uint64_t StreamChannel::FrameBytes(const WorkItem& w) const {
+  const Request& r = *w.req;
+  const ChunkPlan& c = r.chunks[w.chunk];
+  if (r.local_kind == MemoryKind::kCuda) return UINT64_MAX;
+  uint64_t n = sizeof(FrameHeader) + uint64_t{c.seg_end - c.seg_begin} * sizeof(WireSeg);
+  if (mode_ != PayloadMode::kCma && r.op == Op::kWrite) n += c.bytes;
+  return n;
+}
+
+Result<bool> StreamChannel::Issue(int i, Lane& l, WorkItem& w, bool if_room) {
+  // Read by the receiver after AdvanceIssue's release. A frame that found no
+  // room starts again later: a second BeginChunk only counts the chunk twice
+  // as started, which Cancel reads as "a lane owns it" either way.
+  w.canceled = !BeginChunk(w);
+  KVLANE_ASSIGN_OR_RETURN(bool sent, SendItem(l, w, if_room));
+  if (!sent) return false;
+  ++l.sent;
+  queue(i).AdvanceIssue();
+  return true;
+}
+
+void StreamChannel::Kick(int i) {
+  if (inline_bytes_ == 0) return;
+  Lane& l = *lanes_[i];
+  std::unique_lock lock(l.issue_mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;  // the lane's thread, or another poster, is sending
+  if (closing().load(std::memory_order_acquire) || latch().latched()) return;
+  // Every earlier frame answered: the peer has read them all, so the socket
+  // holds nothing of ours that could make this send wait.
+  if (l.replied.load(std::memory_order_acquire) != l.sent) return;
+  WorkItem* w = queue(i).PeekIssue();
+  if (w == nullptr || FrameBytes(*w) > inline_bytes_) return;
+  Result<bool> sent = Issue(i, l, *w, /*if_room=*/true);
+  if (!sent.ok()) Fail(i, sent.status());  // the item stays queued: the drain retires it
+}
+
+Result<bool> StreamChannel::SendItem(Lane& l, const WorkItem& w, bool if_room) {
   const Request& r = *w.req;
   const ChunkPlan& c = r.chunks[w.chunk];
   FrameHeader h{};
   h.ticket = l.sent;
   uint32_t n = c.seg_end - c.seg_begin;
+  iovec* v = l.send_iov.data();
+  auto send = [&](int count) -> Result<bool> {
+    if (if_room) return SendIovIfRoom(l.fd.get(), v, count);
+    KVLANE_RETURN_IF_ERROR(SendIov(l.fd.get(), v, count));
+    return true;
+  };
   if (w.canceled) {  // canceled before start: a nop keeps the reply order
     h.type = static_cast<uint8_t>(FrameType::kNop);
-    return SendAll(l.fd.get(), &h, sizeof(h));
+    v[0] = {&h, sizeof(h)};
+    return send(1);
   }
   h.type = static_cast<uint8_t>(r.op == Op::kWrite ? FrameType::kWrite : FrameType::kRead);
   h.nseg = n;
@@ -79,19 +124,20 @@ Status StreamChannel::SendItem(Lane& l, const WorkItem& w) {
   }
   // One sendmsg: header, segment table and (tcp WRITE) the payload gathered
   // straight from registered memory.
-  iovec* v = l.send_iov.data();
   v[0] = {&h, sizeof(h)};
   v[1] = {l.segs.data(), n * sizeof(WireSeg)};
   int count = 2;
-  if (!cma && r.op == Op::kWrite && r.local_kind == MemoryKind::kCuda)
-    return SendStaged(l, *w.req, c, h, v);
+  if (!cma && r.op == Op::kWrite && r.local_kind == MemoryKind::kCuda) {
+    KVLANE_RETURN_IF_ERROR(SendStaged(l, *w.req, c, h, v));  // never if_room (FrameBytes)
+    return true;
+  }
   if (!cma && r.op == Op::kWrite) {
     for (uint32_t k = 0; k < n; ++k) {
       const Segment& s = r.segs[c.seg_begin + k];
       v[count++] = {reinterpret_cast<void*>(s.local_addr), s.len};
     }
   }
-  return SendIov(l.fd.get(), v, count);
+  return send(count);
 }
 
 Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h,
@@ -127,28 +173,37 @@ void StreamChannel::Send(int i) {
   Lane& l = *lanes_[i];
   LaneQueue& q = queue(i);
   while (!closing().load(std::memory_order_acquire) && !latch().latched()) {
-    WorkItem* w = q.PeekIssue();
-    if (w == nullptr) {
+    if (q.PeekIssue() == nullptr) {
       q.WaitForIssue(spin_);
       continue;
     }
-    w->canceled = !BeginChunk(*w);  // read by the receiver after AdvanceIssue's release
-    Status s = SendItem(l, *w);
+    std::unique_lock lock(l.issue_mu, std::try_to_lock);
+    if (!lock.owns_lock()) {  // a posting thread is sending (Kick)
+      std::this_thread::yield();
+      continue;
+    }
+    WorkItem* w = q.PeekIssue();  // nullptr: the poster sent it
+    if (w == nullptr) continue;
+    Result<bool> s = Issue(i, l, *w, /*if_room=*/false);
     if (!s.ok()) {
-      Fail(i, s);
+      Fail(i, s.status());
       break;
     }
-    ++l.sent;
-    q.AdvanceIssue();
   }
-  // The receiver owns the retire cursor until it is done; then we drain.
+  // The receiver owns the retire cursor until it is done; then we drain. A
+  // Kick already sending finishes first (the lock); later ones see the latch
+  // or closing and send nothing.
   while (!l.receiver_done.load(std::memory_order_acquire)) q.WaitForIssue(std::chrono::microseconds(100));
   Status why = latch().latched() ? latch().Get() : Status::Canceled("channel closed");
   for (;;) {
-    DrainLane(i, why);
+    {
+      std::lock_guard lock(l.issue_mu);
+      DrainLane(i, why);
+    }
     if (closing().load(std::memory_order_acquire)) break;
     q.WaitForIssue(spin_);
   }
+  std::lock_guard lock(l.issue_mu);
   DrainLane(i, why);
 }
 
@@ -161,11 +216,13 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   // reply can beat it here: wait for it, bounded (a reply for nothing sent is a
   // protocol violation).
   for (auto until = std::chrono::steady_clock::now() + io_timeout_;
-       w == nullptr && r.ticket == l.replied && std::chrono::steady_clock::now() < until;) {
+       w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed) &&
+       std::chrono::steady_clock::now() < until;) {
     std::this_thread::yield();
     w = q.PeekRetire();
   }
-  if (w == nullptr || r.ticket != l.replied) return Status::Backend("protocol: reply out of order");
+  if (w == nullptr || r.ticket != l.replied.load(std::memory_order_relaxed))
+    return Status::Backend("protocol: reply out of order");
   const Request& req = *w->req;
   const ChunkPlan& c = req.chunks[w->chunk];
   Status s;
@@ -184,7 +241,8 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   } else if (r.flags != 0) {
     return Status::Backend("protocol: a status trailer without a payload");
   }
-  ++l.replied;
+  // Release: a poster that reads every frame answered (Kick) sends after this.
+  l.replied.store(l.replied.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   RetireHead(i, s);
   return Status::Ok();
 }

@@ -30,17 +30,23 @@ class StreamChannel final : public Channel {
   const char* transport() const override { return name_; }
   Status Notify(std::string_view bytes) override;
   void Close() override;
+  // Sends the lane's head frame on the posting thread when it is small and
+  // every earlier frame of the lane was answered (AgentOptions::post_inline_bytes).
+  void Kick(int lane) override;
 
  private:
   struct Lane {
     Fd fd;
     std::thread sender, receiver;
     std::atomic<bool> receiver_done{false};
-    std::vector<WireSeg> segs;    // sender scratch
-    std::vector<iovec> send_iov;  // sender scratch
+    // Held while sending frames: by the sender thread, or by a posting thread
+    // in Kick. It guards the issue cursor's use, `sent` and the send scratch.
+    std::mutex issue_mu;
+    std::vector<WireSeg> segs;    // send scratch
+    std::vector<iovec> send_iov;  // send scratch
     std::vector<iovec> recv_iov;  // receiver scratch
-    uint64_t sent = 0;            // tickets sent (sender)
-    uint64_t replied = 0;         // tickets retired (receiver)
+    uint64_t sent = 0;            // tickets sent
+    std::atomic<uint64_t> replied{0};  // tickets retired (written by the receiver only)
     // Staging of local device memory (tcp), made at its first use.
     std::unique_ptr<DeviceCopier> send_copier;  // sender's (WRITE payload)
     std::unique_ptr<DeviceCopier> recv_copier;  // receiver's (READ payload)
@@ -48,7 +54,14 @@ class StreamChannel final : public Channel {
   StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name);
   void Send(int i);
   void Receive(int i);
-  Status SendItem(Lane& l, const WorkItem& w);
+  // Sends item `w` (the lane's head) and advances the issue cursor.
+  // REQUIRES: l.issue_mu held. With `if_room`, false when the socket had no
+  // room for its first byte: nothing was sent, `w` stays the head.
+  Result<bool> Issue(int i, Lane& l, WorkItem& w, bool if_room);
+  Result<bool> SendItem(Lane& l, const WorkItem& w, bool if_room);
+  // Bytes the frame of `w` puts on the wire, or UINT64_MAX when its payload is
+  // staged through device copies (never sent inline).
+  uint64_t FrameBytes(const WorkItem& w) const;
   // A WRITE from local device memory: staged, then sent. An error before any
   // byte went out fails the request only (a nop keeps the reply order).
   // v[0..1]: the frame's header and segment table.
@@ -67,6 +80,7 @@ class StreamChannel final : public Channel {
   const std::chrono::milliseconds io_timeout_;
   const StagingCopy staging_copy_;  // how device payloads are staged
   const uint32_t max_segs_;
+  const uint64_t inline_bytes_;  // AgentOptions::post_inline_bytes
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex control_mu_;
   Fd control_;  // GUARDED_BY(control_mu_)
