@@ -65,7 +65,10 @@ struct AgentOptions {
   uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
   std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
-  std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
+  // A lane with work but no progress for this long fails. A target serves a
+  // frame within it of the frame's first byte (2x at most, however the peer
+  // paces its bytes: docs/SECURITY.md), so one chunk must cross the link in it.
+  std::chrono::milliseconds io_timeout{10000};
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
   // CPUs the agent's own threads run on (lane, server and listener threads, and
   // the threads they start); empty: wherever the creating thread may run.

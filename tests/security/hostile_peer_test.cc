@@ -315,6 +315,45 @@ TEST_P(HostilePeerTest, TruncatedFramesEndTheConnection) {
   EXPECT_TRUE(region_.GuardsIntact());
 }
 
+// A frame whose payload trickles in, each byte well inside io_timeout (1 s
+// here), so that no single socket call times out: the frame as a whole is cut
+// at its deadline and lets go of the registry, so DeregisterMemory does not wait
+// for the trickle. (shm frames carry no payload: the registry is held for the
+// CMA copy only.)
+TEST_P(HostilePeerTest, TrickledPayloadLetsGoOfTheRegistryAtTheFrameDeadline) {
+  if (cma()) GTEST_SKIP() << "shm frames carry no payload";
+  std::vector<uint8_t> extra(4096);
+  auto id = target_->RegisterMemory(extra.data(), extra.size());
+  ASSERT_TRUE(id.ok());
+  RawPeer p = Authed();
+  core::FrameHeader w{};
+  w.type = static_cast<uint8_t>(FrameType::kWrite);
+  w.nseg = 1;
+  w.bytes = 4096;
+  const WireSeg one = Seg(info_.base, 4096);
+  std::string head(reinterpret_cast<const char*>(&w), sizeof(w));
+  head.append(reinterpret_cast<const char*>(&one), sizeof(one));
+  ASSERT_TRUE(p.Send(head.data(), head.size()));
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    for (int i = 0; i < 16 && !stop.load(); ++i) {  // one byte per 600 ms, ~10 s at most
+      if (!p.Send("\x77", 1)) return;
+      std::this_thread::sleep_for(600ms);
+    }
+  });
+  std::this_thread::sleep_for(200ms);  // the frame holds the registry's shared lock now
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(target_->DeregisterMemory(id.value()).ok());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  trickle.join();
+  EXPECT_LT(took, 2500ms) << "a trickled frame held the registry for "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                          << " ms (io_timeout 1000 ms)";
+  EXPECT_TRUE(p.ClosedWithin(3s)) << "the frame past its deadline must end the connection";
+  region_.ResetBody();  // the trickled bytes landed inside the range: allowed
+}
+
 // Running out of file descriptors: the listener neither spins while accept
 // fails, nor keeps the descriptor of a connection that ended until its next
 // accept succeeds (which needs a descriptor), so a connection queued meanwhile

@@ -31,6 +31,13 @@ void Advance(struct iovec* iov, int n, int* first, size_t done) {
   }
 }
 
+// kTimeout once `by` has passed.
+Status CheckDeadline(Deadline by) {
+  if (by != kNoDeadline && std::chrono::steady_clock::now() >= by)
+    return Status::Timeout("the peer did not finish within the deadline (I/O timeout)");
+  return Status::Ok();
+}
+
 void SetNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -72,9 +79,10 @@ void Fd::Reset() {
   fd_ = -1;
 }
 
-Status SendIov(int fd, struct iovec* iov, int n) {
+Status SendIov(int fd, struct iovec* iov, int n, Deadline by) {
   int first = 0;
   while (first < n) {
+    KVLANE_RETURN_IF_ERROR(CheckDeadline(by));
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
@@ -87,15 +95,16 @@ Status SendIov(int fd, struct iovec* iov, int n) {
   return Status::Ok();
 }
 
-Status SendAll(int fd, const void* buf, size_t len) {
+Status SendAll(int fd, const void* buf, size_t len, Deadline by) {
   iovec v{const_cast<void*>(buf), len};
-  return SendIov(fd, &v, 1);
+  return SendIov(fd, &v, 1, by);
 }
 
-Status RecvIov(int fd, struct iovec* iov, int n) {
+Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
   int first = 0;
   while (first < n && iov[first].iov_len == 0) ++first;
   while (first < n) {
+    KVLANE_RETURN_IF_ERROR(CheckDeadline(by));
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
@@ -109,16 +118,16 @@ Status RecvIov(int fd, struct iovec* iov, int n) {
   return Status::Ok();
 }
 
-Status RecvAll(int fd, void* buf, size_t len) {
+Status RecvAll(int fd, void* buf, size_t len, Deadline by) {
   iovec v{buf, len};
-  return RecvIov(fd, &v, 1);
+  return RecvIov(fd, &v, 1, by);
 }
 
-Status Discard(int fd, uint64_t len) {
+Status Discard(int fd, uint64_t len, Deadline by) {
   char sink[16384];
   while (len > 0) {
     size_t n = std::min<uint64_t>(len, sizeof(sink));
-    KVLANE_RETURN_IF_ERROR(RecvAll(fd, sink, n));
+    KVLANE_RETURN_IF_ERROR(RecvAll(fd, sink, n, by));
     len -= n;
   }
   return Status::Ok();
