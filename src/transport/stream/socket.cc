@@ -19,7 +19,13 @@ namespace {
 Status IoError(const char* what, int err) {
   if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
     return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
+  if (err == EAGAIN || err == EWOULDBLOCK)  // the socket's timeout (SetIoTimeout)
+    return Status::Timeout(std::string(what) + ": no byte moved within the I/O timeout");
   return ErrnoStatus(what, err);
+}
+
+timeval ToTimeval(std::chrono::milliseconds t) {
+  return {static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
 }
 
 // Drops `done` bytes from the front of iov[*first..n).
@@ -134,9 +140,15 @@ Status Discard(int fd, uint64_t len, Deadline by) {
 }
 
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+  KVLANE_RETURN_IF_ERROR(SetRecvTimeout(fd, timeout));
+  const timeval tv = ToTimeval(timeout);
   KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+  return Status::Ok();
+}
+
+Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout) {
+  const timeval tv = ToTimeval(timeout);
+  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
   return Status::Ok();
 }
 

@@ -57,8 +57,11 @@ Status RecvAll(int fd, void* buf, size_t len, Deadline by = kNoDeadline);
 // Reads and drops `len` bytes.
 Status Discard(int fd, uint64_t len, Deadline by = kNoDeadline);
 // Bounds each blocking send/recv on fd by `timeout` (SO_SNDTIMEO / SO_RCVTIMEO);
-// a call that times out fails with a Backend status (EAGAIN).
+// a call that times out without moving a byte fails with kTimeout (one that
+// moved some returns them, and the helpers above go on: see `by`). 0: none.
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout);
+// The same for receives only (SO_RCVTIMEO).
+Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout);
 // Waits until fd is readable. kTimeout after `timeout` (negative: forever).
 Status WaitReadable(int fd, std::chrono::milliseconds timeout);
 
