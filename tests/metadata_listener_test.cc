@@ -1,11 +1,14 @@
 // The metadata listener (AgentOptions.metadata_listen) and FetchMetadata.
 #include <gtest/gtest.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <future>
+#include <list>
+#include <thread>
 
 #include "test_util.h"
 
@@ -94,6 +97,38 @@ TEST(FetchMetadata, SilentListenerTimesOut) {
   EXPECT_EQ(r.status().code(), Code::kTimeout) << r.status().ToString();
   EXPECT_GE(took, 250ms);
   EXPECT_LT(took, 3s);
+}
+
+// A listener that answers part of its reply (part of the length, or part of
+// the blob) and then stalls: FetchMetadata ends by its timeout.
+TEST(FetchMetadata, ListenerStallingMidReplyTimesOut) {
+  for (size_t sent : {size_t{2}, size_t{4 + 10}}) {
+    SCOPED_TRACE(sent);
+    RawSocket s(/*listening=*/true);
+    int conn = -1;
+    std::thread server([&] {
+      conn = accept(s.fd, nullptr, nullptr);
+      char req[8];
+      if (conn < 0 || recv(conn, req, sizeof(req), MSG_WAITALL) != sizeof(req)) return;
+      char reply[4 + 10] = {};
+      const uint32_t n = 1000;
+      std::memcpy(reply, &n, sizeof(n));
+      (void)send(conn, reply, sent, MSG_NOSIGNAL);  // then nothing: the connection stays open
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fetch = std::async(std::launch::async, [&] {
+      return FetchMetadata("127.0.0.1:" + std::to_string(s.port), 500ms);
+    });
+    const bool ended = fetch.wait_for(3s) == std::future_status::ready;
+    EXPECT_TRUE(ended) << "FetchMetadata hung on a stalled reply";
+    server.join();
+    if (!ended && conn >= 0) shutdown(conn, SHUT_RDWR);  // releases the fetch
+    auto r = fetch.get();
+    if (conn >= 0) close(conn);
+    if (!ended) continue;
+    EXPECT_EQ(r.status().code(), Code::kTimeout) << r.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  }
 }
 
 TEST(FetchMetadata, MalformedAddressIsInvalidArgument) {

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kvlane/agent.h"
+#include "transport/stream/fd_passing.h"
 
 namespace kvlane::core {
 namespace {
@@ -63,15 +64,18 @@ Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::mil
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(core::SplitHostPort(host_port, &host, &port));
+  // One deadline for the whole call: a listener that stalls half way through
+  // its reply, or trickles it, cannot hold the caller past it. (No descriptor
+  // rides on tcp: the *WithFd calls are the deadline-bounded socket I/O.)
+  const core::Deadline by = core::DeadlineIn(timeout);
   KVLANE_ASSIGN_OR_RETURN(core::Fd fd, core::ConnectTcp(host, port, timeout));
-  KVLANE_RETURN_IF_ERROR(core::SendAll(fd.get(), core::kMetadataRequest, sizeof(core::kMetadataRequest)));
-  KVLANE_RETURN_IF_ERROR(core::WaitReadable(fd.get(), timeout));
+  KVLANE_RETURN_IF_ERROR(
+      core::SendWithFd(fd.get(), core::kMetadataRequest, sizeof(core::kMetadataRequest), -1, by));
   uint32_t n = 0;
-  KVLANE_RETURN_IF_ERROR(core::RecvAll(fd.get(), &n, sizeof(n)));
+  KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), &n, sizeof(n), nullptr, by));
   if (n == 0 || n > (256u << 20)) return Status::InvalidArgument("metadata listener sent a bad length");
   std::string blob(n, '\0');
-  KVLANE_RETURN_IF_ERROR(core::WaitReadable(fd.get(), timeout));
-  KVLANE_RETURN_IF_ERROR(core::RecvAll(fd.get(), blob.data(), n));
+  KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), blob.data(), n, nullptr, by));
   return blob;
 }
 
