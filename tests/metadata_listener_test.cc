@@ -99,6 +99,30 @@ TEST(FetchMetadata, SilentListenerTimesOut) {
   EXPECT_LT(took, 3s);
 }
 
+// Clients that connect and say nothing hold the listener for none but
+// themselves: a fetch behind them is served at once.
+TEST(MetadataListener, SilentClientsDoNotDelayOthers) {
+  AgentOptions o = OptionsFor("served", "tcp");
+  o.metadata_listen = "127.0.0.1:0";
+  auto b = Agent::Create(o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string where = "127.0.0.1:" + std::to_string(b.value()->metadata_port());
+  std::list<RawSocket> silent;
+  for (int i = 0; i < 3; ++i) {
+    RawSocket& c = silent.emplace_back(/*listening=*/false);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(b.value()->metadata_port());
+    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  }
+  std::this_thread::sleep_for(100ms);  // the listener has taken them
+  const auto t0 = std::chrono::steady_clock::now();
+  auto blob = FetchMetadata(where, 1000ms);
+  EXPECT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+}
+
 // A listener that answers part of its reply (part of the length, or part of
 // the blob) and then stalls: FetchMetadata ends by its timeout.
 TEST(FetchMetadata, ListenerStallingMidReplyTimesOut) {

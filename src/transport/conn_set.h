@@ -1,7 +1,7 @@
 // ConnSet<C>: the connection half of a server that gives every accepted
 // connection a thread of its own (the stream transports' StreamServer and the
-// cuda transport's ControlServer): the accept loop, reaping of finished
-// connections, a cap on how many are served at once, and Stop.
+// cuda transport's ControlServer, the metadata listener): the accept loop,
+// reaping of finished connections, a cap on how many are served at once, and Stop.
 //
 // C must provide `Fd fd`, `std::thread thread` and `bool done` (GUARDED_BY(mu())).
 // A connection's thread calls Finish(c) as its last step.
