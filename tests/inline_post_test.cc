@@ -38,7 +38,7 @@ TEST(SendIovIfRoom, SendsNothingWhenTheSocketIsFull) {
   ASSERT_GT(queued, 0u);
   char msg[64] = "frame";
   iovec v{msg, sizeof(msg)};
-  auto sent = core::SendIovIfRoom(a.get(), &v, 1);
+  auto sent = core::SendIovIfRoom(a.get(), &v, 1, core::DeadlineIn(std::chrono::seconds(10)));
   ASSERT_TRUE(sent.ok()) << sent.status().ToString();
   EXPECT_FALSE(sent.value()) << "a full socket must leave the frame unsent";
   EXPECT_EQ(v.iov_len, sizeof(msg)) << "the iovec must be untouched";
@@ -50,7 +50,7 @@ TEST(SendIovIfRoom, SendsNothingWhenTheSocketIsFull) {
   EXPECT_EQ(recv(b.get(), &extra, 1, MSG_DONTWAIT), -1) << "frame bytes leaked into the stream";
   // With room again, every byte goes.
   v = {msg, sizeof(msg)};
-  sent = core::SendIovIfRoom(a.get(), &v, 1);
+  sent = core::SendIovIfRoom(a.get(), &v, 1, core::DeadlineIn(std::chrono::seconds(10)));
   ASSERT_TRUE(sent.ok() && sent.value());
   char back[sizeof(msg)] = {};
   ASSERT_TRUE(core::RecvAll(b.get(), back, sizeof(back)).ok());
@@ -69,10 +69,27 @@ TEST(SendIovIfRoom, FinishesAFrameItStarted) {
   std::vector<uint8_t> got(big);
   std::thread reader([&] { ASSERT_TRUE(core::RecvAll(b.get(), got.data(), got.size()).ok()); });
   iovec v{frame.data(), frame.size()};
-  auto sent = core::SendIovIfRoom(a.get(), &v, 1);
+  auto sent = core::SendIovIfRoom(a.get(), &v, 1, core::DeadlineIn(std::chrono::seconds(10)));
   reader.join();
   ASSERT_TRUE(sent.ok() && sent.value()) << sent.status().ToString();
   EXPECT_EQ(FirstMismatch(got.data(), big, 7), -1);
+}
+
+// A reader that stops half way: a frame already started ends at the deadline
+// with kTimeout (the posting thread never waits longer), not never.
+TEST(SendIovIfRoom, AFrameStartedEndsByTheDeadline) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  core::Fd a(sv[0]), b(sv[1]);
+  std::vector<uint8_t> frame(4u << 20);  // more than a unix socket buffers
+  iovec v{frame.data(), frame.size()};
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sent = core::SendIovIfRoom(a.get(), &v, 1, core::DeadlineIn(300ms));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_FALSE(sent.ok()) << "the reader never drained the socket";
+  EXPECT_EQ(sent.status().code(), Code::kTimeout) << sent.status().ToString();
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s);
 }
 
 // Four posting threads share one lane: two post 4 KiB WRITEs and READs (sent

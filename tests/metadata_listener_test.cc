@@ -1,11 +1,14 @@
 // The metadata listener (AgentOptions.metadata_listen) and FetchMetadata.
 #include <gtest/gtest.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <future>
+#include <list>
+#include <thread>
 
 #include "test_util.h"
 
@@ -94,6 +97,62 @@ TEST(FetchMetadata, SilentListenerTimesOut) {
   EXPECT_EQ(r.status().code(), Code::kTimeout) << r.status().ToString();
   EXPECT_GE(took, 250ms);
   EXPECT_LT(took, 3s);
+}
+
+// Clients that connect and say nothing hold the listener for none but
+// themselves: a fetch behind them is served at once.
+TEST(MetadataListener, SilentClientsDoNotDelayOthers) {
+  AgentOptions o = OptionsFor("served", "tcp");
+  o.metadata_listen = "127.0.0.1:0";
+  auto b = Agent::Create(o);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  const std::string where = "127.0.0.1:" + std::to_string(b.value()->metadata_port());
+  std::list<RawSocket> silent;
+  for (int i = 0; i < 3; ++i) {
+    RawSocket& c = silent.emplace_back(/*listening=*/false);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(b.value()->metadata_port());
+    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  }
+  std::this_thread::sleep_for(100ms);  // the listener has taken them
+  const auto t0 = std::chrono::steady_clock::now();
+  auto blob = FetchMetadata(where, 1000ms);
+  EXPECT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 500ms);
+}
+
+// A listener that answers part of its reply (part of the length, or part of
+// the blob) and then stalls: FetchMetadata ends by its timeout.
+TEST(FetchMetadata, ListenerStallingMidReplyTimesOut) {
+  for (size_t sent : {size_t{2}, size_t{4 + 10}}) {
+    SCOPED_TRACE(sent);
+    RawSocket s(/*listening=*/true);
+    int conn = -1;
+    std::thread server([&] {
+      conn = accept(s.fd, nullptr, nullptr);
+      char req[8];
+      if (conn < 0 || recv(conn, req, sizeof(req), MSG_WAITALL) != sizeof(req)) return;
+      char reply[4 + 10] = {};
+      const uint32_t n = 1000;
+      std::memcpy(reply, &n, sizeof(n));
+      (void)send(conn, reply, sent, MSG_NOSIGNAL);  // then nothing: the connection stays open
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    auto fetch = std::async(std::launch::async, [&] {
+      return FetchMetadata("127.0.0.1:" + std::to_string(s.port), 500ms);
+    });
+    const bool ended = fetch.wait_for(3s) == std::future_status::ready;
+    EXPECT_TRUE(ended) << "FetchMetadata hung on a stalled reply";
+    server.join();
+    if (!ended && conn >= 0) shutdown(conn, SHUT_RDWR);  // releases the fetch
+    auto r = fetch.get();
+    if (conn >= 0) close(conn);
+    if (!ended) continue;
+    EXPECT_EQ(r.status().code(), Code::kTimeout) << r.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms);
+  }
 }
 
 TEST(FetchMetadata, MalformedAddressIsInvalidArgument) {

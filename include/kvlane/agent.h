@@ -116,7 +116,8 @@ class Agent {
   std::unique_ptr<core::AgentImpl> impl_;
 };
 
-// Fetches a peer's metadata from its metadata listener ("host:port").
+// Fetches a peer's metadata from its metadata listener ("host:port"). The whole
+// call (connect, request, reply) ends within `timeout`: kTimeout past it.
 Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::milliseconds timeout);
 
 // Raises RLIMIT_MEMLOCK's soft limit towards the hard one so that `bytes` can be

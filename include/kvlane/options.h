@@ -65,16 +65,20 @@ struct AgentOptions {
   uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
   std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
-  std::chrono::milliseconds io_timeout{10000};       // a lane with work but no progress fails
+  // A lane with work but no progress for this long fails. A target serves a
+  // frame within it of the frame's first byte (2x at most, however the peer
+  // paces its bytes: docs/SECURITY.md), so one chunk must cross the link in it.
+  std::chrono::milliseconds io_timeout{10000};
   std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
   // tcp, shm: a post whose frame (header, segment table and, for a tcp WRITE from
   // host memory, the payload) is at most this many bytes, on a lane whose earlier
   // frames have all been answered, is sent by the posting thread inside Post: no
   // wake-up of the lane's thread, and Post takes the sendmsg's few microseconds
-  // instead. The send never waits for socket space before its
-  // first byte (a full socket leaves the frame to the lane's thread); once started,
-  // it finishes as the peer reads, within io_timeout. 0: lane threads send every
-  // frame. 0..1 MiB, default 16 KiB.
+  // instead. The send never waits for socket space before its first byte (a full
+  // socket leaves the frame to the lane's thread); once started, it finishes as the
+  // peer reads, and a peer that stops reading for io_timeout fails the channel
+  // (kTimeout) rather than hold Post. 0: lane threads send every frame. 0..1 MiB,
+  // default 16 KiB.
   uint64_t post_inline_bytes = 16ull << 10;
   // CPUs the agent's own threads run on (lane, server and listener threads, and
   // the threads they start); empty: wherever the creating thread may run.

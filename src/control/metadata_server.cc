@@ -5,18 +5,22 @@
 #include <cstring>
 
 #include "kvlane/agent.h"
+#include "transport/stream/fd_passing.h"
 
 namespace kvlane::core {
 namespace {
 
-constexpr uint32_t kMaxBlob = 256u << 20;
+constexpr std::chrono::milliseconds kClientTimeout{2000};
 
+// The request must arrive within kClientTimeout as a whole (a client that
+// trickles it is cut); the reply takes as long as the client keeps reading,
+// each send giving up after kClientTimeout without progress.
 void ServeOne(int fd, const MetadataServer::Source& source) {
   char req[sizeof(kMetadataRequest)];
-  // Served on the accept thread: a client that stops reading must not block it.
-  if (!SetIoTimeout(fd, std::chrono::milliseconds(2000)).ok()) return;
-  if (!WaitReadable(fd, std::chrono::milliseconds(2000)).ok()) return;
-  if (!RecvAll(fd, req, sizeof(req)).ok() || std::memcmp(req, kMetadataRequest, sizeof(req)) != 0) return;
+  if (!RecvWithFd(fd, req, sizeof(req), nullptr, DeadlineIn(kClientTimeout)).ok() ||
+      std::memcmp(req, kMetadataRequest, sizeof(req)) != 0)
+    return;
+  if (!SetIoTimeout(fd, kClientTimeout).ok()) return;
   std::string blob = source();
   uint32_t n = static_cast<uint32_t>(blob.size());
   iovec v[2] = {{&n, sizeof(n)}, {blob.data(), blob.size()}};
@@ -25,34 +29,21 @@ void ServeOne(int fd, const MetadataServer::Source& source) {
 
 }  // namespace
 
-MetadataServer::MetadataServer(Fd fd, uint16_t port, Source source)
-    : fd_(std::move(fd)), port_(port), source_(std::move(source)) {
-  thread_ = std::thread([this] { Loop(); });
-}
-
 Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string& host_port, Source source) {
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
   uint16_t bound = 0;
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(host, port, &bound));
-  return std::unique_ptr<MetadataServer>(new MetadataServer(std::move(fd), bound, std::move(source)));
+  std::unique_ptr<MetadataServer> server(new MetadataServer(bound, std::move(source)));
+  server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); });
+  return server;
 }
 
-MetadataServer::~MetadataServer() {
-  shutdown(fd_.get(), SHUT_RDWR);
-  thread_.join();
-}
-
-void MetadataServer::Loop() {
-  for (;;) {
-    auto c = Accept(fd_.get());
-    if (!c.ok()) {
-      if (c.status().code() == Code::kCanceled) return;
-      continue;
-    }
-    ServeOne(c->get(), source_);
-  }
+void MetadataServer::Serve(Conn* c) {
+  ServeOne(c->fd.get(), source_);
+  shutdown(c->fd.get(), SHUT_RDWR);
+  conns_.Finish(c);
 }
 
 }  // namespace kvlane::core
@@ -63,15 +54,18 @@ Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::mil
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(core::SplitHostPort(host_port, &host, &port));
+  // One deadline for the whole call: a listener that stalls half way through
+  // its reply, or trickles it, cannot hold the caller past it. (No descriptor
+  // rides on tcp: the *WithFd calls are the deadline-bounded socket I/O.)
+  const core::Deadline by = core::DeadlineIn(timeout);
   KVLANE_ASSIGN_OR_RETURN(core::Fd fd, core::ConnectTcp(host, port, timeout));
-  KVLANE_RETURN_IF_ERROR(core::SendAll(fd.get(), core::kMetadataRequest, sizeof(core::kMetadataRequest)));
-  KVLANE_RETURN_IF_ERROR(core::WaitReadable(fd.get(), timeout));
+  KVLANE_RETURN_IF_ERROR(
+      core::SendWithFd(fd.get(), core::kMetadataRequest, sizeof(core::kMetadataRequest), -1, by));
   uint32_t n = 0;
-  KVLANE_RETURN_IF_ERROR(core::RecvAll(fd.get(), &n, sizeof(n)));
+  KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), &n, sizeof(n), nullptr, by));
   if (n == 0 || n > (256u << 20)) return Status::InvalidArgument("metadata listener sent a bad length");
   std::string blob(n, '\0');
-  KVLANE_RETURN_IF_ERROR(core::WaitReadable(fd.get(), timeout));
-  KVLANE_RETURN_IF_ERROR(core::RecvAll(fd.get(), blob.data(), n));
+  KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), blob.data(), n, nullptr, by));
   return blob;
 }
 

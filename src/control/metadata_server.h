@@ -1,6 +1,10 @@
 // MetadataServer: a small TCP listener that hands this agent's metadata blob to
 // whoever asks (opt-in: the blob carries the agent's secret, so bind it only
 // where every client that can reach it is trusted).
+//
+// Thread-safety: Start and destruction by the owner. Each client is served on a
+// thread of its own (ConnSet: at most kMaxConns at once), so `source` is called
+// concurrently.
 #pragma once
 
 #include <functional>
@@ -9,6 +13,7 @@
 #include <thread>
 
 #include "kvlane/status.h"
+#include "transport/conn_set.h"
 #include "transport/stream/socket.h"
 
 namespace kvlane::core {
@@ -20,17 +25,21 @@ class MetadataServer {
   using Source = std::function<std::string()>;
   // Listens on "host:port" and serves `source()` to each request.
   static Result<std::unique_ptr<MetadataServer>> Start(const std::string& host_port, Source source);
-  ~MetadataServer();
+  ~MetadataServer() { conns_.Stop(); }
   uint16_t port() const { return port_; }
 
  private:
-  MetadataServer(Fd fd, uint16_t port, Source source);
-  void Loop();
+  struct Conn {
+    Fd fd;
+    std::thread thread;
+    bool done = false;  // GUARDED_BY(conns_.mu())
+  };
+  MetadataServer(uint16_t port, Source source) : port_(port), source_(std::move(source)) {}
+  void Serve(Conn* c);
 
-  Fd fd_;
-  uint16_t port_;
-  Source source_;
-  std::thread thread_;
+  const uint16_t port_;
+  const Source source_;
+  ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };
 
 }  // namespace kvlane::core

@@ -1,7 +1,7 @@
 // ConnSet<C>: the connection half of a server that gives every accepted
 // connection a thread of its own (the stream transports' StreamServer and the
-// cuda transport's ControlServer): the accept loop, reaping of finished
-// connections, a cap on how many are served at once, and Stop.
+// cuda transport's ControlServer, the metadata listener): the accept loop,
+// reaping of finished connections, a cap on how many are served at once, and Stop.
 //
 // C must provide `Fd fd`, `std::thread thread` and `bool done` (GUARDED_BY(mu())).
 // A connection's thread calls Finish(c) as its last step.
@@ -12,6 +12,7 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <list>
@@ -29,6 +30,8 @@ class ConnSet {
  public:
   // Connections served at once (each holds a thread); more are closed at accept.
   static constexpr size_t kMaxConns = 4096;
+  // How long the accept loop waits after accept failed (e.g. EMFILE).
+  static constexpr std::chrono::milliseconds kAcceptRetry{10};
 
   ConnSet() = default;
   ~ConnSet() { Stop(); }
@@ -57,9 +60,12 @@ class ConnSet {
     conns_.clear();
   }
 
-  // The connection's thread is about to return.
+  // The connection's thread is about to return. Its descriptor is closed here,
+  // not when the connection is reaped (at a later accept, which may need that
+  // very descriptor to succeed). REQUIRES: no other thread uses c->fd any more.
   void Finish(C* c) {
     std::lock_guard lock(mu_);
+    c->fd.Reset();
     c->done = true;
     cv_.notify_all();
   }
@@ -73,28 +79,42 @@ class ConnSet {
   void AcceptLoop() {
     for (;;) {
       auto fd = Accept(listener_.get());
-      std::lock_guard lock(mu_);
-      if (stopped_) return;
-      if (!fd.ok()) {
-        if (fd.status().code() == Code::kCanceled) return;
-        continue;  // transient accept failure (EMFILE, ...): keep serving
-      }
-      // Reap finished connections so long-running servers do not accumulate them.
-      for (auto it = conns_.begin(); it != conns_.end();) {
-        if ((*it)->done) {
-          (*it)->thread.join();
-          it = conns_.erase(it);
-        } else {
-          ++it;
+      {
+        std::lock_guard lock(mu_);
+        if (stopped_) return;
+        ReapLocked();
+        if (fd.ok()) {
+          if (conns_.size() < kMaxConns) Spawn(std::move(fd).value());
+          continue;  // else the fd closes here: refuse, keep serving the rest
         }
       }
-      if (conns_.size() >= kMaxConns) continue;  // the fd closes here: refuse, keep serving the rest
-      auto c = std::make_unique<C>();
-      c->fd = std::move(fd).value();
-      C* raw = c.get();
-      c->thread = std::thread([this, raw] { serve_(raw); });
-      conns_.push_back(std::move(c));
+      if (fd.status().code() == Code::kCanceled) return;
+      // A failure that persists (EMFILE, ENFILE, ENOBUFS) leaves the connection
+      // queued and the listener readable: wait rather than spin on it.
+      std::this_thread::sleep_for(kAcceptRetry);
     }
+  }
+
+  // Joins finished connections so long-running servers do not accumulate them.
+  // REQUIRES: mu_ held.
+  void ReapLocked() {
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        it = conns_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Serves `fd` on a thread of its own. REQUIRES: mu_ held.
+  void Spawn(Fd fd) {
+    auto c = std::make_unique<C>();
+    c->fd = std::move(fd);
+    C* raw = c.get();
+    c->thread = std::thread([this, raw] { serve_(raw); });
+    conns_.push_back(std::move(c));
   }
 
   Fd listener_;

@@ -1,5 +1,6 @@
-// Faults: deregistration racing remote transfers, and a peer that stops reading.
-// (A peer killed with SIGKILL is covered by tests/ elsewhere.)
+// Faults: deregistration racing remote transfers, a peer that stops reading, and
+// one that stops half way through a reply. (A peer killed with SIGKILL is covered
+// by tests/ elsewhere.)
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <list>
 #include <mutex>
 #include <random>
@@ -181,6 +183,130 @@ TEST(SlowPeerTest, StalledPeerTimesOutOthersUnaffectedMemoryBounded) {
               static_cast<long long>(rss1 - rss0) / 1024);
   for (XferHandle& h : stuck) EXPECT_TRUE(a.Release(&h).ok());
   EXPECT_TRUE(a.Release(&xc).ok());
+}
+
+// A tcp "peer" that accepts every Hello, then answers the first frame of each
+// connection with part of its reply only — half the reply header, or for a READ
+// the header and half the payload — and then says nothing more, keeping the
+// connection open: a peer that hangs mid-reply, or whose host went away.
+class HalfReplyTarget {
+ public:
+  ~HalfReplyTarget() { Release(); }
+
+  std::string Blob() const {
+    core::AgentMeta m;
+    m.name = "half";
+    m.agent_id = agent_id_;
+    m.secret = secret_;
+    m.tcp_host = "127.0.0.1";
+    m.tcp_port = listener_.port();
+    m.pieces = {{0x52, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
+    return core::EncodeMeta(m);
+  }
+  // Closes every connection (a hung initiator then sees EOF) and joins.
+  void Release() {
+    listener_.Stop();
+    std::lock_guard lock(mu_);
+    for (core::Fd& c : conns_) shutdown(c.get(), SHUT_RDWR);
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Serve(core::Fd c) {
+    if (!AcceptAnyHello(c.get(), agent_id_, secret_)) return;
+    std::lock_guard lock(mu_);
+    threads_.emplace_back([fd = c.get()] { AnswerHalf(fd); });
+    conns_.push_back(std::move(c));
+  }
+  static void AnswerHalf(int fd) {
+    core::FrameHeader h{};
+    if (!core::RecvAll(fd, &h, sizeof(h)).ok()) return;
+    std::vector<core::WireSeg> segs(h.nseg);
+    if (!core::RecvAll(fd, segs.data(), segs.size() * sizeof(core::WireSeg)).ok()) return;
+    const bool read = h.type == static_cast<uint8_t>(core::FrameType::kRead);
+    if (!read && !core::Discard(fd, h.bytes).ok()) return;  // WRITE or notification payload
+    core::ReplyHeader r{h.ticket, 0, 0, read ? h.bytes : 0};
+    std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
+    if (read)
+      out.append(h.bytes / 2, '\x61');
+    else
+      out.resize(sizeof(r) / 2);
+    (void)core::SendAll(fd, out.data(), out.size());
+  }
+
+  const uint64_t agent_id_ = core::RandomU64() | 1;
+  const core::Secret secret_ = [] {
+    core::Secret s;
+    core::RandomBytes(s.data(), s.size());
+    return s;
+  }();
+  std::mutex mu_;
+  std::list<core::Fd> conns_;       // GUARDED_BY(mu_)
+  std::list<std::thread> threads_;  // GUARDED_BY(mu_)
+  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
+};
+
+class HalfReplyTest : public ::testing::TestWithParam<Op> {};
+
+// The peer stops half way through a reply (READ: its payload; WRITE: the reply
+// header): the request ends with timeout within about io_timeout, not never, and
+// the agent is destroyed at once.
+TEST_P(HalfReplyTest, RequestEndsWithinTheIoTimeout) {
+  HalfReplyTarget half;
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 1000ms;
+  o.lanes_per_peer = 1;
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  std::vector<uint8_t> buf(64 << 10);
+  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
+  ASSERT_TRUE(a->LoadPeer(half.Blob()).ok());
+  auto h = MakeSimple(*a, "half", GetParam(), buf.data(), reinterpret_cast<void*>(1ull << 40),
+                      buf.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  XferHandle x = h.value();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(a->Post(&x).is_error());
+  Status s = a->Wait(x, 6s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, o.io_timeout * 2 + 1s);
+  EXPECT_EQ(a->PeerError("half").code(), Code::kTimeout);
+  half.Release();  // unblocks a hung receiver, so that the agent can go either way
+  EXPECT_TRUE(a->Release(&x).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, HalfReplyTest, ::testing::Values(Op::kRead, Op::kWrite),
+                         [](const auto& info) {
+                           return info.param == Op::kRead ? "Read" : "Write";
+                         });
+
+// The peer acknowledges a notification with half a reply and then stalls:
+// SendNotification returns within about io_timeout (it holds the channel's
+// control connection, which a transfer's notification and the agent's
+// destruction wait for).
+TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
+  HalfReplyTarget half;
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 1000ms;
+  o.lanes_per_peer = 1;
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  ASSERT_TRUE(a->LoadPeer(half.Blob()).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto sent = std::async(std::launch::async, [&] { return a->SendNotification("half", "hello"); });
+  const bool ended = sent.wait_for(o.io_timeout * 2 + 2s) == std::future_status::ready;
+  EXPECT_TRUE(ended) << "SendNotification still blocked on half an acknowledgement";
+  half.Release();  // unblocks it otherwise
+  Status s = sent.get();
+  if (ended) {
+    EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, o.io_timeout * 2 + 1s);
+  }
 }
 
 }  // namespace

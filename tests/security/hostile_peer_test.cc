@@ -3,12 +3,19 @@
 // length, key or frame must end in an error reply or a closed connection, with
 // no byte written outside the registered range. The agent keeps serving a
 // well-behaved peer afterwards.
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
-
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <thread>
 
 #include "raw_peer.h"
@@ -65,6 +72,62 @@ class HostilePeerTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Agent> target_;
   TargetInfo info_;
 };
+
+// Uses up this process's file descriptors: RLIMIT_NOFILE is lowered to just
+// above the highest one open and every free one below it is taken. Both are
+// given back on destruction.
+class FdExhaustion {
+ public:
+  FdExhaustion() {
+    ok_ = getrlimit(RLIMIT_NOFILE, &saved_) == 0;
+    int highest = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd"))
+      highest = std::max(highest, std::stoi(e.path().filename().string()));
+    rlimit low = saved_;
+    low.rlim_cur = static_cast<rlim_t>(highest) + 16;
+    ok_ = ok_ && low.rlim_cur < saved_.rlim_cur && setrlimit(RLIMIT_NOFILE, &low) == 0;
+    for (int fd; ok_ && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+      fillers_.push_back(fd);
+    ok_ = ok_ && errno == EMFILE;
+  }
+  ~FdExhaustion() {
+    for (int fd : fillers_) close(fd);
+    setrlimit(RLIMIT_NOFILE, &saved_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+  rlimit saved_{};
+  std::vector<int> fillers_;
+};
+
+// A socket for the target's listener, made (a descriptor) before it connects.
+core::Fd UnconnectedSocket(const std::string& transport) {
+  return core::Fd(socket(transport == "shm" ? AF_UNIX : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+}
+
+// Connects `fd` (UnconnectedSocket) to the target; needs no new descriptor.
+bool ConnectTo(int fd, const std::string& transport, const core::AgentMeta& meta) {
+  if (transport == "shm") {
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path + 1, meta.shm_socket.data(), meta.shm_socket.size());  // abstract
+    auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + meta.shm_socket.size());
+    return connect(fd, reinterpret_cast<sockaddr*>(&a), len) == 0;
+  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(meta.tcp_port);
+  inet_pton(AF_INET, meta.tcp_host.c_str(), &a.sin_addr);
+  return connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+}
+
+double ProcessCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
 
 // Sends a Hello that must be refused, then a WRITE that must not be served.
 void ExpectRefused(RawPeer p, std::optional<int32_t> hello, const WireSeg& seg, bool cma) {
@@ -250,6 +313,81 @@ TEST_P(HostilePeerTest, TruncatedFramesEndTheConnection) {
     region_.ResetBody();  // the first 100 bytes may have landed: inside the range, allowed
   }
   EXPECT_TRUE(region_.GuardsIntact());
+}
+
+// A frame whose payload trickles in, each byte well inside io_timeout (1 s
+// here), so that no single socket call times out: the frame as a whole is cut
+// at its deadline and lets go of the registry, so DeregisterMemory does not wait
+// for the trickle. (shm frames carry no payload: the registry is held for the
+// CMA copy only.)
+TEST_P(HostilePeerTest, TrickledPayloadLetsGoOfTheRegistryAtTheFrameDeadline) {
+  if (cma()) GTEST_SKIP() << "shm frames carry no payload";
+  std::vector<uint8_t> extra(4096);
+  auto id = target_->RegisterMemory(extra.data(), extra.size());
+  ASSERT_TRUE(id.ok());
+  RawPeer p = Authed();
+  core::FrameHeader w{};
+  w.type = static_cast<uint8_t>(FrameType::kWrite);
+  w.nseg = 1;
+  w.bytes = 4096;
+  const WireSeg one = Seg(info_.base, 4096);
+  std::string head(reinterpret_cast<const char*>(&w), sizeof(w));
+  head.append(reinterpret_cast<const char*>(&one), sizeof(one));
+  ASSERT_TRUE(p.Send(head.data(), head.size()));
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    for (int i = 0; i < 16 && !stop.load(); ++i) {  // one byte per 600 ms, ~10 s at most
+      if (!p.Send("\x77", 1)) return;
+      std::this_thread::sleep_for(600ms);
+    }
+  });
+  std::this_thread::sleep_for(200ms);  // the frame holds the registry's shared lock now
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(target_->DeregisterMemory(id.value()).ok());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  trickle.join();
+  EXPECT_LT(took, 2500ms) << "a trickled frame held the registry for "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                          << " ms (io_timeout 1000 ms)";
+  EXPECT_TRUE(p.ClosedWithin(3s)) << "the frame past its deadline must end the connection";
+  region_.ResetBody();  // the trickled bytes landed inside the range: allowed
+}
+
+// Running out of file descriptors: the listener neither spins while accept
+// fails, nor keeps the descriptor of a connection that ended until its next
+// accept succeeds (which needs a descriptor), so a connection queued meanwhile
+// is served once another one ends.
+TEST_P(HostilePeerTest, ListenerOutOfDescriptorsWaitsAndRecovers) {
+  core::Fd first = UnconnectedSocket(GetParam());
+  core::Fd late = UnconnectedSocket(GetParam());
+  ASSERT_TRUE(first.valid() && late.valid());
+  // The accept loop runs, and is back in accept (holding a descriptor for the
+  // next connection) before the descriptors run out. This connection stays.
+  RawPeer warm = Authed();
+  std::this_thread::sleep_for(200ms);
+  bool served = false;
+  {
+    FdExhaustion full;
+    ASSERT_TRUE(full.ok()) << "could not use up the descriptors";
+    // The listener's pending accept holds the last descriptor: `first` gets it
+    // (and is cut at connect_timeout, 500 ms); none is left for `late`.
+    ASSERT_TRUE(ConnectTo(first.get(), GetParam(), info_.meta)) << std::strerror(errno);
+    ASSERT_TRUE(core::WaitReadable(first.get(), 2s).ok())
+        << "no challenge for the first connection";
+    ASSERT_TRUE(ConnectTo(late.get(), GetParam(), info_.meta)) << std::strerror(errno);
+    const double cpu0 = ProcessCpuSeconds();
+    std::this_thread::sleep_for(1s);
+    const double cpu = ProcessCpuSeconds() - cpu0;
+    EXPECT_LT(cpu, 0.3) << "the accept loop spun for " << cpu << " s of CPU in 1 s";
+    served = core::WaitReadable(late.get(), 2s).ok();
+  }
+  EXPECT_TRUE(served) << "the queued connection got no challenge: the connection that ended "
+                         "kept its descriptor";
+  core::ChallengeFrame c{};
+  ASSERT_TRUE(core::WaitReadable(late.get(), 3s).ok());
+  ASSERT_TRUE(core::RecvAll(late.get(), &c, sizeof(c)).ok());
+  EXPECT_EQ(c.magic, core::kChallengeMagic);
 }
 
 TEST_P(HostilePeerTest, ValidFramesWorkAndAgentKeepsServing) {

@@ -15,14 +15,6 @@
 
 namespace kvlane::core {
 
-using Deadline = std::chrono::steady_clock::time_point;
-inline constexpr Deadline kNoDeadline = Deadline::max();
-
-// `timeout` from now.
-inline Deadline DeadlineIn(std::chrono::milliseconds timeout) {
-  return std::chrono::steady_clock::now() + timeout;
-}
-
 // Waits until `events` (POLLIN, POLLOUT) are ready on `sock`, or it hung up.
 // kTimeout once `deadline` has passed.
 Status WaitFor(int sock, short events, Deadline deadline);

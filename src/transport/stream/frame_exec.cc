@@ -11,11 +11,13 @@ namespace kvlane::core {
 
 Status FrameExecutor::Run() {
   for (;;) {
-    // Idle between frames may last forever; once a frame starts, the socket's
-    // io timeout bounds every read and write (set by the server).
+    // Idle between frames may last forever; once a frame starts, it has
+    // io_timeout to be served, however its bytes trickle (the socket's io
+    // timeout, set by the server, bounds each read and write besides).
     KVLANE_RETURN_IF_ERROR(WaitReadable(fd_, std::chrono::milliseconds(-1)));
+    by_ = DeadlineIn(ctx_->options.io_timeout);
     FrameHeader h{};
-    KVLANE_RETURN_IF_ERROR(RecvAll(fd_, &h, sizeof(h)));
+    KVLANE_RETURN_IF_ERROR(RecvAll(fd_, &h, sizeof(h), by_));
     // Protocol violations end the connection: the stream cannot be trusted after them.
     KVLANE_RETURN_IF_ERROR(CheckFrameHeader(h));
     switch (static_cast<FrameType>(h.type)) {
@@ -29,7 +31,7 @@ Status FrameExecutor::Run() {
 
 Status FrameExecutor::ReadSegs(const FrameHeader& h) {
   segs_.resize(h.nseg);
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, segs_.data(), h.nseg * sizeof(WireSeg)));
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, segs_.data(), h.nseg * sizeof(WireSeg), by_));
   return CheckSegments(h, segs_);
 }
 
@@ -75,7 +77,7 @@ Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::sh
   Status s;
   {
     ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
-    s = RecvStaged(*copier_, fd_, local_, &copy);
+    s = RecvStaged(*copier_, fd_, local_, &copy, by_);
   }
   lock.unlock();
   KVLANE_RETURN_IF_ERROR(s);  // stream broken
@@ -96,10 +98,10 @@ Status FrameExecutor::ReadStaged(const FrameHeader& h, std::shared_lock<std::sha
   ReplyHeader r{h.ticket, 0, kReplyStatusAfter, h.bytes};
   const iovec head{&r, sizeof(r)};
   Status copy;
-  KVLANE_RETURN_IF_ERROR(sender.Send(fd_, &head, 1, &copy));
+  KVLANE_RETURN_IF_ERROR(sender.Send(fd_, &head, 1, &copy, by_));
   lock.unlock();
   const StatusTrailer t{static_cast<int32_t>(copy.code()), 0};
-  return SendAll(fd_, &t, sizeof(t));
+  return SendAll(fd_, &t, sizeof(t), by_);
 }
 
 Status FrameExecutor::CmaCopy(bool into_target) {
@@ -126,15 +128,17 @@ Status FrameExecutor::Write(const FrameHeader& h) {
   Status v = Admit(Op::kWrite, lock);
   if (!v.ok()) {
     lock.unlock();
-    if (mode_ == PayloadMode::kInline) KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes));  // keep framing
+    if (mode_ == PayloadMode::kInline)
+      KVLANE_RETURN_IF_ERROR(Discard(fd_, h.bytes, by_));  // keep framing
     return Reply(h.ticket, v);
   }
   if (device_) return WriteStaged(h, std::move(lock));
   Status s;
   {
     ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
-    s = mode_ == PayloadMode::kInline ? RecvIov(fd_, local_.data(), static_cast<int>(local_.size()))
-                                      : CmaCopy(/*into_target=*/true);
+    s = mode_ == PayloadMode::kInline
+            ? RecvIov(fd_, local_.data(), static_cast<int>(local_.size()), by_)
+            : CmaCopy(/*into_target=*/true);
   }
   lock.unlock();
   if (!s.ok() && mode_ == PayloadMode::kInline) return s;  // stream broken
@@ -158,18 +162,18 @@ Status FrameExecutor::Read(const FrameHeader& h) {
   }
   ReplyHeader r{h.ticket, 0, 0, h.bytes};
   local_.insert(local_.begin(), iovec{&r, sizeof(r)});
-  return SendIov(fd_, local_.data(), static_cast<int>(local_.size()));
+  return SendIov(fd_, local_.data(), static_cast<int>(local_.size()), by_);
 }
 
 Status FrameExecutor::Notify(const FrameHeader& h) {
   std::string bytes(h.bytes, '\0');
-  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, bytes.data(), bytes.size()));
+  KVLANE_RETURN_IF_ERROR(RecvAll(fd_, bytes.data(), bytes.size(), by_));
   return Reply(h.ticket, ctx_->notifs->Push({peer_name_, std::move(bytes)}));
 }
 
 Status FrameExecutor::Reply(uint64_t ticket, const Status& s) {
   ReplyHeader r{ticket, static_cast<int32_t>(s.code()), 0, 0};
-  return SendAll(fd_, &r, sizeof(r));
+  return SendAll(fd_, &r, sizeof(r), by_);
 }
 
 }  // namespace kvlane::core

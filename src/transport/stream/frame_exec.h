@@ -53,6 +53,10 @@ class FrameExecutor {
   std::vector<iovec> remote_;  // initiator memory (CMA)
   bool device_ = false;
   std::unique_ptr<DeviceCopier> copier_;
+  // The frame being served ends by then: io_timeout after its first byte
+  // (socket.h: plus at most one socket timeout for the call under way). It may
+  // hold the registry lock, which DeregisterMemory waits for.
+  Deadline by_ = kNoDeadline;
 };
 
 }  // namespace kvlane::core

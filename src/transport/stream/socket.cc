@@ -19,7 +19,13 @@ namespace {
 Status IoError(const char* what, int err) {
   if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
     return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
+  if (err == EAGAIN || err == EWOULDBLOCK)  // the socket's timeout (SetIoTimeout)
+    return Status::Timeout(std::string(what) + ": no byte moved within the I/O timeout");
   return ErrnoStatus(what, err);
+}
+
+timeval ToTimeval(std::chrono::milliseconds t) {
+  return {static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
 }
 
 // Drops `done` bytes from the front of iov[*first..n).
@@ -29,6 +35,13 @@ void Advance(struct iovec* iov, int n, int* first, size_t done) {
     iov[*first].iov_base = static_cast<char*>(iov[*first].iov_base) + done;
     iov[*first].iov_len -= done;
   }
+}
+
+// kTimeout once `by` has passed.
+Status CheckDeadline(Deadline by) {
+  if (by != kNoDeadline && std::chrono::steady_clock::now() >= by)
+    return Status::Timeout("the peer did not finish within the deadline (I/O timeout)");
+  return Status::Ok();
 }
 
 void SetNoDelay(int fd) {
@@ -72,9 +85,10 @@ void Fd::Reset() {
   fd_ = -1;
 }
 
-Status SendIov(int fd, struct iovec* iov, int n) {
+Status SendIov(int fd, struct iovec* iov, int n, Deadline by) {
   int first = 0;
   while (first < n) {
+    KVLANE_RETURN_IF_ERROR(CheckDeadline(by));
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
@@ -87,30 +101,46 @@ Status SendIov(int fd, struct iovec* iov, int n) {
   return Status::Ok();
 }
 
-Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n) {
-  msghdr msg{};
-  msg.msg_iov = iov;
-  msg.msg_iovlen = std::min(n, 1024);
-  ssize_t rc;
-  KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT));
-  if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
-  if (rc < 0) return IoError("sendmsg", errno);
+Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n, Deadline by) {
   int first = 0;
-  Advance(iov, n, &first, static_cast<size_t>(rc));
-  while (first < n && iov[first].iov_len == 0) ++first;
-  if (first < n) KVLANE_RETURN_IF_ERROR(SendIov(fd, iov + first, n - first));
+  bool started = false;
+  while (first < n) {
+    msghdr msg{};
+    msg.msg_iov = iov + first;
+    msg.msg_iovlen = std::min(n - first, 1024);
+    ssize_t rc;
+    KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT));
+    if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!started) return false;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          by - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return Status::Timeout("the peer stopped reading in the middle of a frame");
+      pollfd p{fd, POLLOUT, 0};
+      int prc;
+      KVLANE_SYSCALL_RETRY(
+          prc, poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000))));
+      if (prc < 0) return ErrnoStatus("poll", errno);
+      continue;
+    }
+    if (rc < 0) return IoError("sendmsg", errno);
+    started = true;
+    Advance(iov, n, &first, static_cast<size_t>(rc));
+    while (first < n && iov[first].iov_len == 0) ++first;
+  }
   return true;
 }
 
-Status SendAll(int fd, const void* buf, size_t len) {
+Status SendAll(int fd, const void* buf, size_t len, Deadline by) {
   iovec v{const_cast<void*>(buf), len};
-  return SendIov(fd, &v, 1);
+  return SendIov(fd, &v, 1, by);
 }
 
-Status RecvIov(int fd, struct iovec* iov, int n) {
+Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
   int first = 0;
   while (first < n && iov[first].iov_len == 0) ++first;
   while (first < n) {
+    KVLANE_RETURN_IF_ERROR(CheckDeadline(by));
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
@@ -124,25 +154,31 @@ Status RecvIov(int fd, struct iovec* iov, int n) {
   return Status::Ok();
 }
 
-Status RecvAll(int fd, void* buf, size_t len) {
+Status RecvAll(int fd, void* buf, size_t len, Deadline by) {
   iovec v{buf, len};
-  return RecvIov(fd, &v, 1);
+  return RecvIov(fd, &v, 1, by);
 }
 
-Status Discard(int fd, uint64_t len) {
+Status Discard(int fd, uint64_t len, Deadline by) {
   char sink[16384];
   while (len > 0) {
     size_t n = std::min<uint64_t>(len, sizeof(sink));
-    KVLANE_RETURN_IF_ERROR(RecvAll(fd, sink, n));
+    KVLANE_RETURN_IF_ERROR(RecvAll(fd, sink, n, by));
     len -= n;
   }
   return Status::Ok();
 }
 
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout) {
-  timeval tv{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
-  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
+  KVLANE_RETURN_IF_ERROR(SetRecvTimeout(fd, timeout));
+  const timeval tv = ToTimeval(timeout);
   KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)));
+  return Status::Ok();
+}
+
+Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout) {
+  const timeval tv = ToTimeval(timeout);
+  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)));
   return Status::Ok();
 }
 

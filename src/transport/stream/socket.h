@@ -35,21 +35,38 @@ class Fd {
   int fd_ = -1;
 };
 
+using Deadline = std::chrono::steady_clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+// `timeout` from now.
+inline Deadline DeadlineIn(std::chrono::milliseconds timeout) {
+  return std::chrono::steady_clock::now() + timeout;
+}
+
+// The calls below block (each send or receive bounded by the socket's own
+// timeout: SetIoTimeout). `by`: no send or receive starts after it (kTimeout),
+// so a peer that trickles its bytes, each within the socket timeout, cannot
+// stretch the call past `by` plus one socket timeout.
+//
 // Writes every byte of `iov[0..n)`; may modify iov. kRemoteDisconnect on EOF/EPIPE.
-Status SendIov(int fd, struct iovec* iov, int n);
+Status SendIov(int fd, struct iovec* iov, int n, Deadline by = kNoDeadline);
 // SendIov, except that it returns false at once, having sent nothing, when the
 // socket has no room for a first byte (a blocking socket included); true once
-// every byte is sent.
-Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n);
-Status SendAll(int fd, const void* buf, size_t len);
+// every byte is sent. A frame it started ends by `by` (kTimeout after it, the
+// stream then cut mid-frame), whatever the socket's own send timeout.
+Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n, Deadline by);
+Status SendAll(int fd, const void* buf, size_t len, Deadline by = kNoDeadline);
 // Reads exactly the bytes of iov[0..n) (scatter); may modify iov.
-Status RecvIov(int fd, struct iovec* iov, int n);
-Status RecvAll(int fd, void* buf, size_t len);
+Status RecvIov(int fd, struct iovec* iov, int n, Deadline by = kNoDeadline);
+Status RecvAll(int fd, void* buf, size_t len, Deadline by = kNoDeadline);
 // Reads and drops `len` bytes.
-Status Discard(int fd, uint64_t len);
+Status Discard(int fd, uint64_t len, Deadline by = kNoDeadline);
 // Bounds each blocking send/recv on fd by `timeout` (SO_SNDTIMEO / SO_RCVTIMEO);
-// a call that times out fails with a Backend status (EAGAIN).
+// a call that times out without moving a byte fails with kTimeout (one that
+// moved some returns them, and the helpers above go on: see `by`). 0: none.
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout);
+// The same for receives only (SO_RCVTIMEO).
+Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout);
 // Waits until fd is readable. kTimeout after `timeout` (negative: forever).
 Status WaitReadable(int fd, std::chrono::milliseconds timeout);
 

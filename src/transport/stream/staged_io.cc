@@ -59,11 +59,11 @@ Status StagedSender::Prime() {
   return s;
 }
 
-Status StagedSender::Send(int fd, const iovec* head, int n, Status* copy_error) {
+Status StagedSender::Send(int fd, const iovec* head, int n, Status* copy_error, Deadline by) {
   iovec v[3];
   std::copy(head, head + n, v);
   v[n] = {c_.half(0), bytes_[0]};
-  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, n + 1));
+  KVLANE_RETURN_IF_ERROR(SendIov(fd, v, n + 1, by));
   uint64_t left = total_ - bytes_[0];
   for (int h = 1; left != 0; h ^= 1) {
     // Half h holds the next window once its copies finish; half h^1 is free
@@ -75,13 +75,14 @@ Status StagedSender::Send(int fd, const iovec* head, int n, Status* copy_error) 
       if (!copy_error->ok()) Drain();
     }
     const size_t bytes = std::min<uint64_t>(c_.capacity(), left);
-    KVLANE_RETURN_IF_ERROR(SendAll(fd, c_.half(h), bytes));
+    KVLANE_RETURN_IF_ERROR(SendAll(fd, c_.half(h), bytes, by));
     left -= bytes;
   }
   return Status::Ok();
 }
 
-Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error) {
+Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error,
+                  Deadline by) {
   uint64_t left = Total(ranges);
   RangeCursor at(ranges);
   bool pending[DeviceCopier::kHalves] = {};
@@ -95,7 +96,7 @@ Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status
   for (int h = 0; left != 0 && socket.ok(); h ^= 1) {
     settle(h);  // its earlier copies still read it
     const size_t n = std::min<uint64_t>(c.capacity(), left);
-    socket = RecvAll(fd, c.half(h), n);
+    socket = RecvAll(fd, c.half(h), n, by);
     left -= n;
     if (!socket.ok() || !copy_error->ok()) continue;  // keep reading: the stream stays framed
     size_t took = 0;

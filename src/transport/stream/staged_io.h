@@ -8,6 +8,7 @@
 #include <span>
 
 #include "core/device_copier.h"
+#include "transport/stream/socket.h"
 
 namespace kvlane::core {
 
@@ -47,8 +48,9 @@ class StagedSender {
   // the promised bytes go out as filler and the error lands in *copy_error (the
   // caller tells the peer those bytes are void). The returned status is the
   // socket's: an error there leaves the stream broken.
+  // No send starts after `by` (socket.h).
   // REQUIRES: Prime() returned ok.
-  Status Send(int fd, const iovec* head, int n, Status* copy_error);
+  Status Send(int fd, const iovec* head, int n, Status* copy_error, Deadline by = kNoDeadline);
 
  private:
   Status Fill(int h);  // queues the next window into half h
@@ -65,7 +67,9 @@ class StagedSender {
 // Receives exactly the bytes of `ranges` from `fd` into device memory. The
 // socket is read to the end even after a copy fails, so the stream stays
 // framed: a socket error is the returned status (the stream is broken), the
-// first copy error goes to *copy_error. Every copy has finished on return.
-Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error);
+// first copy error goes to *copy_error. Every copy has finished on return. No
+// receive starts after `by` (socket.h).
+Status RecvStaged(DeviceCopier& c, int fd, std::span<const iovec> ranges, Status* copy_error,
+                  Deadline by = kNoDeadline);
 
 }  // namespace kvlane::core

@@ -38,10 +38,18 @@ StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const ch
 Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, PayloadMode mode,
                                                      const char* name, const Dialer& dial) {
   std::unique_ptr<StreamChannel> ch(new StreamChannel(ctx, mode, name));
+  // A receive that gets no byte for io_timeout fails (a peer that stops half
+  // way through a reply: the lane latches kTimeout). Lanes send without a
+  // timeout: a target sending a long READ reply does not read meanwhile, and
+  // the receiver's io_timeout covers a peer that reads nothing at all. A
+  // notification's send (at most 64 KiB) is bounded too: Notify holds the
+  // control connection, which transfers' notifications and Close wait for.
   KVLANE_ASSIGN_OR_RETURN(ch->control_, dial(ConnRole::kControl));
+  KVLANE_RETURN_IF_ERROR(SetIoTimeout(ch->control_.get(), ctx.options.io_timeout));
   for (int i = 0; i < ch->lane_count(); ++i) {
     auto l = std::make_unique<Lane>();
     KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane));
+    KVLANE_RETURN_IF_ERROR(SetRecvTimeout(l->fd.get(), ctx.options.io_timeout));
     l->segs.resize(ch->max_segs_);
     l->send_iov.resize(ch->max_segs_ + 2);
     l->recv_iov.resize(ch->max_segs_);
@@ -105,7 +113,7 @@ Result<bool> StreamChannel::SendItem(Lane& l, const WorkItem& w, bool if_room) {
   uint32_t n = c.seg_end - c.seg_begin;
   iovec* v = l.send_iov.data();
   auto send = [&](int count) -> Result<bool> {
-    if (if_room) return SendIovIfRoom(l.fd.get(), v, count);
+    if (if_room) return SendIovIfRoom(l.fd.get(), v, count, DeadlineIn(io_timeout_));
     KVLANE_RETURN_IF_ERROR(SendIov(l.fd.get(), v, count));
     return true;
   };
