@@ -131,3 +131,35 @@ def test_adjacent_descriptors_merge(local_pair):
     t.post()
     assert t.wait(10) == kvlane.Code.OK
     assert first_mismatch(dst, src) == -1
+
+
+def test_threads_post_their_own_transfers(local_pair):
+    import threading
+    a, b = local_pair
+    n, threads, rounds = 128 << 10, 4, 50
+    srcs = [bytearray(n) for _ in range(threads)]
+    dsts = [bytearray(n) for _ in range(threads)]
+    ra = [a.register_memory(s) for s in srcs]
+    rb = [b.register_memory(d) for d in dsts]
+    connect(a, b)
+    ts = [a.make_transfer("write", a.prepare_local([(ra[i].addr, n)]),
+                          a.prepare_remote("b", [(rb[i].addr, n)])) for i in range(threads)]
+    errors = []
+
+    def run(i):
+        try:
+            for r in range(rounds):
+                want = pattern(1000 * i + r, n)
+                srcs[i][:] = want
+                ts[i].post()
+                assert ts[i].wait(10) == kvlane.Code.OK  # GIL released: the others go on
+                assert first_mismatch(dsts[i], want) == -1, f"thread {i} round {r}"
+        except Exception as e:  # reported by the main thread
+            errors.append(e)
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert not errors, errors
