@@ -21,7 +21,10 @@ JOBS=${JOBS:-2}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 TSAN_SOAK_REQUESTS=${TSAN_SOAK_REQUESTS:-20000}
 STAGES=${STAGES:-"asan tsan cuda fuzz"}
-COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLANE_BUILD_TOOLS=OFF -DKVLANE_BUILD_BENCH=OFF -DKVLANE_CUDA=OFF)
+# No Python module: a sanitized module loads only with the sanitizer runtime
+# preloaded into the interpreter (its tests run in the plain suite, scripts/test.sh).
+COMMON=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLANE_BUILD_TOOLS=OFF -DKVLANE_BUILD_BENCH=OFF -DKVLANE_CUDA=OFF
+        -DKVLANE_PYTHON=OFF)
 # Tests that cannot run under a sanitizer, by label (none today). Documented in
 # docs/SECURITY.md; never exclude silently.
 SANITIZER_EXCLUDE_LABELS="gpu"

@@ -1,0 +1,110 @@
+// PyAgent: the object behind kvlane.Agent. Owns the engine Agent and pins the
+// Python buffers registered with it. PyRegion and PyPrepared are the values
+// its calls hand out (kvlane.Region, kvlane.Prepared).
+//
+// Thread-safety: used with the GIL held, which guards its own state. Calls that
+// may block release the GIL around the engine call only (Blocking); Close()
+// refuses while one is in flight, so the engine agent is never destroyed under
+// a call.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "kvlane/agent.h"
+#include "pybind.h"
+
+namespace kvlane::python {
+
+// A registered region, as register_memory returns it.
+struct PyRegion {
+  uint64_t owner = 0;  // PyAgent::serial() of the agent that registered it
+  RegionId id;
+  uint64_t addr = 0;
+  uint64_t length = 0;
+  MemoryKind kind = MemoryKind::kHost;
+  int32_t device = 0;
+  bool read_only = false;
+};
+
+// A prepared descriptor list, as prepare_local / prepare_remote return it.
+struct PyPrepared {
+  uint64_t owner = 0;  // PyAgent::serial()
+  PreparedId id;
+  size_t count = 0;  // descriptors
+  std::string peer;  // empty for a local list
+  MemoryKind kind = MemoryKind::kHost;
+};
+
+// Holds a buffer export of a Python object. While it is held the exporter may
+// not resize or free that memory (bytearray and numpy refuse to resize).
+// REQUIRES: the GIL, to create and to destroy.
+class BufferPin {
+ public:
+  // Raises BufferError (from the exporter) unless `obj` is writable and contiguous.
+  explicit BufferPin(py::handle obj);
+  ~BufferPin() { PyBuffer_Release(&view_); }
+  BufferPin(const BufferPin&) = delete;
+  BufferPin& operator=(const BufferPin&) = delete;
+  void* data() const { return view_.buf; }
+  uint64_t size() const { return static_cast<uint64_t>(view_.len); }
+
+ private:
+  Py_buffer view_{};
+};
+
+class PyAgent {
+ public:
+  explicit PyAgent(std::unique_ptr<Agent> agent);
+  ~PyAgent();  // Close(), whatever is in flight (nothing can be: calls hold a reference)
+  PyAgent(const PyAgent&) = delete;
+  PyAgent& operator=(const PyAgent&) = delete;
+
+  // Process-unique: tells this agent's regions and lists from another's.
+  uint64_t serial() const { return serial_; }
+  bool closed() const { return agent_ == nullptr; }
+  // The engine agent. ValueError once closed.
+  Agent& agent();
+  // Runs fn(Agent&) with the GIL released and returns its result. ValueError
+  // once closed. `fn` must not touch Python objects.
+  template <typename F>
+  auto Blocking(F&& fn);
+  // Destroys the engine agent (GIL released), then lets go of every pinned
+  // buffer. RuntimeError while another thread is inside a call of this agent.
+  // Idempotent.
+  void Close();
+  // ValueError unless `owner` is this agent's serial.
+  void CheckOwner(uint64_t owner, const char* what) const;
+
+  // register_memory and deregister_memory (agent_memory.cc).
+  PyRegion Register(py::handle target, std::optional<uint64_t> length, MemoryKind kind,
+                    int32_t device, bool read_only);
+  void Deregister(const PyRegion& region);
+
+ private:
+  void Destroy();
+
+  const uint64_t serial_;
+  // By RegionId. Declared before agent_ so that it is destroyed after it; Close()
+  // orders the two explicitly as well.
+  std::map<uint64_t, std::unique_ptr<BufferPin>> pins_;
+  std::unique_ptr<Agent> agent_;
+  int busy_ = 0;  // Blocking calls in flight (GIL-guarded)
+};
+
+template <typename F>
+auto PyAgent::Blocking(F&& fn) {
+  Agent& a = agent();
+  ++busy_;
+  struct Leave {
+    int* busy;
+    ~Leave() { --*busy; }
+  } leave{&busy_};                  // runs after `unlocked`: with the GIL back
+  py::gil_scoped_release unlocked;  // the engine never calls into Python
+  return fn(a);
+}
+
+}  // namespace kvlane::python

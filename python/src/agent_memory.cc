@@ -1,0 +1,51 @@
+// register_memory / deregister_memory: a Python buffer stays exported (pinned)
+// for as long as its region is registered; a raw address is the caller's to
+// keep alive.
+#include "agent.h"
+#include "status.h"
+
+namespace kvlane::python {
+
+BufferPin::BufferPin(py::handle obj) {
+  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS) != 0)
+    throw py::error_already_set();
+}
+
+PyRegion PyAgent::Register(py::handle target, std::optional<uint64_t> length, MemoryKind kind,
+                           int32_t device, bool read_only) {
+  std::unique_ptr<BufferPin> pin;
+  uint64_t addr = 0;
+  if (PyLong_Check(target.ptr()) && !PyBool_Check(target.ptr())) {
+    addr = PyLong_AsUnsignedLongLong(target.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      throw py::value_error("an address is a non-negative int below 2**64");
+    }
+    if (!length) throw py::type_error("register_memory(addr, length): an address needs a length");
+  } else {
+    if (kind != MemoryKind::kHost)
+      throw py::value_error("a buffer object is host memory; pass device memory as an int address");
+    pin = std::make_unique<BufferPin>(target);
+    addr = reinterpret_cast<uint64_t>(pin->data());
+    if (length && *length > pin->size())
+      throw py::value_error("length " + std::to_string(*length) + " exceeds the buffer's " +
+                            std::to_string(pin->size()) + " bytes");
+    if (!length) length = pin->size();
+  }
+  const Access access = read_only ? Access::kReadOnly : Access::kReadWrite;
+  Result<RegionId> id = Blocking([&](Agent& a) {
+    return a.RegisterMemory(reinterpret_cast<void*>(addr), *length, kind, device, access);
+  });
+  if (!id.ok()) Raise(id.status());
+  if (pin) pins_[id.value().value] = std::move(pin);
+  return PyRegion{serial_, id.value(), addr, *length, kind, device, read_only};
+}
+
+void PyAgent::Deregister(const PyRegion& region) {
+  CheckOwner(region.owner, "this region");
+  // Waits for remote accesses in flight; only then may the buffer go.
+  RaiseIfError(Blocking([&](Agent& a) { return a.DeregisterMemory(region.id); }));
+  pins_.erase(region.id.value);
+}
+
+}  // namespace kvlane::python

@@ -1,0 +1,34 @@
+// Status in Python: kvlane.Code (the engine's Code enum) and kvlane.Error (the
+// exception every engine error becomes; both defined by BindStatus). Every
+// function here needs the GIL and BindStatus to have run.
+#pragma once
+
+#include <utility>
+
+#include "kvlane/status.h"
+#include "pybind.h"
+
+namespace kvlane::python {
+
+// A kvlane.Error for `s` (not raised): .code, .message, str() "code-name: message".
+// REQUIRES: s.is_error().
+py::object MakeError(const Status& s);
+
+// Raises `s` as kvlane.Error. REQUIRES: s.is_error().
+[[noreturn]] void Raise(const Status& s);
+
+// kvlane.Code.OK or IN_PROGRESS for a non-error Status; raises an error.
+// Cheap: the two objects are made once, at import.
+py::object CodeOrRaise(const Status& s);
+
+inline void RaiseIfError(const Status& s) {
+  if (s.is_error()) Raise(s);
+}
+
+template <typename T>
+T ValueOrRaise(Result<T> r) {
+  if (!r.ok()) Raise(r.status());
+  return std::move(r).value();
+}
+
+}  // namespace kvlane::python

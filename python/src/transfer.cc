@@ -1,0 +1,117 @@
+#include "transfer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "status.h"
+
+namespace kvlane::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Posts of more chunks than this release the GIL: queueing them takes long
+// enough to pay for it. Smaller ones keep it (a post never allocates and only
+// blocks on a full lane ring, see AgentOptions::post_timeout).
+constexpr uint32_t kUnlockedPostChunks = 64;
+// wait() blocks in slices this long and looks for signals (Ctrl-C) between them.
+constexpr std::chrono::nanoseconds kWaitSlice = std::chrono::milliseconds(100);
+// A dropped transfer waits this long for a lane that still owns its request.
+constexpr std::chrono::nanoseconds kDropWait = std::chrono::seconds(60);
+
+}  // namespace
+
+PyTransfer::PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks)
+    : owner_(std::move(owner)),
+      agent_(owner_.cast<PyAgent*>()),
+      handle_(handle),
+      op_(op),
+      chunks_(chunks) {}
+
+PyAgent& PyTransfer::Use() {
+  if (released()) throw py::value_error("the kvlane.Transfer is released");
+  if (busy_)
+    throw std::runtime_error(
+        "a kvlane.Transfer is used by one thread at a time: another thread is inside its "
+        "post(), wait() or release()");
+  agent_->agent();  // raises once closed
+  return *agent_;
+}
+
+template <typename F>
+auto PyTransfer::Blocking(F&& fn) {
+  PyAgent& agent = Use();
+  busy_ = true;
+  struct Leave {
+    bool* busy;
+    ~Leave() { *busy = false; }
+  } leave{&busy_};
+  XferHandle h = handle_;  // the engine works on a copy while the GIL is released
+  auto result = agent.Blocking([&](Agent& a) { return fn(a, h); });
+  handle_ = h;
+  return result;
+}
+
+PyTransfer::~PyTransfer() {
+  if (released() || agent_->closed()) return;
+  try {
+    (void)Blocking([](Agent& a, XferHandle& h) {
+      Status s = a.Release(&h);
+      if (s.code() == Code::kNotAllowed) {  // a lane owns part of it: let it finish
+        (void)a.Wait(h, kDropWait);
+        s = a.Release(&h);
+      }
+      return s;
+    });
+  } catch (...) {
+    // A destructor does not raise; a slot it could not release stays taken.
+  }
+}
+
+py::object PyTransfer::Post() {
+  if (chunks_ <= kUnlockedPostChunks) return CodeOrRaise(Use().agent().Post(&handle_));
+  return CodeOrRaise(Blocking([](Agent& a, XferHandle& h) { return a.Post(&h); }));
+}
+
+py::object PyTransfer::Check() {
+  if (released()) throw py::value_error("the kvlane.Transfer is released");
+  return CodeOrRaise(agent_->agent().Check(handle_));  // no busy check: one load
+}
+
+py::object PyTransfer::Wait(std::optional<double> timeout_s) {
+  std::optional<Clock::time_point> deadline;
+  if (timeout_s) {
+    if (!std::isfinite(*timeout_s) || *timeout_s < 0)
+      throw py::value_error("timeout_s must be None or a finite number >= 0");
+    const std::chrono::duration<double> t(std::min(*timeout_s, 1e9));
+    deadline = Clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(t);
+  }
+  for (;;) {
+    std::chrono::nanoseconds slice = kWaitSlice;
+    if (deadline) slice = std::clamp<std::chrono::nanoseconds>(*deadline - Clock::now(), {}, slice);
+    Status s = Blocking([&](Agent& a, XferHandle& h) {
+      Status w = a.Wait(h, slice);
+      // kTimeout is also a terminal code: Check tells the two apart.
+      return w.code() == Code::kTimeout ? a.Check(h) : w;
+    });
+    if (!s.in_progress() || (deadline && Clock::now() >= *deadline)) return CodeOrRaise(s);
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+}
+
+void PyTransfer::Cancel() { RaiseIfError(Use().agent().Cancel(handle_)); }
+
+void PyTransfer::Release() {
+  if (released()) return;
+  if (agent_->closed()) {  // the handle went with its agent
+    handle_ = XferHandle{};
+    return;
+  }
+  RaiseIfError(Blocking([](Agent& a, XferHandle& h) { return a.Release(&h); }));
+}
+
+XferInfo PyTransfer::Describe() { return ValueOrRaise(Use().agent().Describe(handle_)); }
+
+}  // namespace kvlane::python

@@ -1,0 +1,30 @@
+"""Helpers of the kvlane Python tests (imported by the tests and by peer.py)."""
+import random
+
+import kvlane
+
+
+def pattern(seed, n):
+    """n deterministic bytes for `seed` (the same in every process)."""
+    return random.Random(seed).randbytes(n)
+
+
+def first_mismatch(got, want):
+    """Index of the first differing byte, or -1 (a readable assert message)."""
+    if bytes(got) == bytes(want):
+        return -1
+    if len(got) != len(want):
+        return min(len(got), len(want))
+    return next(i for i, (x, y) in enumerate(zip(got, want)) if x != y)
+
+
+def make_pair(transport, **options):
+    """Agents "a" and "b" in this process that may use only `transport`."""
+    a = kvlane.Agent("a", transports=[transport], **options)
+    b = kvlane.Agent("b", transports=[transport], **options)
+    return a, b
+
+
+def connect(frm, to):
+    """Loads `to`'s current metadata into `frm` (again after `to` registers)."""
+    assert frm.load_peer(to.export_metadata()) == to.name

@@ -1,0 +1,112 @@
+"""Two processes (this one and peer.py), metadata exchanged through a pipe or
+fetched from the child's metadata listener; shm and tcp; every byte checked."""
+import os
+import queue
+import subprocess
+import sys
+import threading
+
+import pytest
+
+import kvlane
+from kvtest import first_mismatch, pattern
+
+SIZE = 8 << 20
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer.py")
+
+
+class Child:
+    """peer.py in a subprocess; ask() sends one command and returns its reply."""
+
+    def __init__(self, transport, listen=""):
+        self.transport = transport
+        args = [sys.executable, "-u", PEER, transport, str(SIZE)] + ([listen] if listen else [])
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+        ready, meta, addr, port = self.reply().split()
+        assert ready == "ready"
+        self.meta, self.addr, self.port = bytes.fromhex(meta), int(addr), int(port)
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put(None)  # exited
+
+    def reply(self, timeout=60):
+        line = self.lines.get(timeout=timeout)
+        assert line is not None, f"peer.py exited with {self.proc.wait()}"
+        return line
+
+    def ask(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self.reply()
+
+    def quit(self):
+        assert self.ask("fill 0") == "ok"  # still serving after the transfers
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        return self.proc.wait(timeout=60)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def child(request):
+    c = Child(*request.param)
+    yield c
+    c.kill()
+
+
+@pytest.mark.parametrize("child", [("shm",), ("tcp",)], indirect=True, ids=["shm", "tcp"])
+def test_write_read_and_notify_across_processes(child):
+    transport = child.transport
+    with kvlane.Agent("parent", transports=[transport]) as a:
+        src, back = bytearray(pattern(11, SIZE)), bytearray(SIZE)
+        rs, rback = a.register_memory(src), a.register_memory(back)
+        assert a.load_peer(child.meta) == "child"
+        assert a.peer_transport("child") == transport
+        remote = a.prepare_remote("child", [(child.addr, SIZE)])
+
+        w = a.make_transfer("write", a.prepare_local([(rs.addr, SIZE)]), remote)
+        w.post()
+        assert w.wait(30) == kvlane.Code.OK
+        assert child.ask("verify 11") == "ok"
+
+        assert child.ask("fill 12") == "ok"
+        r = a.make_transfer("read", a.prepare_local([(rback.addr, SIZE)]), remote)
+        r.post()
+        assert r.wait(30) == kvlane.Code.OK
+        assert first_mismatch(back, pattern(12, SIZE)) == -1
+
+        # The same WRITE again with new bytes and a notification: the child checks
+        # its buffer as soon as the notification arrives.
+        for epoch in (13, 14):
+            src[:] = pattern(epoch, SIZE)
+            n = a.make_transfer("write", a.prepare_local([(rs.addr, SIZE)]), remote,
+                                notif=b"epoch %d" % epoch)
+            n.post()
+            assert child.ask(f"notif {epoch}") == "ok parent:" + (b"epoch %d" % epoch).hex()
+            assert n.wait(30) == kvlane.Code.OK
+        assert a.peer_error("child") is None
+        assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("tcp", "127.0.0.1:0")], indirect=True, ids=["tcp"])
+def test_fetch_metadata_from_the_listener(child):
+    assert child.port > 0
+    blob = kvlane.fetch_metadata(f"127.0.0.1:{child.port}", timeout_s=10)
+    with kvlane.Agent("parent", transports=["tcp"]) as a:
+        assert a.load_peer(blob) == "child"
+        src = bytearray(pattern(21, SIZE))
+        rs = a.register_memory(src)
+        w = a.make_transfer("write", a.prepare_local([(rs.addr, SIZE)]),
+                            a.prepare_remote("child", [(child.addr, SIZE)]))
+        w.post()
+        assert w.wait(30) == kvlane.Code.OK
+        assert child.ask("verify 21") == "ok"
+        assert child.quit() == 0
