@@ -72,6 +72,7 @@ const Field kFields[] = {
     Secs<&AgentOptions::connect_timeout>("connect_timeout_s"),
     Secs<&AgentOptions::io_timeout>("io_timeout_s"),
     Secs<&AgentOptions::spin>("spin_s"),
+    Plain<&AgentOptions::post_inline_bytes>("post_inline_bytes", "int"),
     Plain<&AgentOptions::worker_cpus>("worker_cpus", "list of int"),
     Plain<&AgentOptions::max_notification_bytes>("max_notification_bytes", "int"),
     {"staging_copy", "str",

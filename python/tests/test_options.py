@@ -10,7 +10,7 @@ def test_keywords_reach_the_engine():
                 lanes_per_peer=3, chunk_bytes=1 << 20, max_segments_per_chunk=64,
                 merge_adjacent=False, stripe_min_bytes=4 << 20, lane_ring_slots=1024,
                 max_requests=128, piece_bytes=1 << 30, post_timeout_s=2.5,
-                connect_timeout_s=1.0, io_timeout_s=3.0, spin_s=20e-6,
+                connect_timeout_s=1.0, io_timeout_s=3.0, spin_s=20e-6, post_inline_bytes=0,
                 max_notification_bytes=1 << 20, staging_copy="kernel", cuda_proxy_blocks=2,
                 cuda_proxy_max_bytes=4096, cuda_proxy_idle_exit_s=0.002,
                 cuda_proxy_renew_every_s=0.0005, worker_cpus=[])
