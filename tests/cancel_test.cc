@@ -83,6 +83,27 @@ TEST_P(CancelTest, QueuedCancelsOwnedRefuses) {
   EXPECT_TRUE(a().Release(&small.value()).ok());
 }
 
+// Wait with nanoseconds::max() ("forever") waits for a request still in
+// flight: the deadline saturates instead of wrapping into the past.
+TEST_P(CancelTest, WaitForeverWaitsForTheEnd) {
+  auto h = MakeSimple(a(), "b", Op::kWrite, src_.data(), small_.data(), kSmall);
+  ASSERT_TRUE(h.ok());
+  Status waited;
+  {
+    RemoteStall stall(b());
+    ASSERT_EQ(a().Post(&h.value()).code(), Code::kInProgress);
+    std::thread later([&stall] {
+      std::this_thread::sleep_for(100ms);
+      stall.Release();
+    });
+    waited = a().Wait(h.value(), std::chrono::nanoseconds::max());
+    later.join();
+  }
+  EXPECT_TRUE(waited.ok()) << waited.ToString();
+  EXPECT_EQ(FirstMismatch(small_.data(), kSmall, 21), -1);
+  EXPECT_TRUE(a().Release(&h.value()).ok());
+}
+
 // Release of a queued request cancels it first and frees the slot.
 TEST_P(CancelTest, ReleaseOfQueuedRequestCancelsIt) {
   auto big = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), kBig);

@@ -91,7 +91,8 @@ class Agent {
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
   // kNotFound when the handle is stale (slot reposted or released).
   Status Check(const XferHandle& handle) const;
-  // Blocks until the request ends or `timeout` passes (then kTimeout).
+  // Blocks until the request ends or `timeout` passes (then kTimeout);
+  // nanoseconds::max() waits without a limit.
   Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;
   // Cancels a request whose chunks no lane has started (then kOk; it ends as
   // kCanceled). A request a lane still owns: kNotAllowed, handle stays valid.

@@ -126,7 +126,10 @@ Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
 }
 
 Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) const {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // Saturated: nanoseconds::max() ("forever") must not wrap into the past.
+  const auto deadline = timeout >= Clock::time_point::max() - start ? Clock::time_point::max() : start + timeout;
   auto spin_until = std::chrono::steady_clock::now() + ctx_.options.spin;
   for (;;) {
     Status s = Check(h);
