@@ -359,6 +359,12 @@ TEST_P(HostilePeerTest, TrickledPayloadLetsGoOfTheRegistryAtTheFrameDeadline) {
 // accept succeeds (which needs a descriptor), so a connection queued meanwhile
 // is served once another one ends.
 TEST_P(HostilePeerTest, ListenerOutOfDescriptorsWaitsAndRecovers) {
+#if defined(KVLANE_UBSAN)
+  // The first connection's thread ends while no descriptor is free, and
+  // UBSan's vptr check of its std::thread state probes memory through a pipe
+  // (two descriptors): it reports a false "invalid vptr" and aborts.
+  GTEST_SKIP() << "UBSan needs free descriptors when a thread exits (docs/SECURITY.md)";
+#endif
   core::Fd first = UnconnectedSocket(GetParam());
   core::Fd late = UnconnectedSocket(GetParam());
   ASSERT_TRUE(first.valid() && late.valid());
