@@ -2,6 +2,8 @@
 // the stream transports: the socket call that never waits before its first
 // byte, and posting threads racing the lane's sender thread on one lane.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -90,6 +92,47 @@ TEST(SendIovIfRoom, AFrameStartedEndsByTheDeadline) {
   EXPECT_EQ(sent.status().code(), Code::kTimeout) << sent.status().ToString();
   EXPECT_GE(took, 250ms);
   EXPECT_LT(took, 5s);
+}
+
+// A started frame ends by the deadline even when signals keep interrupting
+// the wait for room (a profiler's SIGPROF, a runtime's preemption signal):
+// each EINTR must not restart a full poll timeout.
+TEST(SendIovIfRoom, AFrameStartedEndsByTheDeadlineUnderSignals) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) {};
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  core::Fd a(sv[0]), b(sv[1]);
+  std::vector<uint8_t> frame(4u << 20);  // more than a unix socket buffers; nobody reads
+  std::atomic<bool> done{false};
+  std::atomic<pthread_t> sender_tid{};
+  std::atomic<bool> ready{false};
+  Result<bool> sent = false;
+  std::chrono::steady_clock::duration took{};
+  std::thread sender([&] {
+    sender_tid.store(pthread_self());
+    ready.store(true);
+    iovec v{frame.data(), frame.size()};
+    const auto t0 = std::chrono::steady_clock::now();
+    sent = core::SendIovIfRoom(a.get(), &v, 1, core::DeadlineIn(300ms));
+    took = std::chrono::steady_clock::now() - t0;
+    done.store(true);
+  });
+  while (!ready.load()) std::this_thread::yield();
+  // A signal every 5 ms, for at most 3 s (then the call may end on its own).
+  const auto stop = std::chrono::steady_clock::now() + 3s;
+  while (!done.load() && std::chrono::steady_clock::now() < stop) {
+    pthread_kill(sender_tid.load(), SIGUSR1);
+    std::this_thread::sleep_for(5ms);
+  }
+  sender.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  ASSERT_FALSE(sent.ok());
+  EXPECT_EQ(sent.status().code(), Code::kTimeout) << sent.status().ToString();
+  EXPECT_LT(took, 2s) << "the deadline (300 ms) was overrun while signals arrived";
 }
 
 // Four posting threads share one lane: two post 4 KiB WRITEs and READs (sent

@@ -19,6 +19,10 @@ bool Channel::BeginChunk(const WorkItem& w) {
   return (prev & kCanceledBit) == 0;
 }
 
+void Channel::UnbeginChunk(const WorkItem& w) {
+  w.req->ctl.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 void Channel::RetireHead(int lane, const Status& s) {
   LaneQueue& q = *queues_[lane];
   const WorkItem w = *q.PeekRetire();

@@ -49,6 +49,9 @@ class Channel {
   // transport may issue it on that thread, in ticket order (bounded work, no
   // allocation, no waiting for the lane's threads).
   virtual void Kick(int lane) { (void)lane; }
+  // Whether Kick wakes the lane's threads itself for whatever it leaves
+  // queued: a post to one lane then queues without ringing (LaneQueue::Push).
+  virtual bool kick_rings() const { return false; }
   // Called by a posting thread before it queues anything: a transport may
   // move the whole post `r` (its generation and records set, every chunk
   // pending) on `lane` at once, without a queue item, when nothing is queued
@@ -69,6 +72,9 @@ class Channel {
   // A lane is about to move chunk `w`. False: the request was canceled; the
   // lane must retire it without touching memory.
   static bool BeginChunk(const WorkItem& w);
+  // Takes back a BeginChunk whose chunk then moved nothing and stays queued
+  // (an inline send that found no room): Cancel may take it again.
+  static void UnbeginChunk(const WorkItem& w);
   // Retires the oldest issued item of `lane` with status `s`.
   void RetireHead(int lane, const Status& s);
   // Retires the oldest issued item of `lane`, a whole post that a device

@@ -18,7 +18,7 @@ LaneQueue::LaneQueue(uint32_t slots) : mask_(slots - 1), cells_(new Cell[slots])
 }
 
 Status LaneQueue::Push(const WorkItem& item, std::chrono::steady_clock::time_point deadline,
-                       const std::atomic<bool>& abandon) {
+                       const std::atomic<bool>& abandon, bool ring) {
   uint32_t spins = 0;
   uint64_t t = tail_.load(std::memory_order_relaxed);
   for (;;) {
@@ -30,8 +30,7 @@ Status LaneQueue::Push(const WorkItem& item, std::chrono::steady_clock::time_poi
         cell.item = item;
         // Release pairs with the acquire in PeekIssue(): the item is written.
         cell.seq.store(t + 1, std::memory_order_release);
-        doorbell_.fetch_add(1, std::memory_order_seq_cst);
-        if (sleepers_.load(std::memory_order_seq_cst) != 0) doorbell_.notify_all();
+        if (ring) Ring();
         return Status::Ok();
       }
       continue;  // t reloaded by the failed CAS
@@ -40,7 +39,12 @@ Status LaneQueue::Push(const WorkItem& item, std::chrono::steady_clock::time_poi
       t = tail_.load(std::memory_order_relaxed);
       continue;
     }
-    // Ring full: wait for the retire side.
+    // Ring full: wait for the retire side, which needs the issue side awake
+    // (items queued without a ring included).
+    if (!ring) {
+      Ring();
+      ring = true;
+    }
     if (abandon.load(std::memory_order_acquire)) return Status::Canceled("lane closed while posting");
     if (std::chrono::steady_clock::now() > deadline)
       return Status::Timeout("lane ring stayed full for the whole post timeout");

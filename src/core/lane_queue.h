@@ -32,8 +32,15 @@ class LaneQueue {
   // Reserves the next ticket and publishes `item`; waits (spin, then sleep) up
   // to `deadline` while the ring is full. kTimeout when it stays full, the
   // latched status when `abandon` becomes true.
+  // `ring` false: the issue side is not woken (the caller then Ring()s, or
+  // hands the item to Channel::Kick, which does when it leaves it queued).
   Status Push(const WorkItem& item, std::chrono::steady_clock::time_point deadline,
-              const std::atomic<bool>& abandon);
+              const std::atomic<bool>& abandon, bool ring = true);
+  // Wakes the issue side if it sleeps (a published item is waiting).
+  void Ring() {
+    doorbell_.fetch_add(1, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) doorbell_.notify_all();
+  }
 
   // Issue side: the next published item, or nullptr.
   WorkItem* PeekIssue();

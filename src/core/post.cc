@@ -65,13 +65,16 @@ Status AgentImpl::Post(XferHandle* h) {
   uint32_t launched = 0;
   Status failure;
   const uint32_t per_item = ch->whole_requests() ? nchunks : 1;
+  // One lane and a Kick that rings for what it leaves: no wake-up of a
+  // sleeping lane thread for a post the Kick sends itself.
+  const bool quiet = ch->kick_rings() && !Striped(*r);
   while (launched < nchunks) {
     if (launched > 0 && Striped(*r)) lane = PickLane(*r, launched, rotation);
     LaneQueue& q = ch->queue(lane);
     const WorkItem item{r, launched, r->gen, per_item};
     const uint64_t bytes = ChunkBytes(item);
     q.AddBytes(bytes);
-    failure = q.Push(item, deadline, ch->closing());
+    failure = q.Push(item, deadline, ch->closing(), /*ring=*/!quiet);
     if (!failure.ok()) {
       q.TakeBytes(bytes);
       r->SetError(failure);
@@ -80,7 +83,11 @@ Status AgentImpl::Post(XferHandle* h) {
     launched += per_item;
   }
   KVLANE_HOP(kHopQueued);
-  if (launched == nchunks) ch->Kick(lane);  // before the drop: the issue starts sooner
+  if (launched == nchunks) {
+    ch->Kick(lane);  // before the drop: the issue starts sooner
+  } else if (quiet && launched > 0) {
+    ch->queue(lane).Ring();  // no Kick: the lane's thread sends what was queued
+  }
   completer_.DropPending(r, int64_t{nchunks - launched} + 1);
   if (launched == nchunks) return Status::InProgress();
   // Failed half way: report only after the launched chunks have drained.

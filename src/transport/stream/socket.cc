@@ -117,10 +117,10 @@ Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n, Deadline by) {
       if (left.count() <= 0)
         return Status::Timeout("the peer stopped reading in the middle of a frame");
       pollfd p{fd, POLLOUT, 0};
-      int prc;
-      KVLANE_SYSCALL_RETRY(
-          prc, poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000))));
-      if (prc < 0) return ErrnoStatus("poll", errno);
+      // No retry here on EINTR: the loop tries again and recomputes what is
+      // left, so a stream of signals cannot stretch the wait past `by`.
+      const int prc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000)));
+      if (prc < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
       continue;
     }
     if (rc < 0) return IoError("sendmsg", errno);

@@ -1,6 +1,9 @@
 #include "transport/stream/stream_channel.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <optional>
 #include <span>
@@ -8,6 +11,7 @@
 
 #include "core/peer_code.h"
 #include "core/request.h"
+#include "core/sys.h"
 #include "transport/notif_queue.h"
 #include "transport/stream/staged_io.h"
 
@@ -49,6 +53,8 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
   for (int i = 0; i < ch->lane_count(); ++i) {
     auto l = std::make_unique<Lane>();
     KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane));
+    l->wake = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+    if (!l->wake.valid()) return ErrnoStatus("eventfd", errno);
     KVLANE_RETURN_IF_ERROR(SetRecvTimeout(l->fd.get(), ctx.options.io_timeout));
     l->segs.resize(ch->max_segs_);
     l->send_iov.resize(ch->max_segs_ + 2);
@@ -79,12 +85,13 @@ uint64_t StreamChannel::FrameBytes(const WorkItem& w) const {
 }
 
 Result<bool> StreamChannel::Issue(int i, Lane& l, WorkItem& w, bool if_room) {
-  // Read by the receiver after AdvanceIssue's release. A frame that found no
-  // room starts again later: a second BeginChunk only counts the chunk twice
-  // as started, which Cancel reads as "a lane owns it" either way.
+  // Read by the receiver after AdvanceIssue's release.
   w.canceled = !BeginChunk(w);
   KVLANE_ASSIGN_OR_RETURN(bool sent, SendItem(l, w, if_room));
-  if (!sent) return false;
+  if (!sent) {  // no room, nothing sent: the chunk is queued again, not started
+    UnbeginChunk(w);
+    return false;
+  }
   ++l.sent;
   queue(i).AdvanceIssue();
   return true;
@@ -93,16 +100,29 @@ Result<bool> StreamChannel::Issue(int i, Lane& l, WorkItem& w, bool if_room) {
 void StreamChannel::Kick(int i) {
   if (inline_bytes_ == 0) return;
   Lane& l = *lanes_[i];
+  LaneQueue& q = queue(i);
+  // The post queued without waking the sender (kick_rings): ring whenever
+  // something may be left queued. A holder of the lock is the sender (awake)
+  // or another poster's Kick, which rings only for what it saw.
   std::unique_lock lock(l.issue_mu, std::try_to_lock);
-  if (!lock.owns_lock()) return;  // the lane's thread, or another poster, is sending
-  if (closing().load(std::memory_order_acquire) || latch().latched()) return;
+  if (!lock.owns_lock()) return q.Ring();
+  if (closing().load(std::memory_order_acquire) || latch().latched()) return q.Ring();
   // Every earlier frame answered: the peer has read them all, so the socket
   // holds nothing of ours that could make this send wait.
-  if (l.replied.load(std::memory_order_acquire) != l.sent) return;
-  WorkItem* w = queue(i).PeekIssue();
-  if (w == nullptr || FrameBytes(*w) > inline_bytes_) return;
+  if (l.replied.load(std::memory_order_acquire) != l.sent) return q.Ring();
+  WorkItem* w = q.PeekIssue();
+  if (w == nullptr) return;  // the sender took it
+  if (FrameBytes(*w) > inline_bytes_) return q.Ring();
   Result<bool> sent = Issue(i, l, *w, /*if_room=*/true);
-  if (!sent.ok()) Fail(i, sent.status());  // the item stays queued: the drain retires it
+  if (!sent.ok()) {
+    Fail(i, sent.status());  // the item stays queued: the drain retires it (Fail wakes the lanes)
+    return;
+  }
+  if (sent.value() && l.receiver_asleep.load(std::memory_order_seq_cst)) {
+    const uint64_t one = 1;  // the receiver's wake-up overlaps the peer's work
+    (void)!write(l.wake.get(), &one, sizeof(one));
+  }
+  if (!sent.value() || q.PeekIssue() != nullptr) q.Ring();  // left, or queued behind ours
 }
 
 Result<bool> StreamChannel::SendItem(Lane& l, const WorkItem& w, bool if_room) {
@@ -287,13 +307,37 @@ Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status*
   return RecvStaged(**copier, l.fd.get(), std::span(l.recv_iov.data(), n), copy);
 }
 
+Status StreamChannel::AwaitReply(Lane& l, bool busy, std::chrono::milliseconds timeout) {
+  if (busy && spin_.count() > 0) {
+    for (auto until = std::chrono::steady_clock::now() + spin_;
+         std::chrono::steady_clock::now() < until;) {
+      pollfd p{l.fd.get(), POLLIN, 0};
+      if (poll(&p, 1, 0) != 0) return Status::Ok();  // readable, or an error the read reports
+    }
+  }
+  l.receiver_asleep.store(true, std::memory_order_seq_cst);
+  pollfd p[2] = {{l.fd.get(), POLLIN, 0}, {l.wake.get(), POLLIN, 0}};
+  int rc;
+  KVLANE_SYSCALL_RETRY(rc, poll(p, 2, static_cast<int>(timeout.count())));
+  l.receiver_asleep.store(false, std::memory_order_relaxed);
+  if (rc < 0) return ErrnoStatus("poll", errno);
+  if (p[0].revents != 0) return Status::Ok();
+  if (p[1].revents != 0) {
+    uint64_t n = 0;
+    (void)!read(l.wake.get(), &n, sizeof(n));
+    return Status::InProgress();
+  }
+  return Status::Timeout("no data from peer within the I/O timeout");
+}
+
 void StreamChannel::Receive(int i) {
   Lane& l = *lanes_[i];
   LaneQueue& q = queue(i);
   auto last = std::chrono::steady_clock::now();
   while (!closing().load(std::memory_order_acquire) && !latch().latched()) {
     bool busy = q.HasUnretired();
-    Status s = WaitReadable(l.fd.get(), busy ? io_timeout_ : std::chrono::milliseconds(1000));
+    Status s = AwaitReply(l, busy, busy ? io_timeout_ : std::chrono::milliseconds(1000));
+    if (s.in_progress()) continue;  // woken: a frame went out, spin for its reply
     if (s.code() == Code::kTimeout) {
       if (busy && std::chrono::steady_clock::now() - last >= io_timeout_) {
         Fail(i, Status::Timeout("peer sent nothing for the whole io_timeout"));

@@ -33,6 +33,7 @@ class StreamChannel final : public Channel {
   // Sends the lane's head frame on the posting thread when it is small and
   // every earlier frame of the lane was answered (AgentOptions::post_inline_bytes).
   void Kick(int lane) override;
+  bool kick_rings() const override { return inline_bytes_ != 0; }
 
  private:
   struct Lane {
@@ -47,6 +48,13 @@ class StreamChannel final : public Channel {
     std::vector<iovec> recv_iov;  // receiver scratch
     uint64_t sent = 0;            // tickets sent
     std::atomic<uint64_t> replied{0};  // tickets retired (written by the receiver only)
+    // Wakes the receiver from its poll when a posting thread sent a frame
+    // (Kick): it then spins on the socket for the reply instead of sleeping
+    // until the reply wakes it. An eventfd; `receiver_asleep` says whether
+    // writing it is worth a syscall (a wake-up lost to the race only costs the
+    // old path: the reply itself ends the poll).
+    Fd wake;
+    std::atomic<bool> receiver_asleep{false};
     // Staging of local device memory (tcp), made at its first use.
     std::unique_ptr<DeviceCopier> send_copier;  // sender's (WRITE payload)
     std::unique_ptr<DeviceCopier> recv_copier;  // receiver's (READ payload)
@@ -67,6 +75,10 @@ class StreamChannel final : public Channel {
   // v[0..1]: the frame's header and segment table.
   Status SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h, iovec* v);
   Status ReceiveOne(Lane& l, int i);
+  // Until the lane's socket is readable (ok), `timeout` passes (kTimeout), or a
+  // posting thread woke the receiver (kInProgress). Spins up to `spin` first
+  // while the lane has a frame awaiting its reply.
+  Status AwaitReply(Lane& l, bool busy, std::chrono::milliseconds timeout);
   // A READ reply's payload into local device memory: *copy gets a staging error.
   Status ReceivePayload(Lane& l, const Request& req, const ChunkPlan& c, const ReplyHeader& r,
                         Status* s);
