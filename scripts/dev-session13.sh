@@ -10,7 +10,8 @@
 # then, with CHECK=all (the default), gpu-check (every gpu-labelled test,
 # cuda_bench, the copier probe, lanebench on cuda). Everything lands in
 # $OUT/$TAG.tar.gz.
-#   usage: [TAG=s13] [ROUNDS=n] [CHECK=all|none] [LB_ARGS=..] bash scripts/dev-session13.sh
+#   usage: [TAG=s13] [ROUNDS=n] [CHECK=all|none] [LB_ARGS=..] [LB_INLINE="0 -1"]
+#          [STREAM_AB="bin .."] [STREAM_ROUNDS=n] bash scripts/dev-session13.sh
 set -u
 export LD_LIBRARY_PATH=$PWD/gpu-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 TAG=${TAG:-s13}
@@ -19,12 +20,18 @@ finish() { tar -C $OUT -czf $OUT/$TAG.tar.gz $TAG && rm -rf $G; }
 trap finish EXIT
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $G/gpus.txt
 echo "host: $(nproc) CPUs; $(uptime)"
-timeout 300 gpu-bin/kvlane_stream_bench --bulk-mib 0 --latency-count ${LAT_COUNT:-2000} --trials 5 \
-  --json $G/stream-latency.json > $G/stream-latency.txt 2>&1
-echo "stream latency rc=$?"; grep -E "^(tcp|shm|case)" $G/stream-latency.txt
+# STREAM_AB names more kvlane_stream_bench builds in gpu-bin (e.g. kvlane_stream_bench_s13a):
+# each runs after this tree's, alternately, STREAM_ROUNDS times (default 1).
+for r in $(seq 1 ${STREAM_ROUNDS:-1}); do
+  for b in kvlane_stream_bench ${STREAM_AB:-}; do
+    timeout 300 gpu-bin/$b --bulk-mib 0 --latency-count ${LAT_COUNT:-2000} --trials 5 \
+      --json $G/stream-latency-$b-$r.json > $G/stream-latency-$b-$r.txt 2>&1
+    echo "stream latency $b round $r rc=$?"; grep -E "^(tcp|shm|case)" $G/stream-latency-$b-$r.txt | grep p50
+  done
+done
 for i in $(seq 1 ${ROUNDS:-1}); do
   for tr in tcp shm; do
-    for b in 0 -1; do
+    for b in ${LB_INLINE:-0 -1}; do
       name=lb-$tr-inline$b-$i
       timeout -k 10 300 gpu-bin/lanebench --transport $tr --post-inline-bytes $b ${LB_ARGS:-} \
         --json $G/$name.json > $G/$name.txt 2>&1
