@@ -69,16 +69,18 @@ struct AgentOptions {
   // frame within it of the frame's first byte (2x at most, however the peer
   // paces its bytes: docs/SECURITY.md), so one chunk must cross the link in it.
   std::chrono::milliseconds io_timeout{10000};
-  std::chrono::microseconds spin{50};         // bounded spinning before a worker sleeps
+  // Bounded spinning before a worker sleeps; a tcp/shm lane's receiver also spins
+  // this long on its socket for the reply to a frame a posting thread sent.
+  std::chrono::microseconds spin{50};
   // tcp, shm: a post whose frame (header, segment table and, for a tcp WRITE from
   // host memory, the payload) is at most this many bytes, on a lane whose earlier
   // frames have all been answered, is sent by the posting thread inside Post: no
-  // wake-up of the lane's thread, and Post takes the sendmsg's few microseconds
-  // instead. The send never waits for socket space before its first byte (a full
-  // socket leaves the frame to the lane's thread); once started, it finishes as the
-  // peer reads, and a peer that stops reading for io_timeout fails the channel
-  // (kTimeout) rather than hold Post. 0: lane threads send every frame. 0..1 MiB,
-  // default 16 KiB.
+  // wake-up of the lane's sender thread (Post takes the sendmsg's few microseconds
+  // instead), and the lane's receiver is woken at once to spin for the reply. The
+  // send never waits for socket space before its first byte (a full socket leaves
+  // the frame to the lane's thread); once started, it finishes as the peer reads,
+  // and a peer that stops reading for io_timeout fails the channel (kTimeout)
+  // rather than hold Post. 0: lane threads send every frame. 0..1 MiB, default 16 KiB.
   uint64_t post_inline_bytes = 16ull << 10;
   // CPUs the agent's own threads run on (lane, server and listener threads, and
   // the threads they start); empty: wherever the creating thread may run.
