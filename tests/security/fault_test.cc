@@ -191,6 +191,8 @@ TEST(SlowPeerTest, StalledPeerTimesOutOthersUnaffectedMemoryBounded) {
 // connection open: a peer that hangs mid-reply, or whose host went away.
 class HalfReplyTarget {
  public:
+  // deaf: after the handshake the target reads nothing at all.
+  explicit HalfReplyTarget(bool deaf = false) : deaf_(deaf) {}
   ~HalfReplyTarget() { Release(); }
 
   std::string Blob() const {
@@ -216,7 +218,7 @@ class HalfReplyTarget {
   void Serve(core::Fd c) {
     if (!AcceptAnyHello(c.get(), agent_id_, secret_)) return;
     std::lock_guard lock(mu_);
-    threads_.emplace_back([fd = c.get()] { AnswerHalf(fd); });
+    if (!deaf_) threads_.emplace_back([fd = c.get()] { AnswerHalf(fd); });
     conns_.push_back(std::move(c));
   }
   static void AnswerHalf(int fd) {
@@ -235,6 +237,7 @@ class HalfReplyTarget {
     (void)core::SendAll(fd, out.data(), out.size());
   }
 
+  const bool deaf_;
   const uint64_t agent_id_ = core::RandomU64() | 1;
   const core::Secret secret_ = [] {
     core::Secret s;
@@ -283,6 +286,37 @@ INSTANTIATE_TEST_SUITE_P(Ops, HalfReplyTest, ::testing::Values(Op::kRead, Op::kW
                          [](const auto& info) {
                            return info.param == Op::kRead ? "Read" : "Write";
                          });
+
+// The peer reads nothing after the handshake, and a WRITE's frame is larger
+// than the sockets buffer: the lane's sender blocks in its send. The request
+// ends with timeout within about io_timeout (the receiver counts a frame stuck
+// in its send as work), not never.
+TEST(DeafTarget, StuckSendEndsWithinTheIoTimeout) {
+  HalfReplyTarget deaf(/*deaf=*/true);
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 1000ms;
+  o.lanes_per_peer = 1;
+  o.chunk_bytes = 64 << 20;  // one frame, far more than loopback buffers
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  std::vector<uint8_t> buf(64 << 20);
+  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
+  ASSERT_TRUE(a->LoadPeer(deaf.Blob()).ok());
+  auto h = MakeSimple(*a, "half", Op::kWrite, buf.data(), reinterpret_cast<void*>(1ull << 40),
+                      buf.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  XferHandle x = h.value();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(a->Post(&x).is_error());
+  Status s = a->Wait(x, 8s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, o.io_timeout * 2 + 2s);
+  deaf.Release();  // unblocks a stuck sender, so that the agent can go either way
+  EXPECT_TRUE(a->Release(&x).ok());
+}
 
 // The peer acknowledges a notification with half a reply and then stalls:
 // SendNotification returns within about io_timeout (it holds the channel's

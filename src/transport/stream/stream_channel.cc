@@ -212,7 +212,9 @@ void StreamChannel::Send(int i) {
     }
     WorkItem* w = q.PeekIssue();  // nullptr: the poster sent it
     if (w == nullptr) continue;
+    l.sending.store(true, std::memory_order_release);
     Result<bool> s = Issue(i, l, *w, /*if_room=*/false);
+    l.sending.store(false, std::memory_order_release);
     if (!s.ok()) {
       Fail(i, s.status());
       break;
@@ -335,7 +337,9 @@ void StreamChannel::Receive(int i) {
   LaneQueue& q = queue(i);
   auto last = std::chrono::steady_clock::now();
   while (!closing().load(std::memory_order_acquire) && !latch().latched()) {
-    bool busy = q.HasUnretired();
+    // A frame stuck in its send counts too: the peer reads nothing, and only
+    // Fail's shutdown ends that send.
+    bool busy = q.HasUnretired() || l.sending.load(std::memory_order_acquire);
     Status s = AwaitReply(l, busy, busy ? io_timeout_ : std::chrono::milliseconds(1000));
     if (s.in_progress()) continue;  // woken: a frame went out, spin for its reply
     if (s.code() == Code::kTimeout) {

@@ -47,6 +47,9 @@ class StreamChannel final : public Channel {
     std::vector<iovec> send_iov;  // send scratch
     std::vector<iovec> recv_iov;  // receiver scratch
     uint64_t sent = 0;            // tickets sent
+    // The sender thread is inside a frame's send: the receiver counts the lane
+    // as busy, so a peer that stops reading fails it after io_timeout.
+    std::atomic<bool> sending{false};
     std::atomic<uint64_t> replied{0};  // tickets retired (written by the receiver only)
     // Wakes the receiver from its poll when a posting thread sent a frame
     // (Kick): it then spins on the socket for the reply instead of sleeping
