@@ -137,7 +137,7 @@ Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) co
   const auto start = Clock::now();
   // Saturated: nanoseconds::max() ("forever") must not wrap into the past.
   const auto deadline = timeout >= Clock::time_point::max() - start ? Clock::time_point::max() : start + timeout;
-  auto spin_until = std::chrono::steady_clock::now() + ctx_.options.spin;
+  const auto spin_until = start + ctx_.options.spin;
   for (;;) {
     Status s = Check(h);
     if (!s.in_progress()) return s;

@@ -28,7 +28,8 @@ timeval ToTimeval(std::chrono::milliseconds t) {
   return {static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
 }
 
-// Drops `done` bytes from the front of iov[*first..n).
+// Drops `done` bytes from the front of iov[*first..n); *first then names the
+// first entry with bytes left (empty entries are stepped over too).
 void Advance(struct iovec* iov, int n, int* first, size_t done) {
   while (*first < n && done >= iov[*first].iov_len) done -= iov[(*first)++].iov_len;
   if (*first < n) {
@@ -96,7 +97,6 @@ Status SendIov(int fd, struct iovec* iov, int n, Deadline by) {
     KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL));
     if (rc < 0) return IoError("sendmsg", errno);
     Advance(iov, n, &first, static_cast<size_t>(rc));
-    while (first < n && iov[first].iov_len == 0) ++first;
   }
   return Status::Ok();
 }
@@ -126,7 +126,6 @@ Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n, Deadline by) {
     if (rc < 0) return IoError("sendmsg", errno);
     started = true;
     Advance(iov, n, &first, static_cast<size_t>(rc));
-    while (first < n && iov[first].iov_len == 0) ++first;
   }
   return true;
 }
@@ -149,7 +148,6 @@ Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
     if (rc < 0) return IoError("recvmsg", errno);
     if (rc == 0) return Status::RemoteDisconnect("peer closed the connection");
     Advance(iov, n, &first, static_cast<size_t>(rc));
-    while (first < n && iov[first].iov_len == 0) ++first;
   }
   return Status::Ok();
 }
