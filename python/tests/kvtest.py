@@ -28,3 +28,17 @@ def make_pair(transport, **options):
 def connect(frm, to):
     """Loads `to`'s current metadata into `frm` (again after `to` registers)."""
     assert frm.load_peer(to.export_metadata()) == to.name
+
+
+def register_pair(a, b, src, dst):
+    """Registers `src` with `a` and `dst` with `b`, then connects `a` to `b`."""
+    ra, rb = a.register_memory(src), b.register_memory(dst)
+    connect(a, b)
+    return ra, rb
+
+
+def write_transfer(a, b, src, dst):
+    """A WRITE of all of `src` (registered with `a`) into `dst` (with `b`)."""
+    ra, rb = register_pair(a, b, src, dst)
+    return a.make_transfer("write", a.prepare_local([(ra.addr, len(src))]),
+                           a.prepare_remote(b.name, [(rb.addr, len(dst))]))

@@ -3,15 +3,14 @@ the binding raises TypeError or ValueError."""
 import pytest
 
 import kvlane
-from kvtest import connect, first_mismatch, pattern
+from kvtest import connect, first_mismatch, pattern, register_pair
 
 Code = kvlane.Code
 
 
 def registered(a, b, n=64 << 10):
     src, dst = bytearray(pattern(3, n)), bytearray(n)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     return src, dst, ra, rb
 
 

@@ -10,16 +10,9 @@ import time
 import pytest
 
 import kvlane
-from kvtest import connect, first_mismatch, make_pair, pattern
+from kvtest import connect, first_mismatch, make_pair, pattern, register_pair, write_transfer
 
 N = 256 << 10
-
-
-def write_transfer(a, b, src, dst):
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
-    return a.make_transfer("write", a.prepare_local([(ra.addr, len(src))]),
-                           a.prepare_remote("b", [(rb.addr, len(dst))]))
 
 
 def test_transfer_keeps_its_agent_alive():
@@ -107,8 +100,7 @@ def test_deregister_unpins():
 def test_dropped_transfers_free_their_slots():
     a, b = make_pair("local", max_requests=4)
     src, dst = bytearray(pattern(35, N)), bytearray(N)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     local, remote = a.prepare_local([(ra.addr, N)]), a.prepare_remote("b", [(rb.addr, N)])
     for i in range(50):
         t = a.make_transfer("write", local, remote)

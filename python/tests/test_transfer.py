@@ -5,7 +5,7 @@ import time
 import pytest
 
 import kvlane
-from kvtest import connect, first_mismatch, make_pair, pattern
+from kvtest import connect, first_mismatch, make_pair, pattern, register_pair, write_transfer
 
 SIZE = 1 << 20
 
@@ -36,9 +36,7 @@ def test_one_transfer_posted_many_times(local_pair):
     a, b = local_pair
     n = 64 << 10
     src, dst = bytearray(n), bytearray(n)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
-    t = a.make_transfer("write", a.prepare_local([(ra.addr, n)]), a.prepare_remote("b", [(rb.addr, n)]))
+    t = write_transfer(a, b, src, dst)
     for i in range(200):
         src[:] = pattern(100 + i, n)  # same size: allowed while registered
         t.post()
@@ -53,8 +51,7 @@ def test_notification_arrives_after_the_data(local_pair):
     a, b = local_pair
     n = 4 << 20
     src, dst = bytearray(n), bytearray(n)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     local, remote = a.prepare_local([(ra.addr, n)]), a.prepare_remote("b", [(rb.addr, n)])
     for epoch in range(1, 6):
         src[:] = pattern(epoch, n)
@@ -80,8 +77,7 @@ def test_scattered_pages_with_index_lists(local_pair):
     a, b = local_pair
     page, pages = 4096, 512
     src, dst = bytearray(pattern(5, page * pages)), bytearray(page * pages)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     local = a.prepare_local([(ra.addr + i * page, page) for i in range(pages)])
     remote = a.prepare_remote("b", [(rb.addr + i * page, page, 0) for i in range(pages)])
     order = list(range(pages))
@@ -101,8 +97,7 @@ def test_numpy_descriptor_arrays(local_pair):
     page, pages = 1024, 4096
     src = np.frombuffer(pattern(6, page * pages), dtype=np.uint8).copy()
     dst = np.zeros(page * pages, dtype=np.uint8)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     offsets = np.arange(pages, dtype=np.int64) * page
     perm = np.random.default_rng(7).permutation(pages)
     local = a.prepare_local(np.stack([ra.addr + offsets, np.full(pages, page)], axis=1))
@@ -122,8 +117,7 @@ def test_adjacent_descriptors_merge(local_pair):
     a, b = local_pair
     n = 256 << 10
     src, dst = bytearray(pattern(8, n)), bytearray(n)
-    ra, rb = a.register_memory(src), b.register_memory(dst)
-    connect(a, b)
+    ra, rb = register_pair(a, b, src, dst)
     descs = [(ra.addr + i * 4096, 4096) for i in range(n // 4096)]
     rdescs = [(rb.addr + i * 4096, 4096) for i in range(n // 4096)]
     t = a.make_transfer("write", a.prepare_local(descs), a.prepare_remote("b", rdescs))

@@ -250,6 +250,36 @@ class HalfReplyTarget {
   LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
 
+// One `bytes` transfer of `op` to `target`, on one lane with io_timeout 1 s
+// (and `chunk_bytes` when not 0): it must end with timeout within
+// 2 x io_timeout + `slack`, latching timeout on the peer, not never.
+void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint64_t chunk_bytes,
+                            std::chrono::milliseconds slack) {
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 1000ms;
+  o.lanes_per_peer = 1;
+  if (chunk_bytes != 0) o.chunk_bytes = chunk_bytes;
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  std::vector<uint8_t> buf(bytes);
+  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
+  ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
+  auto h = MakeSimple(*a, "half", op, buf.data(), reinterpret_cast<void*>(1ull << 40), buf.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  XferHandle x = h.value();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(a->Post(&x).is_error());
+  Status s = a->Wait(x, o.io_timeout * 2 + slack + 3s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, o.io_timeout * 2 + slack);
+  EXPECT_EQ(a->PeerError("half").code(), Code::kTimeout);
+  target.Release();  // unblocks a hung receiver or sender, so that the agent can go either way
+  EXPECT_TRUE(a->Release(&x).ok());
+}
+
 class HalfReplyTest : public ::testing::TestWithParam<Op> {};
 
 // The peer stops half way through a reply (READ: its payload; WRITE: the reply
@@ -257,29 +287,7 @@ class HalfReplyTest : public ::testing::TestWithParam<Op> {};
 // the agent is destroyed at once.
 TEST_P(HalfReplyTest, RequestEndsWithinTheIoTimeout) {
   HalfReplyTarget half;
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1000ms;
-  o.lanes_per_peer = 1;
-  auto a_or = Agent::Create(o);
-  ASSERT_TRUE(a_or.ok());
-  std::unique_ptr<Agent> a = std::move(a_or).value();
-  std::vector<uint8_t> buf(64 << 10);
-  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
-  ASSERT_TRUE(a->LoadPeer(half.Blob()).ok());
-  auto h = MakeSimple(*a, "half", GetParam(), buf.data(), reinterpret_cast<void*>(1ull << 40),
-                      buf.size());
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  XferHandle x = h.value();
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_FALSE(a->Post(&x).is_error());
-  Status s = a->Wait(x, 6s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
-  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
-  EXPECT_LT(took, o.io_timeout * 2 + 1s);
-  EXPECT_EQ(a->PeerError("half").code(), Code::kTimeout);
-  half.Release();  // unblocks a hung receiver, so that the agent can go either way
-  EXPECT_TRUE(a->Release(&x).ok());
+  ExpectTransferTimesOut(half, GetParam(), 64 << 10, 0, 1s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, HalfReplyTest, ::testing::Values(Op::kRead, Op::kWrite),
@@ -293,29 +301,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, HalfReplyTest, ::testing::Values(Op::kRead, Op::kW
 // in its send as work), not never.
 TEST(DeafTarget, StuckSendEndsWithinTheIoTimeout) {
   HalfReplyTarget deaf(/*deaf=*/true);
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1000ms;
-  o.lanes_per_peer = 1;
-  o.chunk_bytes = 64 << 20;  // one frame, far more than loopback buffers
-  auto a_or = Agent::Create(o);
-  ASSERT_TRUE(a_or.ok());
-  std::unique_ptr<Agent> a = std::move(a_or).value();
-  std::vector<uint8_t> buf(64 << 20);
-  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
-  ASSERT_TRUE(a->LoadPeer(deaf.Blob()).ok());
-  auto h = MakeSimple(*a, "half", Op::kWrite, buf.data(), reinterpret_cast<void*>(1ull << 40),
-                      buf.size());
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
-  XferHandle x = h.value();
-  const auto t0 = std::chrono::steady_clock::now();
-  ASSERT_FALSE(a->Post(&x).is_error());
-  Status s = a->Wait(x, 8s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
-  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
-  EXPECT_LT(took, o.io_timeout * 2 + 2s);
-  deaf.Release();  // unblocks a stuck sender, so that the agent can go either way
-  EXPECT_TRUE(a->Release(&x).ok());
+  // One frame, far more than loopback buffers.
+  ExpectTransferTimesOut(deaf, Op::kWrite, 64 << 20, 64 << 20, 2s);
 }
 
 // The peer acknowledges a notification with half a reply and then stalls:
