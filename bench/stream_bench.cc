@@ -9,16 +9,22 @@
 //   AgentOptions::post_inline_bytes) and by the lane's thread (0), each vs a
 //   blocking 4 KiB / 24 B echo; shm: the posting thread's vs the lane's
 // Trials alternate kvlane and reference; the table shows medians.
+//   tcp 4 KiB WRITE / READ one at a time beside a continuous 2 MiB WRITE stream
+//   on another agent's lanes  vs  the echo beside a blocking 2 MiB send loop on
+//   another connection (each served by a thread of its own); shm: vs the same
+//   kvlane posts alone. Each also gives the stream's GB/s meanwhile.
 // Usage: kvlane_stream_bench [--trials N] [--bulk-mib N] [--window N] [--lanes N]
 //                            [--small-count N] [--latency-count N] [--gap-us N]
-//                            [--json FILE]
-// --latency-count 0 skips the latency rows; --bulk-mib 0 the throughput rows.
+//                            [--beside-count N] [--json FILE]
+// --latency-count 0 skips the latency rows, --beside-count 0 the beside rows;
+// --bulk-mib 0 the throughput rows.
 #include "stream_bench.h"
 
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +50,7 @@ struct Config {
   uint64_t small_count = 50000;
   int small_window = 64;
   uint64_t latency_count = 2000;  // per trial and case
+  uint64_t beside_count = 2000;   // per trial and case, beside a 2 MiB stream
   int gap_us = 200;               // between latency posts: more than AgentOptions::spin
   std::string json;
 };
@@ -86,6 +93,19 @@ class KvCase {
       if (!h.ok()) Die("make transfer: " + h.status().ToString());
       hs_.push_back(h.value());
     }
+  }
+  // Posts until `stop` is set, keeping the window full; returns bytes per second.
+  double RunUntil(const std::atomic<bool>& stop, uint32_t msg) {
+    auto t0 = Clock::now();
+    uint64_t i = 0;
+    for (; !stop.load(std::memory_order_relaxed); ++i) {
+      XferHandle& h = hs_[i % hs_.size()];
+      if (i >= hs_.size()) WaitOk(h);
+      Status s = a_.Post(&h);
+      if (s.is_error()) Die("post: " + s.ToString());
+    }
+    for (uint64_t k = 0; k < std::min<uint64_t>(i, hs_.size()); ++k) WaitOk(hs_[k]);
+    return static_cast<double>(i) * msg / std::chrono::duration<double>(Clock::now() - t0).count();
   }
   // Posts `count` requests keeping the window full; returns seconds.
   double Run(uint64_t count) {
@@ -148,10 +168,10 @@ Target ForkTarget(uint64_t bytes) {
 
 // `inline_bytes` < 0: the engine's default AgentOptions::post_inline_bytes.
 std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config& c, const Target& t,
-                                     int64_t inline_bytes = -1) {
+                                     int64_t inline_bytes = -1, const std::string& suffix = "") {
   AgentOptions o;
-  o.name =
-      "init-" + transport + (inline_bytes >= 0 ? "-inline" + std::to_string(inline_bytes) : "");
+  o.name = "init-" + transport +
+           (inline_bytes >= 0 ? "-inline" + std::to_string(inline_bytes) : "") + suffix;
   if (inline_bytes >= 0) o.post_inline_bytes = static_cast<uint64_t>(inline_bytes);
   o.transports = {transport};
   o.lanes_per_peer = c.lanes;
@@ -186,8 +206,12 @@ void PrintHeader(const Config& c, const AgentOptions& d) {
       static_cast<unsigned long long>(c.small_count), c.small_window);
   std::printf(
       "          latency: %llu posts per trial and case, one at a time, %d us apart (lane "
-      "threads asleep); reference: a blocking 4 KiB / 24 B echo, same gap\n\n",
+      "threads asleep); reference: a blocking 4 KiB / 24 B echo, same gap\n",
       static_cast<unsigned long long>(c.latency_count), c.gap_us);
+  std::printf(
+      "          beside: %llu such posts per trial and case, while another agent streams 2 MiB "
+      "WRITEs (window %d); reference: the echo beside a blocking 2 MiB send loop\n\n",
+      static_cast<unsigned long long>(c.beside_count), c.window);
 }
 
 void PrintTable(const std::vector<Row>& rows) {
@@ -241,6 +265,41 @@ std::vector<double> KvLatency(Agent& a, Op op, uint32_t msg, uint8_t* local, uin
   return us;
 }
 
+// As KvLatency, but each post follows a `bulk`-byte WRITE posted on agent `b`
+// (the lanebench mixed shape); the next round starts once the bulk is done and
+// `gap_us` passed.
+std::vector<double> KvAfterBulk(Agent& a, Op op, uint8_t* local, uint64_t remote, Agent& b,
+                                uint8_t* bulk_local, uint64_t bulk_remote, const Config& c) {
+  constexpr uint32_t kSmall = 4096, kBulk = 2 << 20;
+  DescList bl, br;
+  bl.Add(bulk_local, kBulk);
+  br.Add(bulk_remote, kBulk);
+  auto bh = b.MakeTransfer(Op::kWrite, b.PrepareLocal(bl).value(), {},
+                           b.PrepareRemote("target", br).value(), {});
+  DescList l, r;
+  l.Add(local, kSmall);
+  r.Add(remote, kSmall);
+  auto h =
+      a.MakeTransfer(op, a.PrepareLocal(l).value(), {}, a.PrepareRemote("target", r).value(), {});
+  if (!h.ok() || !bh.ok()) Die("make transfer: " + (h.ok() ? bh.status() : h.status()).ToString());
+  std::vector<double> us;
+  for (uint64_t i = 0; i < c.beside_count; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(c.gap_us));
+    Status bs = b.Post(&bh.value());
+    if (bs.is_error()) Die("bulk post: " + bs.ToString());
+    auto t0 = Clock::now();
+    Status s = a.Post(&h.value());
+    while (s.in_progress()) s = a.Check(h.value());
+    if (!s.ok()) Die("transfer: " + s.ToString());
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    bs = b.Wait(bh.value(), std::chrono::seconds(60));
+    if (!bs.ok()) Die("bulk: " + bs.ToString());
+  }
+  (void)a.Release(&h.value());
+  (void)b.Release(&bh.value());
+  return us;
+}
+
 // Latency rows (lower is better): trials alternate kvlane and the reference;
 // each cell is the median over trials of that trial's p50 (or p99).
 void MeasureLatency(std::vector<Row>& rows, const std::string& name, const Config& c,
@@ -255,6 +314,43 @@ void MeasureLatency(std::vector<Row>& rows, const std::string& name, const Confi
   }
   rows.push_back({name + " p50", "us", "", Median(k50), Median(r50)});
   rows.push_back({name + " p99", "us", "", Median(k99), Median(r99)});
+}
+
+// Runs `small` while `bulk` streams on a thread of its own (started first, and
+// given `lead` to reach its steady state); `*bulk_rate` gets the bulk's bytes
+// per second over the whole time.
+std::vector<double> Beside(const std::function<double(const std::atomic<bool>&)>& bulk,
+                           const std::function<std::vector<double>()>& small, double* bulk_rate) {
+  constexpr auto lead = std::chrono::milliseconds(20);
+  std::atomic<bool> stop{false};
+  std::thread t([&] { *bulk_rate = bulk(stop); });
+  std::this_thread::sleep_for(lead);
+  std::vector<double> us = small();
+  stop.store(true);
+  t.join();
+  return us;
+}
+
+// The "beside" rows: a small transfer's latency while a 2 MiB stream runs on
+// another agent's lanes (kvlane) or another connection (reference), trials
+// alternating; p50 and p99 as in MeasureLatency, and the bulk's GB/s.
+void MeasureBeside(std::vector<Row>& rows, const std::string& name, const Config& c,
+                   const std::function<double(const std::atomic<bool>&)>& kv_bulk,
+                   const std::function<std::vector<double>()>& kv_small,
+                   const std::function<double(const std::atomic<bool>&)>& ref_bulk,
+                   const std::function<std::vector<double>()>& ref_small) {
+  std::vector<double> k50, k99, r50, r99, kb, rb;
+  for (int t = 0; t < c.trials; ++t) {
+    double kr = 0, rr = 0;
+    auto k = Beside(kv_bulk, kv_small, &kr);
+    auto r = ref_bulk ? Beside(ref_bulk, ref_small, &rr) : ref_small();
+    k50.push_back(Percentile(k, 0.5)), k99.push_back(Percentile(k, 0.99));
+    r50.push_back(Percentile(r, 0.5)), r99.push_back(Percentile(r, 0.99));
+    kb.push_back(kr / 1e9), rb.push_back(rr / 1e9);
+  }
+  rows.push_back({name + " p50", "us", "", Median(k50), Median(r50)});
+  rows.push_back({name + " p99", "us", "", Median(k99), Median(r99)});
+  rows.push_back({name + ": bulk", "GB/s", "", Median(kb), ref_bulk ? Median(rb) : 0});
 }
 
 // Alternates kvlane and reference trials; returns medians of `scale / seconds`.
@@ -282,6 +378,8 @@ int Main(int argc, char** argv) {
     else if (k == "--small-count") c.small_count = std::stoull(v);
     else if (k == "--latency-count")
       c.latency_count = std::stoull(v);
+    else if (k == "--beside-count")
+      c.beside_count = std::stoull(v);
     else if (k == "--gap-us")
       c.gap_us = std::stoi(v);
     else if (k == "--json") c.json = v;
@@ -289,14 +387,19 @@ int Main(int argc, char** argv) {
   }
   constexpr uint32_t kBulk = 2 << 20, kSmall = 4096;
   const uint64_t footprint = uint64_t{kBulk} * c.window;
-  Target t = ForkTarget(footprint);  // fork before any thread exists here
+  // The "beside" rows' small transfers land past the bulk slots.
+  const uint64_t small_off = footprint;
+  Target t = ForkTarget(footprint + kSmall);  // fork before any thread exists here
   PrintHeader(c, AgentOptions{});
   std::vector<uint8_t> src(footprint, 7), dst(footprint, 0);
   auto tcp = MakeInitiator("tcp", c, t);
   auto shm = MakeInitiator("shm", c, t);
   auto tcp_lane = MakeInitiator("tcp", c, t, 0);  // lane threads send every frame
   auto shm_lane = MakeInitiator("shm", c, t, 0);
-  for (Agent* a : {tcp.get(), shm.get(), tcp_lane.get(), shm_lane.get()}) {
+  auto tcp_bulk = MakeInitiator("tcp", c, t, -1, "-bulk");  // the "beside" rows' stream
+  auto shm_bulk = MakeInitiator("shm", c, t, -1, "-bulk");
+  for (Agent* a :
+       {tcp.get(), shm.get(), tcp_lane.get(), shm_lane.get(), tcp_bulk.get(), shm_bulk.get()}) {
     if (!a->RegisterMemory(src.data(), footprint).ok() || !a->RegisterMemory(dst.data(), footprint).ok())
       Die("register");
   }
@@ -319,6 +422,38 @@ int Main(int argc, char** argv) {
           rows, "shm 4 KiB " + o + " vs lane sends", c,
           [&] { return KvLatency(*shm, op, kSmall, local, t.addr, n, c.gap_us); },
           [&] { return KvLatency(*shm_lane, op, kSmall, local, t.addr, n, c.gap_us); });
+    }
+  }
+  if (c.beside_count > 0) {
+    const uint64_t n = c.beside_count;
+    KvCase tb(*tcp_bulk, Op::kWrite, kBulk, c.window, src.data(), t.addr);
+    KvCase sb(*shm_bulk, Op::kWrite, kBulk, c.window, src.data(), t.addr);
+    auto tcp_stream = [&](const std::atomic<bool>& stop) { return tb.RunUntil(stop, kBulk); };
+    auto shm_stream = [&](const std::atomic<bool>& stop) { return sb.RunUntil(stop, kBulk); };
+    auto ref_stream = [&](const std::atomic<bool>& stop) {
+      return RefSinkUntil(t.ref_port, kBulk, src.data(), footprint, stop);
+    };
+    auto echo = [&] { return RefEchoLatency(t.ref_port, n, kSmall, c.gap_us, src.data()); };
+    for (Op op : {Op::kWrite, Op::kRead}) {
+      const std::string o = op == Op::kWrite ? "WRITE" : "READ";
+      uint8_t* local = op == Op::kWrite ? src.data() : dst.data();
+      const uint64_t remote = t.addr + small_off;
+      MeasureBeside(
+          rows, "tcp 4 KiB " + o + " beside 2 MiB", c, tcp_stream,
+          [&] { return KvLatency(*tcp, op, kSmall, local, remote, n, c.gap_us); }, ref_stream,
+          echo);
+      MeasureLatency(
+          rows, "tcp 4 KiB " + o + " after 2 MiB post", c,
+          [&] { return KvAfterBulk(*tcp, op, local, remote, *tcp_bulk, src.data(), t.addr, c); },
+          [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+      MeasureLatency(
+          rows, "shm 4 KiB " + o + " after 2 MiB post vs alone", c,
+          [&] { return KvAfterBulk(*shm, op, local, remote, *shm_bulk, src.data(), t.addr, c); },
+          [&] { return KvLatency(*shm, op, kSmall, local, remote, n, c.gap_us); });
+      MeasureBeside(
+          rows, "shm 4 KiB " + o + " beside 2 MiB vs alone", c, shm_stream,
+          [&] { return KvLatency(*shm, op, kSmall, local, remote, n, c.gap_us); }, nullptr,
+          [&] { return KvLatency(*shm, op, kSmall, local, remote, n, c.gap_us); });
     }
   }
   if (nbulk > 0) {

@@ -3,6 +3,7 @@
 // docs/perf/2026-11-30-host-transports.md for what each number means.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -10,7 +11,8 @@
 namespace kvlane::bench {
 
 // Plain-socket reference operations the target process serves.
-enum class RefOp : uint32_t { kSink = 1, kSource = 2, kEcho = 3 };
+// kSinkOpen: like kSink, but the client sends until it closes the connection.
+enum class RefOp : uint32_t { kSink = 1, kSource = 2, kEcho = 3, kSinkOpen = 4 };
 
 // Sent by the initiator on a fresh reference connection.
 struct RefRequest {
@@ -34,6 +36,16 @@ double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t*
 // each round trip's microseconds, measured by this side.
 std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
                                    uint8_t* buf);
+// Sends `msg`-byte messages until `stop` is set, then closes; returns bytes
+// per second over that time (the bulk stream the "beside" rows run next to).
+double RefSinkUntil(uint16_t port, uint32_t msg, uint8_t* buf, uint64_t footprint,
+                    const std::atomic<bool>& stop);
+// Like RefEchoLatency, but each echo starts just after waking a thread that
+// then sends one `bulk`-byte message on a connection of its own (the lanebench
+// mixed shape: a bulk transfer posted, then a small one); the next round starts
+// once the bulk message is out and `gap_us` passed.
+std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
+                                     uint8_t* buf, uint32_t bulk);
 double RefMemcpy(uint8_t* dst, const uint8_t* src, uint64_t total, uint32_t msg, uint64_t footprint);
 
 }  // namespace kvlane::bench

@@ -51,10 +51,20 @@ int Dial(uint16_t port) {
 }
 
 // Serves one reference connection: the mirror image of the client functions.
-void Serve(int fd, std::vector<uint8_t>& buf) {
+void Serve(int fd) {
   RefRequest r{};
   RecvAllOrDie(fd, &r, sizeof(r));
+  if (r.msg_bytes == 0 || r.footprint < r.msg_bytes) _exit(93);
+  std::vector<uint8_t> buf(r.footprint);
   uint64_t slots = r.footprint / r.msg_bytes;
+  if (r.op == RefOp::kSinkOpen) {
+    for (uint64_t i = 0;; ++i) {
+      ssize_t k = recv(fd, buf.data() + (i % slots) * r.msg_bytes, r.msg_bytes, MSG_WAITALL);
+      if (k <= 0) break;  // the client closed: the stream is over
+    }
+    close(fd);
+    return;
+  }
   uint8_t reply[kEchoReplyBytes] = {};
   for (uint64_t i = 0, done = 0; done < r.total_bytes; ++i, done += r.msg_bytes) {
     uint8_t* p = buf.data() + (i % slots) * r.msg_bytes;
@@ -90,12 +100,13 @@ int RunTarget(int in_fd, int out_fd, uint64_t bytes) {
   o.transports = {"shm", "tcp"};
   auto agent = Agent::Create(o);
   if (!agent.ok()) return 10;
-  std::vector<uint8_t> mem(bytes, 0), ref(bytes, 0);
+  std::vector<uint8_t> mem(bytes, 0);
   if (!agent.value()->RegisterMemory(mem.data(), bytes).ok()) return 11;
   uint16_t port = 0;
   int lfd = Listen(&port);
   std::thread server([&] {
-    for (int c; (c = accept(lfd, nullptr, nullptr)) >= 0;) Serve(c, ref);
+    // A thread per connection: the "beside" rows hold two at once.
+    for (int c; (c = accept(lfd, nullptr, nullptr)) >= 0;) std::thread(Serve, c).detach();
   });
   server.detach();  // ends with the process
   std::string blob = agent.value()->ExportMetadata().value();
@@ -170,6 +181,54 @@ std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, 
     us.push_back(Since(t0) * 1e6);
   }
   close(fd);
+  return us;
+}
+
+double RefSinkUntil(uint16_t port, uint32_t msg, uint8_t* buf, uint64_t footprint,
+                    const std::atomic<bool>& stop) {
+  int fd = Dial(port);
+  RefRequest r{RefOp::kSinkOpen, msg, 0, footprint};
+  SendAllOrDie(fd, &r, sizeof(r));
+  uint64_t slots = footprint / msg, sent = 0;
+  auto t0 = Clock::now();
+  for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i, sent += msg)
+    SendAllOrDie(fd, buf + (i % slots) * msg, msg);
+  double s = Since(t0);
+  close(fd);
+  return static_cast<double>(sent) / s;
+}
+
+std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
+                                     uint8_t* buf, uint32_t bulk) {
+  int echo_fd = Dial(port), bulk_fd = Dial(port);
+  RefRequest e{RefOp::kEcho, msg, count * msg, msg};
+  SendAllOrDie(echo_fd, &e, sizeof(e));
+  RefRequest b{RefOp::kSinkOpen, bulk, 0, bulk};
+  SendAllOrDie(bulk_fd, &b, sizeof(b));
+  int go[2], done[2];  // the bulk thread sleeps in read() as a lane thread sleeps
+  if (pipe(go) != 0 || pipe(done) != 0) _exit(94);
+  std::vector<uint8_t> payload(bulk, 3);
+  std::thread sender([&] {
+    for (char c; read(go[0], &c, 1) == 1;) {
+      SendAllOrDie(bulk_fd, payload.data(), bulk);
+      if (write(done[1], &c, 1) != 1) _exit(95);
+    }
+  });
+  uint8_t reply[kEchoReplyBytes];
+  std::vector<double> us;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
+    char c = 1;
+    if (write(go[1], &c, 1) != 1) _exit(95);
+    auto t0 = Clock::now();
+    SendAllOrDie(echo_fd, buf, msg);
+    RecvAllOrDie(echo_fd, reply, sizeof(reply));
+    us.push_back(Since(t0) * 1e6);
+    if (read(done[0], &c, 1) != 1) _exit(95);
+  }
+  close(go[1]);
+  sender.join();
+  for (int fd : {go[0], done[0], done[1], echo_fd, bulk_fd}) close(fd);
   return us;
 }
 
