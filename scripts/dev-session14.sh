@@ -8,10 +8,12 @@
 #     against its own posts alone; once with the default lanes and once with
 #     one lane per agent;
 #   - lanebench tcp/shm mixed with the lane threads kept awake (--spin-us) and
-#     with pinning off, against the defaults, alternately;
+#     with pinning off, against the defaults, alternately (LB_VARIANTS picks:
+#     default spin pinoff onepeer bulk4k read);
 # then, with CHECK=all, gpu-check (every gpu-labelled test, cuda_bench, the
 # copier probe, lanebench on cuda). Everything lands in $OUT/$TAG.tar.gz.
 #   usage: [TAG=s14] [ROUNDS=n] [CHECK=all|none] [LB=1|0] [LANES="2 1"] [STREAM_ARGS=..]
+#          [LB_VARIANTS="default spin pinoff"]
 #          bash scripts/dev-session14.sh
 set -u
 export LD_LIBRARY_PATH=$PWD/gpu-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -33,11 +35,14 @@ done
 if [ "${LB:-1}" = 1 ]; then
   for r in $(seq 1 ${ROUNDS:-1}); do
     for tr in tcp shm; do
-      for v in default spin pinoff; do
+      for v in ${LB_VARIANTS:-default spin pinoff}; do
         case $v in
           default) a="" ;;
           spin) a="--spin-us 20000" ;;
           pinoff) a="--pin off" ;;
+          onepeer) a="--mixed-peers 1" ;;  # two lanes of one target process
+          bulk4k) a="--bulk-bytes 4096" ;;  # "bulk" as small as the small one
+          read) a="--mixed-op read" ;;
         esac
         name=lb-$tr-$v-$r
         timeout -k 10 300 gpu-bin/lanebench --transport $tr --shape mixed $a \
