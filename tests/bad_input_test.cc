@@ -235,6 +235,8 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"max_notification_bytes", [](AgentOptions& o) { o.max_notification_bytes = 100; }},
       {"cuda_proxy_renew_every", [](AgentOptions& o) { o.cuda_proxy_renew_every = 50us; }},
       {"staging_copy", [](AgentOptions& o) { o.staging_copy = static_cast<StagingCopy>(7); }},
+      {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = -1s; }},
+      {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = 32768s; }},
   };
   for (const Case& c : cases) {
     AgentOptions o;

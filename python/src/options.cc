@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ratio>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -11,12 +12,16 @@
 namespace kvlane::python {
 namespace {
 
-// Float seconds to a chrono duration; ValueError unless finite and < 1e9 s.
+// Float seconds to a chrono duration; ValueError unless finite and < 1e9 s, and
+// whole for a duration counted in seconds (0.5 must not round to 0, "off").
 template <typename D>
 D Seconds(py::handle v) {
   double s = py::cast<double>(v);
   if (!std::isfinite(s) || std::fabs(s) >= 1e9)
     throw py::value_error("durations must be finite numbers of seconds, below 1e9");
+  if constexpr (std::ratio_greater_equal_v<typename D::period, std::ratio<1>>) {
+    if (s != std::trunc(s)) throw py::value_error("must be a whole number of seconds");
+  }
   return std::chrono::round<D>(std::chrono::duration<double>(s));  // 20e-6 is 20 us, not 19
 }
 
@@ -71,6 +76,7 @@ const Field kFields[] = {
     Secs<&AgentOptions::post_timeout>("post_timeout_s"),
     Secs<&AgentOptions::connect_timeout>("connect_timeout_s"),
     Secs<&AgentOptions::io_timeout>("io_timeout_s"),
+    Secs<&AgentOptions::tcp_keepalive>("tcp_keepalive_s"),
     Secs<&AgentOptions::spin>("spin_s"),
     Plain<&AgentOptions::post_inline_bytes>("post_inline_bytes", "int"),
     Plain<&AgentOptions::worker_cpus>("worker_cpus", "list of int"),

@@ -10,7 +10,8 @@ def test_keywords_reach_the_engine():
                 lanes_per_peer=3, chunk_bytes=1 << 20, max_segments_per_chunk=64,
                 merge_adjacent=False, stripe_min_bytes=4 << 20, lane_ring_slots=1024,
                 max_requests=128, piece_bytes=1 << 30, post_timeout_s=2.5,
-                connect_timeout_s=1.0, io_timeout_s=3.0, spin_s=20e-6, post_inline_bytes=0,
+                connect_timeout_s=1.0, io_timeout_s=3.0, tcp_keepalive_s=7.0, spin_s=20e-6,
+                post_inline_bytes=0,
                 max_notification_bytes=1 << 20, staging_copy="kernel", cuda_proxy_blocks=2,
                 cuda_proxy_max_bytes=4096, cuda_proxy_idle_exit_s=0.002,
                 cuda_proxy_renew_every_s=0.0005, worker_cpus=[])
@@ -27,6 +28,7 @@ def test_defaults_are_the_engines():
         assert o["transports"] == ["local", "shm", "tcp", "cuda"]
         assert (o["policy"], o["lanes_per_peer"], o["chunk_bytes"]) == ("independent", 2, 2 << 20)
         assert (o["post_timeout_s"], o["io_timeout_s"]) == (30.0, 10.0)
+        assert o["tcp_keepalive_s"] == 30.0
         assert a.metadata_port == 0
 
 
@@ -49,11 +51,14 @@ def test_unknown_keyword_and_wrong_types():
         kvlane.Agent()  # the name is required
     with pytest.raises(ValueError, match="io_timeout_s"):
         kvlane.Agent("x", io_timeout_s=float("inf"))
+    with pytest.raises(ValueError, match="tcp_keepalive_s.*whole"):
+        kvlane.Agent("x", tcp_keepalive_s=0.5)  # would round to 0: keepalive off
 
 
 @pytest.mark.parametrize("bad", [dict(lanes_per_peer=0), dict(transports=["rdma"]),
                                  dict(policy="fifo"), dict(staging_copy="fast"),
-                                 dict(io_timeout_s=0), dict(lane_ring_slots=1000)])
+                                 dict(io_timeout_s=0), dict(lane_ring_slots=1000),
+                                 dict(tcp_keepalive_s=-1), dict(tcp_keepalive_s=32768)])
 def test_values_the_engine_refuses(bad):
     with pytest.raises(kvlane.Error) as e:
         kvlane.Agent("x", **bad)

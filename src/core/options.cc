@@ -64,6 +64,9 @@ Status AgentOptions::Validate() const {
   if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
     return Bad("*_timeout", "must be positive");
   if (spin.count() < 0) return Bad("spin", "must not be negative");
+  if (tcp_keepalive.count() < 0 || tcp_keepalive.count() > 32767)
+    return Bad("tcp_keepalive", "must be 0 (off) or 1..32767 s, got " +
+                                    std::to_string(tcp_keepalive.count()) + " s");
   if (post_inline_bytes > (1ull << 20)) return Bad("post_inline_bytes", "must be at most 1 MiB");
   for (size_t i = 0; i < worker_cpus.size(); ++i) {
     if (worker_cpus[i] < 0 || worker_cpus[i] > 1023)

@@ -45,12 +45,6 @@ void Attach(msghdr* msg, char* control, size_t size, int fd) {
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
 }
 
-Status IoError(const char* what, int err) {
-  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
-    return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
-  return ErrnoStatus(what, err);
-}
-
 // Drops `done` bytes from the front of iov[*first..n), and the empty entries after them.
 void Advance(iovec* iov, int n, int* first, size_t done) {
   while (*first < n && done >= iov[*first].iov_len) done -= iov[(*first)++].iov_len;

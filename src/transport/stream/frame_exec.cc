@@ -11,9 +11,11 @@ namespace kvlane::core {
 
 Status FrameExecutor::Run() {
   for (;;) {
-    // Idle between frames may last forever; once a frame starts, it has
-    // io_timeout to be served, however its bytes trickle (the socket's io
-    // timeout, set by the server, bounds each read and write besides).
+    // Idle between frames may last as long as the peer answers (tcp: its kernel
+    // answers keepalive; a socket that keepalive ended is readable and its read
+    // fails); once a frame starts, it has io_timeout to be served, however its
+    // bytes trickle (the socket's io timeout, set by the server, bounds each
+    // read and write besides).
     KVLANE_RETURN_IF_ERROR(WaitReadable(fd_, std::chrono::milliseconds(-1)));
     by_ = DeadlineIn(ctx_->options.io_timeout);
     FrameHeader h{};

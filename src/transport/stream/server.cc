@@ -5,6 +5,7 @@
 
 #include "transport/stream/frame_exec.h"
 #include "transport/stream/handshake.h"
+#include "transport/stream/keepalive.h"
 
 namespace kvlane::core {
 namespace {
@@ -25,6 +26,10 @@ void StreamServer::Serve(Conn* c) {
   // frame that stalls half way fails after io_timeout (it may hold the registry
   // lock, which DeregisterMemory waits for).
   Status s = SetIoTimeout(fd, ctx_->options.connect_timeout);
+  // tcp: a peer whose host vanishes between frames ends the connection (idle
+  // between frames has no deadline) once keepalive gives up on it.
+  if (s.ok() && mode_ == PayloadMode::kInline)
+    s = SetKeepalive(fd, KeepaliveAfter(ctx_->options.tcp_keepalive));
   // shm: CMA reaches the initiator's memory, so only our own uid may use it.
   ucred cred = mode_ == PayloadMode::kCma ? PeerCred(fd) : ucred{};
   if (s.ok() && mode_ == PayloadMode::kCma && cred.uid != geteuid())

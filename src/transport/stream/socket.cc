@@ -16,14 +16,6 @@
 namespace kvlane::core {
 namespace {
 
-Status IoError(const char* what, int err) {
-  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
-    return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
-  if (err == EAGAIN || err == EWOULDBLOCK)  // the socket's timeout (SetIoTimeout)
-    return Status::Timeout(std::string(what) + ": no byte moved within the I/O timeout");
-  return ErrnoStatus(what, err);
-}
-
 timeval ToTimeval(std::chrono::milliseconds t) {
   return {static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
 }
@@ -80,6 +72,19 @@ sockaddr_un UnixAddr(const std::string& name, socklen_t* len) {
 }
 
 }  // namespace
+
+Status IoError(const char* what, int err) {
+  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
+    return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
+  // tcp: keepalive got no answer, or data stayed unacknowledged (TCP_USER_TIMEOUT),
+  // or the network reports the peer unreachable: its host is gone.
+  if (err == ETIMEDOUT || err == EHOSTUNREACH || err == ENETUNREACH || err == EHOSTDOWN)
+    return Status::RemoteDisconnect(std::string(what) + ": peer unreachable (" +
+                                    std::strerror(err) + ")");
+  if (err == EAGAIN || err == EWOULDBLOCK)  // the socket's timeout (SetIoTimeout)
+    return Status::Timeout(std::string(what) + ": no byte moved within the I/O timeout");
+  return ErrnoStatus(what, err);
+}
 
 void Fd::Reset() {
   if (fd_ >= 0) ::close(fd_);

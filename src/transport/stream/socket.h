@@ -48,6 +48,12 @@ inline Deadline DeadlineIn(std::chrono::milliseconds timeout) {
 // so a peer that trickles its bytes, each within the socket timeout, cannot
 // stretch the call past `by` plus one socket timeout.
 //
+// A failed send or receive (errno `err`) as a Status: kRemoteDisconnect when the
+// peer closed or reset the connection or stopped answering (ETIMEDOUT: tcp
+// keepalive or TCP_USER_TIMEOUT gave up; EHOSTUNREACH and the like); kTimeout
+// for the socket's own timeout (EAGAIN: SetIoTimeout); else kBackend.
+Status IoError(const char* what, int err);
+
 // Writes every byte of `iov[0..n)`; may modify iov. kRemoteDisconnect on EOF/EPIPE.
 Status SendIov(int fd, struct iovec* iov, int n, Deadline by = kNoDeadline);
 // SendIov, except that it returns false at once, having sent nothing, when the

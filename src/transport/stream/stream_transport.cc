@@ -5,6 +5,7 @@
 #include "core/device_copier.h"
 #include "core/host_info.h"
 #include "transport/stream/handshake.h"
+#include "transport/stream/keepalive.h"
 #include "transport/stream/server.h"
 #include "transport/stream/stream_channel.h"
 
@@ -70,6 +71,9 @@ class StreamTransport final : public Transport {
       auto fd = mode_ == PayloadMode::kCma ? ConnectUnix(peer.shm_socket, timeout)
                                            : ConnectTcp(peer.tcp_host, peer.tcp_port, timeout);
       if (!fd.ok()) return fd.status();
+      if (mode_ == PayloadMode::kInline)
+        KVLANE_RETURN_IF_ERROR(
+            SetKeepalive(fd->get(), KeepaliveAfter(ctx_->options.tcp_keepalive)));
       KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role));
       return std::move(fd).value();
     };

@@ -1,0 +1,35 @@
+#include "transport/stream/keepalive.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "core/sys.h"
+
+namespace kvlane::core {
+
+Keepalive KeepaliveAfter(std::chrono::seconds idle) {
+  if (idle.count() <= 0) return Keepalive{};
+  return {idle, std::max(std::chrono::seconds(1), idle / kKeepaliveProbes), kKeepaliveProbes};
+}
+
+Status SetKeepalive(int fd, const Keepalive& k) {
+  if (!k.on()) return Status::Ok();
+  const int on = 1;
+  const int idle = static_cast<int>(k.idle.count());
+  const int interval = static_cast<int>(k.interval.count());
+  // Without it, unacknowledged data would be retransmitted for ~15 minutes, and
+  // the kernel sends no probe while data is unacknowledged.
+  const unsigned user_timeout =
+      static_cast<unsigned>(std::chrono::milliseconds(k.dead_after()).count());
+  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)));
+  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
+  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)));
+  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.probes, sizeof(k.probes)));
+  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)));
+  return Status::Ok();
+}
+
+}  // namespace kvlane::core
