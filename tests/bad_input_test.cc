@@ -233,6 +233,10 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = 2s; }},
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = -1us; }},
       {"max_notification_bytes", [](AgentOptions& o) { o.max_notification_bytes = 100; }},
+      {"max_notification_bytes_per_peer",
+       [](AgentOptions& o) { o.max_notification_bytes_per_peer = o.max_notification_bytes + 1; }},
+      {"max_conns_per_peer", [](AgentOptions& o) { o.max_conns_per_peer = 0; }},
+      {"max_conns_per_peer", [](AgentOptions& o) { o.max_conns_per_peer = 4097; }},
       {"cuda_proxy_renew_every", [](AgentOptions& o) { o.cuda_proxy_renew_every = 50us; }},
       {"staging_copy", [](AgentOptions& o) { o.staging_copy = static_cast<StagingCopy>(7); }},
       {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = -1s; }},
@@ -246,6 +250,28 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
     ASSERT_FALSE(a.ok()) << c.field;
     EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
+  }
+}
+
+// The per-peer limits take their whole range; a share is bounded by the
+// agent's max_notification_bytes, whichever it is, and the error says so.
+TEST(AgentOptionsTest, PerPeerLimitsTakeTheirRange) {
+  AgentOptions o;
+  o.name = "opts";
+  EXPECT_EQ(o.max_notification_bytes_per_peer, 0u);  // a quarter of max_notification_bytes
+  EXPECT_EQ(o.max_conns_per_peer, 256u);
+  o.max_notification_bytes = 8192;
+  for (uint64_t share : {uint64_t{0}, uint64_t{1}, uint64_t{8192}}) {
+    o.max_notification_bytes_per_peer = share;
+    EXPECT_TRUE(o.Validate().ok()) << share;
+  }
+  o.max_notification_bytes_per_peer = 8193;
+  EXPECT_NE(o.Validate().message().find("at most max_notification_bytes (8192)"), std::string::npos)
+      << o.Validate().ToString();
+  o.max_notification_bytes_per_peer = 0;
+  for (uint32_t cap : {1u, 4096u}) {
+    o.max_conns_per_peer = cap;
+    EXPECT_TRUE(o.Validate().ok()) << cap;
   }
 }
 

@@ -110,6 +110,7 @@ TEST_P(NotifyTest, StandaloneNotificationAfterFinishedWrite) {
 TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
   AgentOptions o;
   o.max_notification_bytes = 8192;
+  o.max_notification_bytes_per_peer = 8192;  // one peer may fill it all
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
   constexpr uint64_t kSize = 64 << 10;
   auto& src = bufs_.Make(kSize);
@@ -130,6 +131,45 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
   EXPECT_TRUE(PostAndWait(a(), &h.value()).ok());
   EXPECT_EQ(b().TakeNotifications().size(), 2u);
   EXPECT_TRUE(a().PeerError("b").ok());  // a refusal does not latch the channel
+}
+
+// One peer cannot crowd the others out: past its share (max_notification_bytes_per_peer)
+// its notifications are refused, naming that limit, while another peer's still
+// fit; once the application takes them, the share is free again.
+TEST_P(NotifyTest, PeerThatFloodsIsRefusedAtItsShare) {
+  AgentOptions o;
+  o.max_notification_bytes = 8192;
+  o.max_notification_bytes_per_peer = 3200;
+  ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
+  o.name = "c";
+  o.transports = {GetParam()};
+  auto c = Agent::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  Connect(**c, b());
+  const std::string msg(1000, 'm');  // costs 1000 + 1 + 64 bytes at b: three fit a share
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
+  Status refused = a().SendNotification("b", msg);
+  EXPECT_EQ(refused.code(), Code::kNotAllowed);
+  EXPECT_NE(refused.message().find("max_notification_bytes_per_peer"), std::string::npos)
+      << refused.ToString();
+  ASSERT_TRUE((*c)->SendNotification("b", msg).ok());  // b holds 4260 of 8192 bytes
+  auto got = b().TakeNotifications();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[3].peer, "c");
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(a().SendNotification("b", msg).ok()) << i;
+  EXPECT_TRUE(a().PeerError("b").ok());  // a refusal does not latch the channel
+}
+
+// By default a peer's share is a quarter of max_notification_bytes.
+TEST_P(NotifyTest, PeerShareDefaultsToAQuarter) {
+  AgentOptions o;
+  o.max_notification_bytes = 8192;
+  ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
+  const std::string msg(1000, 'm');  // 1065 bytes: one fits 2048, two do not
+  ASSERT_TRUE(a().SendNotification("b", msg).ok());
+  EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
+  EXPECT_EQ(b().TakeNotifications().size(), 1u);
+  EXPECT_TRUE(a().SendNotification("b", msg).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, NotifyTest, ::testing::Values("local", "shm", "tcp"),

@@ -105,6 +105,20 @@ struct AgentOptions {
   // this many bytes (payload + sender name + 64 each); beyond it a peer's
   // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.
   uint64_t max_notification_bytes = 64ull << 20;
+  // The share of max_notification_bytes one peer may hold: past it that peer's
+  // notifications are refused (kNotAllowed) while other peers' still fit, until the
+  // application takes them. A peer is the name its handshake announced, which any
+  // holder of this agent's metadata may choose (docs/SECURITY.md). 0 (default): a
+  // quarter of max_notification_bytes; else 1..max_notification_bytes.
+  uint64_t max_notification_bytes_per_peer = 0;
+  // tcp, shm, cuda control socket: connections one peer (by the name its handshake
+  // announced) may hold at once on each of this agent's servers; more are refused
+  // after the handshake (the initiator's connect fails with kNotAllowed naming this
+  // limit). A peer's channel holds lanes_per_peer (its own: 1..64) + 1 connections on
+  // its transport's server, so the default 256 leaves room for a few of a peer's
+  // channels at the largest lanes_per_peer (e.g. a restarted peer's, while its old
+  // connections are still open). 1..4096.
+  uint32_t max_conns_per_peer = 256;
   // tcp: how device memory is staged through pinned host buffers (StagingCopy).
   StagingCopy staging_copy = StagingCopy::kBatch;
   // cuda: blocks (one SM each) of every cuda lane's resident proxy kernel, which moves

@@ -81,6 +81,8 @@ const Field kFields[] = {
     Plain<&AgentOptions::post_inline_bytes>("post_inline_bytes", "int"),
     Plain<&AgentOptions::worker_cpus>("worker_cpus", "list of int"),
     Plain<&AgentOptions::max_notification_bytes>("max_notification_bytes", "int"),
+    Plain<&AgentOptions::max_notification_bytes_per_peer>("max_notification_bytes_per_peer", "int"),
+    Plain<&AgentOptions::max_conns_per_peer>("max_conns_per_peer", "int"),
     {"staging_copy", "str",
      [](AgentOptions& o, py::handle v) {
        o.staging_copy = ValueOrRaise(ParseStagingCopy(py::cast<std::string>(v)));

@@ -12,7 +12,8 @@ def test_keywords_reach_the_engine():
                 max_requests=128, piece_bytes=1 << 30, post_timeout_s=2.5,
                 connect_timeout_s=1.0, io_timeout_s=3.0, tcp_keepalive_s=7.0, spin_s=20e-6,
                 post_inline_bytes=0,
-                max_notification_bytes=1 << 20, staging_copy="kernel", cuda_proxy_blocks=2,
+                max_notification_bytes=1 << 20, max_notification_bytes_per_peer=1 << 19,
+                max_conns_per_peer=64, staging_copy="kernel", cuda_proxy_blocks=2,
                 cuda_proxy_max_bytes=4096, cuda_proxy_idle_exit_s=0.002,
                 cuda_proxy_renew_every_s=0.0005, worker_cpus=[])
     with kvlane.Agent("opts", **opts) as a:
@@ -29,6 +30,7 @@ def test_defaults_are_the_engines():
         assert (o["policy"], o["lanes_per_peer"], o["chunk_bytes"]) == ("independent", 2, 2 << 20)
         assert (o["post_timeout_s"], o["io_timeout_s"]) == (30.0, 10.0)
         assert o["tcp_keepalive_s"] == 30.0
+        assert (o["max_notification_bytes_per_peer"], o["max_conns_per_peer"]) == (0, 256)
         assert a.metadata_port == 0
 
 
@@ -58,7 +60,10 @@ def test_unknown_keyword_and_wrong_types():
 @pytest.mark.parametrize("bad", [dict(lanes_per_peer=0), dict(transports=["rdma"]),
                                  dict(policy="fifo"), dict(staging_copy="fast"),
                                  dict(io_timeout_s=0), dict(lane_ring_slots=1000),
-                                 dict(tcp_keepalive_s=-1), dict(tcp_keepalive_s=32768)])
+                                 dict(tcp_keepalive_s=-1), dict(tcp_keepalive_s=32768),
+                                 dict(max_conns_per_peer=0),
+                                 dict(max_notification_bytes=1 << 20,
+                                      max_notification_bytes_per_peer=(1 << 20) + 1)])
 def test_values_the_engine_refuses(bad):
     with pytest.raises(kvlane.Error) as e:
         kvlane.Agent("x", **bad)

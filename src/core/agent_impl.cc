@@ -35,7 +35,10 @@ AgentImpl::AgentImpl(const AgentOptions& options)
   ctx_.agent_id = RandomU64();
   RandomBytes(ctx_.secret.data(), ctx_.secret.size());
   ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
-  ctx_.notifs = std::make_shared<NotifQueue>(options.max_notification_bytes);
+  const uint64_t per_peer = options.max_notification_bytes_per_peer;
+  ctx_.notifs =
+      std::make_shared<NotifQueue>(options.max_notification_bytes,
+                                   per_peer != 0 ? per_peer : options.max_notification_bytes / 4);
   ctx_.completer = &completer_;
   ctx_.records = &records_;
   slots_.resize(options.max_requests);
@@ -170,7 +173,7 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
       if (!on_workers.status().ok()) return on_workers.status();
       auto ch = t->Connect(peer.meta);
       if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
-      tried += std::string(t->name()) + ": " + ch.status().ToString() + "; ";
+      tried += (tried.empty() ? "" : "; ") + std::string(t->name()) + ": " + ch.status().ToString();
     }
   }
   if (tried.empty())
@@ -215,9 +218,11 @@ Status AgentImpl::SendNotification(std::string_view name, std::string_view bytes
   }
   if (ch == nullptr) {
     auto host = EnsureChannel(*peer, MemoryKind::kHost, MemoryKind::kHost);
-    if (!host.ok()) host = EnsureChannel(*peer, MemoryKind::kCuda, MemoryKind::kCuda);
-    if (!host.ok()) return host.status();
-    ch = host.value();
+    auto any = host.ok() ? host : EnsureChannel(*peer, MemoryKind::kCuda, MemoryKind::kCuda);
+    if (!any.ok())  // both reasons: the host channel's is often the one that matters
+      return Status(host.status().code(),
+                    host.status().message() + "; device memory: " + any.status().message());
+    ch = any.value();
   }
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());
   return ch->Notify(bytes);

@@ -77,6 +77,12 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
+  if (max_notification_bytes_per_peer > max_notification_bytes)
+    return Bad("max_notification_bytes_per_peer", "must be at most max_notification_bytes (" +
+                                                      std::to_string(max_notification_bytes) +
+                                                      "), or 0 for a quarter of it");
+  if (max_conns_per_peer < 1 || max_conns_per_peer > 4096)
+    return Bad("max_conns_per_peer", "must be 1..4096");
   if (std::find(std::begin(kStagingCopies), std::end(kStagingCopies), staging_copy) ==
       std::end(kStagingCopies))
     return Bad("staging_copy", "must be kBatch, kEach or kKernel");

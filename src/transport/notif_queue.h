@@ -1,16 +1,22 @@
 // NotifQueue: the notifications an agent received and the application has not
-// taken yet (Agent::TakeNotifications). Bounded: remote peers fill it, so a peer
-// that floods an application that does not drain would otherwise grow it
-// without limit. A notification that does not fit is refused (the sender's
-// transfer or SendNotification ends with kNotAllowed) and nothing is dropped
-// silently.
+// taken yet (Agent::TakeNotifications). Bounded twice: remote peers fill it, so
+// a peer that floods an application that does not drain would otherwise grow it
+// without limit (max_bytes, for all peers together), and would crowd every other
+// peer out until the application drains (max_peer_bytes, for each peer). A peer
+// is the name a notification comes with (Notification::peer: what the sender's
+// handshake announced), so the share binds a peer that keeps its name, not one
+// that takes a new name per notification (docs/SECURITY.md). A notification that
+// does not fit is refused (the sender's transfer or SendNotification ends with
+// kNotAllowed) and nothing is dropped silently. TakeAll frees both accounts.
 //
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,17 +31,27 @@ class NotifQueue {
   // Bytes charged per notification on top of its payload and sender name.
   static constexpr uint64_t kOverheadBytes = 64;
 
-  explicit NotifQueue(uint64_t max_bytes) : max_bytes_(max_bytes) {}
+  // REQUIRES: 0 < max_peer_bytes <= max_bytes (AgentOptions::Validate).
+  NotifQueue(uint64_t max_bytes, uint64_t max_peer_bytes)
+      : max_bytes_(max_bytes), max_peer_bytes_(max_peer_bytes) {
+    assert(max_peer_bytes > 0 && max_peer_bytes <= max_bytes);
+  }
 
-  // Queues `n`, or refuses it when the queue would hold more than max_bytes.
+  // Queues `n`, or refuses it (NotAllowed, naming the limit) when its sender
+  // would hold more than max_peer_bytes, or the queue more than max_bytes.
   Status Push(Notification n) {
     const uint64_t cost = Cost(n);
     std::lock_guard lock(mu_);
+    auto mine = held_by_.find(n.peer);
+    const uint64_t peer_held = mine == held_by_.end() ? 0 : mine->second;
+    if (peer_held + cost > max_peer_bytes_)
+      return Refused(peer_held, "from peer '" + n.peer + "'", "max_notification_bytes_per_peer",
+                     max_peer_bytes_);
     if (held_ + cost > max_bytes_)
-      return Status::NotAllowed("notification refused: the receiving application holds " +
-                                std::to_string(held_) + " bytes of notifications it has not taken "
-                                "(AgentOptions.max_notification_bytes = " + std::to_string(max_bytes_) + ")");
+      return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
     held_ += cost;
+    if (mine == held_by_.end()) mine = held_by_.emplace(n.peer, 0).first;
+    mine->second += cost;
     items_.push_back(std::move(n));
     return Status::Ok();
   }
@@ -43,16 +59,26 @@ class NotifQueue {
   std::vector<Notification> TakeAll() {
     std::lock_guard lock(mu_);
     held_ = 0;
+    held_by_.clear();
     return std::exchange(items_, {});
   }
 
  private:
   static uint64_t Cost(const Notification& n) { return n.bytes.size() + n.peer.size() + kOverheadBytes; }
+  static Status Refused(uint64_t held, const std::string& whose, const char* field,
+                        uint64_t limit) {
+    return Status::NotAllowed("notification refused: the receiving application holds " +
+                              std::to_string(held) + " bytes of notifications " + whose +
+                              " it has not taken (AgentOptions." + field + " = " +
+                              std::to_string(limit) + ")");
+  }
 
   const uint64_t max_bytes_;
+  const uint64_t max_peer_bytes_;
   std::mutex mu_;
-  uint64_t held_ = 0;                // GUARDED_BY(mu_)
-  std::vector<Notification> items_;  // GUARDED_BY(mu_)
+  uint64_t held_ = 0;                                  // GUARDED_BY(mu_)
+  std::unordered_map<std::string, uint64_t> held_by_;  // per peer name; GUARDED_BY(mu_)
+  std::vector<Notification> items_;                    // GUARDED_BY(mu_)
 };
 
 // The sender's status for a notification its peer refused with code `raw` (as
@@ -60,7 +86,11 @@ class NotifQueue {
 inline Status RefusedNotification(int32_t raw) {
   const Code c = PeerErrorCode(raw).value_or(Code::kBackend);
   return Status(c, std::string("peer refused the notification (") + CodeName(c) +
-                       (c == Code::kNotAllowed ? ": its application holds too many untaken notifications)" : ")"));
+                       (c == Code::kNotAllowed
+                            ? ": its application holds too many untaken notifications, from "
+                              "this agent (AgentOptions.max_notification_bytes_per_peer "
+                              "there) or from all its peers (max_notification_bytes))"
+                            : ")"));
 }
 
 }  // namespace kvlane::core

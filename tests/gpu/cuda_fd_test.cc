@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "core/random.h"
 #include "transport/cuda/cuda_control.h"
@@ -207,7 +208,7 @@ class FdServerTest : public ::testing::Test {
     ctx_.options.connect_timeout = std::chrono::milliseconds(2000);
     ctx_.options.io_timeout = std::chrono::milliseconds(2000);
     ctx_.registry = std::make_shared<Registry>(1ull << 32);
-    ctx_.notifs = std::make_shared<NotifQueue>(1 << 20);
+    ctx_.notifs = std::make_shared<NotifQueue>(1 << 20, 1 << 20);
     server_ =
         std::make_unique<ControlServer>(&ctx_, [](uint64_t key, uint32_t index) -> Result<Fd> {
           if (key != kKey) return Status::RemoteStale("not registered");
@@ -342,6 +343,38 @@ TEST_F(FdServerTest, RevocationDuringAFetchIsAcknowledged) {
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
   EXPECT_EQ(ReadAll(fd->get()), "late");
   slow->Stop();
+}
+
+// One peer name holds at most max_conns_per_peer control connections at once:
+// one more is refused after its handshake, naming the limit, while another name
+// still gets in; a slot is free again once its connection ends.
+TEST_F(FdServerTest, ConnectionsPerPeerNameAreCapped) {
+  ctx_.options.max_conns_per_peer = 2;
+  auto capped = std::make_unique<ControlServer>(&ctx_);
+  const std::string name = socket_ + "-capped";
+  ASSERT_TRUE(capped->Start(name).ok());
+  auto dial = [&](const std::string& self) {
+    return DialControl(self, milliseconds(2000), peer_.peer, name);
+  };
+  std::vector<Fd> held;
+  for (int i = 0; i < 2; ++i) {
+    auto sock = dial("init");
+    ASSERT_TRUE(sock.ok()) << sock.status().ToString();
+    held.push_back(std::move(sock).value());
+  }
+  auto refused = dial("init");
+  ASSERT_EQ(refused.status().code(), Code::kNotAllowed);
+  EXPECT_NE(refused.status().message().find("max_conns_per_peer"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_TRUE(dial("other").ok());
+  held.pop_back();  // the server thread frees its slot once it sees the close
+  Result<Fd> again = dial("init");
+  for (auto until = Soon(); !again.ok() && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(milliseconds(10));
+    again = dial("init");
+  }
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+  capped->Stop();
 }
 
 // A target that stalls half way through the handshake, or trickles it a byte at

@@ -46,6 +46,7 @@ std::optional<core::StreamHelloReply> RawPeer::ReadHelloReply() {
   if (!core::WaitReadable(fd_.get(), 5000ms).ok()) return std::nullopt;
   core::StreamHelloReply r{};
   if (!core::RecvAll(fd_.get(), &r, sizeof(r)).ok()) return std::nullopt;
+  last_refusal_ = r.refusal;
   return r;
 }
 

@@ -43,6 +43,8 @@ class RawPeer {
   // connection). Returns the reply's status, or nullopt as above.
   std::optional<int32_t> SendHello(const std::string& hello);
   const std::string& last_hello() const { return last_hello_; }
+  // Why the last Hello reply refused us (StreamHelloReply::refusal; 0 if none came).
+  uint32_t last_refusal() const { return last_refusal_; }
   // The challenge, or nullopt when none came within `timeout`.
   std::optional<core::ChallengeFrame> ReadChallenge(
       std::chrono::milliseconds timeout = std::chrono::seconds(5));
@@ -67,6 +69,7 @@ class RawPeer {
   std::optional<core::StreamHelloReply> ReadHelloReply();
   core::Fd fd_;
   std::string last_hello_;
+  uint32_t last_refusal_ = 0;
 };
 
 // Plays the target's side of the handshake on an accepted connection, as a fake

@@ -58,23 +58,7 @@ Status ControlServer::Start(const std::string& socket) {
 
 void ControlServer::Serve(Conn* c) {
   const int fd = c->fd.get();
-  // Every call below is bounded by a deadline of its own: the Hello by
-  // connect_timeout, a frame once begun and each reply by io_timeout; an
-  // authenticated connection may idle between frames. The socket timeouts
-  // are a second line only.
-  DeadlineIo io(fd, DeadlineIn(ctx_->options.connect_timeout));
-  Result<std::string> name = AcceptHello(*ctx_, io);
-  if (name.ok() && !SetIoTimeout(fd, ctx_->options.io_timeout).ok())
-    name = Status::Backend("control: socket options");
-  if (name.ok()) {
-    std::lock_guard lock(conns_.mu());
-    c->authed = true;
-  }
-  CtlFrame f{};
-  std::string payload;
-  while (name.ok() && RecvCtl(fd, &f, &payload, ctx_->options.io_timeout).ok() &&
-         Handle(c, name.value(), f, payload)) {
-  }
+  Run(c);  // the peer's slot is free before it sees the close: it may reconnect at once
   shutdown(fd, SHUT_RDWR);
   {
     std::unique_lock lock(conns_.mu());
@@ -83,6 +67,26 @@ void ControlServer::Serve(Conn* c) {
     conns_.cv().wait(lock, [&] { return c->pins == 0; });  // bounded: see Revoke
   }
   conns_.Finish(c);
+}
+
+void ControlServer::Run(Conn* c) {
+  const int fd = c->fd.get();
+  // Every call below is bounded by a deadline of its own: the Hello by
+  // connect_timeout, a frame once begun and each reply by io_timeout; an
+  // authenticated connection may idle between frames. The socket timeouts
+  // are a second line only.
+  DeadlineIo io(fd, DeadlineIn(ctx_->options.connect_timeout));
+  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, io, peer_conns_);
+  if (!peer.ok() || !SetIoTimeout(fd, ctx_->options.io_timeout).ok()) return;
+  {
+    std::lock_guard lock(conns_.mu());
+    c->authed = true;
+  }
+  CtlFrame f{};
+  std::string payload;
+  while (RecvCtl(fd, &f, &payload, ctx_->options.io_timeout).ok() &&
+         Handle(c, peer->peer(), f, payload)) {
+  }
 }
 
 bool ControlServer::Handle(Conn* c, const std::string& name, const CtlFrame& f,

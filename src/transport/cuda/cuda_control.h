@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "transport/conn_set.h"
+#include "transport/peer_conn_limit.h"
 #include "transport/stream/fd_passing.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
@@ -117,7 +118,8 @@ using FdSource = std::function<Result<Fd>(uint64_t key, uint32_t index)>;
 class ControlServer {
  public:
   // `fds` answers kFdRequest (empty: every request is refused).
-  explicit ControlServer(AgentContext* ctx, FdSource fds = {}) : ctx_(ctx), fds_(std::move(fds)) {}
+  explicit ControlServer(AgentContext* ctx, FdSource fds = {})
+      : ctx_(ctx), fds_(std::move(fds)), peer_conns_(ctx->options.max_conns_per_peer) {}
   ~ControlServer() { Stop(); }
 
   Status Start(const std::string& socket);
@@ -143,6 +145,9 @@ class ControlServer {
     bool done = false;          // GUARDED_BY(conns_.mu())
   };
   void Serve(Conn* c);
+  // The handshake (at most max_conns_per_peer connections per peer name), then
+  // frames until the connection ends; returns holding no slot.
+  void Run(Conn* c);
   // Handles one frame from an authenticated initiator; false: drop the connection.
   bool Handle(Conn* c, const std::string& name, const CtlFrame& f, const std::string& payload);
   // Records the acknowledgement of revocation `seq`; false: not sent yet (a violation).
@@ -160,6 +165,7 @@ class ControlServer {
   const FdSource fds_;
   std::mutex revoke_mu_;     // one Revoke at a time: numbers go out in order everywhere
   uint64_t revoke_seq_ = 0;  // GUARDED_BY(revoke_mu_)
+  PeerConnLimit peer_conns_;  // slots held by connection threads: outlives conns_ below
   ConnSet<Conn> conns_;      // last: stopped (threads joined) before the members above go
 };
 

@@ -47,24 +47,29 @@ Result<ChallengeFrame> RecvChallenge(const AgentMeta& peer, HelloIo& io) {
 
 }  // namespace
 
-Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io) {
+Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, HelloIo& io,
+                                        PeerConnLimit& limit) {
   ChallengeFrame c{kChallengeMagic, kWireVersion, 0, {}};
   RandomBytes(c.nonce.data(), c.nonce.size());
   KVLANE_RETURN_IF_ERROR(SendAll(io, &c, sizeof(c)));
   StreamHello h{};
   std::string name;
   KVLANE_RETURN_IF_ERROR(RecvHello(io, &h, &name));
-  Status ok = CheckHello(h, name, ctx.agent_id, ctx.secret, c.nonce);
-  StreamHelloReply reply{static_cast<int32_t>(ok.code()), 0, {}};
-  if (ok.ok()) reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
+  const Status valid = CheckHello(h, name, ctx.agent_id, ctx.secret, c.nonce);
+  Result<PeerConnLimit::Slot> slot =
+      valid.ok() ? limit.Acquire(name) : Result<PeerConnLimit::Slot>(valid);
+  StreamHelloReply reply{static_cast<int32_t>(slot.status().code()), 0, {}};
+  if (slot.ok())
+    reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
+  else if (valid.ok())
+    reply.refusal = static_cast<uint32_t>(HelloRefusal::kPeerConnLimit);
   KVLANE_RETURN_IF_ERROR(SendAll(io, &reply, sizeof(reply)));
-  KVLANE_RETURN_IF_ERROR(ok);
-  return name;
+  return slot;
 }
 
-Result<std::string> AcceptHello(const AgentContext& ctx, int fd) {
+Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, int fd, PeerConnLimit& limit) {
   DeadlineIo io(fd, DeadlineIn(ctx.options.connect_timeout));
-  return AcceptHello(ctx, io);
+  return AcceptHello(ctx, io, limit);
 }
 
 Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io) {
@@ -82,6 +87,10 @@ Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role
   KVLANE_RETURN_IF_ERROR(io.WaitReadable());
   StreamHelloReply r{};
   KVLANE_RETURN_IF_ERROR(io.Recv(&r, sizeof(r)));
+  if (r.status != 0 && r.refusal == static_cast<uint32_t>(HelloRefusal::kPeerConnLimit))
+    return Status::NotAllowed("peer '" + peer.name + "' refused the connection: agents named '" +
+                              std::string(self_name) + "' hold as many connections as it " +
+                              "allows one peer (its AgentOptions.max_conns_per_peer)");
   if (r.status != 0)
     return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
   if (!MacEquals(r.proof, ReadyProof(peer.secret, h.nonce, c.nonce, peer.agent_id)))

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/metadata.h"
+#include "transport/peer_conn_limit.h"
 #include "transport/stream/fd_passing.h"
 #include "transport/stream/wire.h"
 #include "transport/transport.h"
@@ -51,14 +52,18 @@ class DeadlineIo final : public HelloIo {
   const Deadline by_;
 };
 
-// Target side. On success returns the initiator's name; on refusal the initiator
-// was sent kNotAllowed, NotAllowed is returned and the caller closes the connection.
-Result<std::string> AcceptHello(const AgentContext& ctx, HelloIo& io);
+// Target side. A Hello that passes its checks is admitted by `limit` under the
+// initiator's name before the reply goes. On success returns the initiator's
+// slot (its name: Slot::peer()), which the caller holds while it serves the
+// connection; on refusal the initiator was sent kNotAllowed (and why:
+// HelloRefusal), NotAllowed is returned and the caller closes the connection.
+Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, HelloIo& io, PeerConnLimit& limit);
 // The same on a stream connection, within connect_timeout (DeadlineIo).
-Result<std::string> AcceptHello(const AgentContext& ctx, int fd);
+Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, int fd, PeerConnLimit& limit);
 
 // Initiator side, as `self_name`, on a connection to `peer` (its name, agent_id
-// and secret are used). NotAllowed when the target refuses our Hello or cannot
+// and secret are used). NotAllowed when the target refuses our Hello (saying
+// when it did so because our name holds its max_conns_per_peer) or cannot
 // prove it holds peer.secret; NotSupported when it speaks another wire version;
 // Timeout or RemoteDisconnect (saying so) when no challenge comes.
 Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io);

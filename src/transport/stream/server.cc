@@ -34,13 +34,18 @@ void StreamServer::Serve(Conn* c) {
   ucred cred = mode_ == PayloadMode::kCma ? PeerCred(fd) : ucred{};
   if (s.ok() && mode_ == PayloadMode::kCma && cred.uid != geteuid())
     s = Status::NotAllowed("shm peer runs under another uid");
-  Result<std::string> name = s.ok() ? AcceptHello(*ctx_, fd) : Result<std::string>(s);
-  if (name.ok() && SetIoTimeout(fd, ctx_->options.io_timeout).ok()) {
-    FrameExecutor exec(ctx_, mode_, fd, cred.pid, name.value());
-    (void)exec.Run();  // ends on disconnect, protocol violation or stall
-  }
+  if (s.ok()) Run(fd, cred.pid);
+  // The peer's slot is free before it sees the close: it may reconnect at once.
   shutdown(fd, SHUT_RDWR);
   conns_.Finish(c);
+}
+
+void StreamServer::Run(int fd, pid_t pid) {
+  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, fd, peer_conns_);
+  if (peer.ok() && SetIoTimeout(fd, ctx_->options.io_timeout).ok()) {
+    FrameExecutor exec(ctx_, mode_, fd, pid, peer->peer());
+    (void)exec.Run();  // ends on disconnect, protocol violation or stall
+  }
 }
 
 }  // namespace kvlane::core

@@ -1,14 +1,18 @@
 // StreamServer: the target side of tcp and shm. Accepts connections, runs the
 // handshake (handshake.h: challenge, Hello checked against this agent's id and
-// secret, reply with our own proof), then serves frames in order,
-// bounds-checking every segment against the live registration table.
+// secret, reply with our own proof; at most max_conns_per_peer connections per
+// peer name: PeerConnLimit), then serves frames in order, bounds-checking every
+// segment against the live registration table.
 //
 // Thread-safety: Start/Stop from the owner; one thread per connection.
 #pragma once
 
+#include <sys/types.h>
+
 #include <thread>
 
 #include "transport/conn_set.h"
+#include "transport/peer_conn_limit.h"
 #include "transport/stream/socket.h"
 #include "transport/transport.h"
 
@@ -21,7 +25,8 @@ enum class PayloadMode : uint8_t {
 
 class StreamServer {
  public:
-  StreamServer(AgentContext* ctx, PayloadMode mode) : ctx_(ctx), mode_(mode) {}
+  StreamServer(AgentContext* ctx, PayloadMode mode)
+      : ctx_(ctx), mode_(mode), peer_conns_(ctx->options.max_conns_per_peer) {}
   ~StreamServer() { Stop(); }
 
   // Takes ownership of a listening socket and starts accepting.
@@ -37,9 +42,12 @@ class StreamServer {
     bool done = false;  // GUARDED_BY(conns_.mu())
   };
   void Serve(Conn* c);
+  // The handshake, then frames until the connection ends; returns holding no slot.
+  void Run(int fd, pid_t pid);
 
   AgentContext* ctx_;
   const PayloadMode mode_;
+  PeerConnLimit peer_conns_;  // slots held by connection threads: outlives conns_ below
   ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };
 

@@ -63,10 +63,17 @@ struct StreamHello {
 static_assert(sizeof(StreamHello) == 80);
 inline constexpr size_t kHelloPrefixBytes = offsetof(StreamHello, target_id);
 
+// Why a target refused a Hello (StreamHelloReply::refusal). Targets before this
+// field sent 0 there, and initiators before it ignore it: no version change.
+enum class HelloRefusal : uint32_t {
+  kUnspecified = 0,    // the Hello failed its checks (id, version, name, proof)
+  kPeerConnLimit = 1,  // a valid Hello, but its peer name holds max_conns_per_peer already
+};
+
 // Target -> initiator: the verdict, then the connection is closed on refusal.
 struct StreamHelloReply {
-  int32_t status;  // Code
-  uint32_t reserved;
+  int32_t status;    // Code
+  uint32_t refusal;  // HelloRefusal when status != 0; else 0
   // status 0: ReadyProof(secret, client nonce, server nonce, target_id); else zeros
   Mac proof;
 };

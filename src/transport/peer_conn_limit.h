@@ -1,0 +1,85 @@
+// PeerConnLimit: how many connections each authenticated peer holds at once on
+// one server (AgentOptions::max_conns_per_peer), so that one peer cannot take
+// all of the server's ConnSet::kMaxConns connections, and threads, and lock
+// every other peer out. A peer is known by the name its Hello announced
+// (handshake.h): the proof covers it, but every holder of the agent's metadata
+// may announce any name, so this binds a peer that keeps its name (a runaway or
+// buggy initiator, or one restarted while its old connections linger), not a
+// hostile blob holder, who may take a new name per connection.
+//
+// Thread-safety: thread-safe. A Slot is released by its destructor, on any
+// thread; it must not outlive its PeerConnLimit.
+#pragma once
+
+#include <cassert>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "kvlane/status.h"
+
+namespace kvlane::core {
+
+class PeerConnLimit {
+ public:
+  // One connection counted against its peer until destroyed (or moved from).
+  class Slot {
+   public:
+    Slot(Slot&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)), peer_(std::move(o.peer_)) {}
+    Slot& operator=(Slot&& o) noexcept {
+      if (this != &o) {
+        Release();
+        owner_ = std::exchange(o.owner_, nullptr);
+        peer_ = std::move(o.peer_);
+      }
+      return *this;
+    }
+    ~Slot() { Release(); }
+
+    const std::string& peer() const { return peer_; }
+
+   private:
+    friend class PeerConnLimit;
+    Slot(PeerConnLimit* owner, std::string peer) : owner_(owner), peer_(std::move(peer)) {}
+    void Release() {
+      if (owner_ != nullptr) std::exchange(owner_, nullptr)->Release(peer_);
+    }
+
+    PeerConnLimit* owner_ = nullptr;
+    std::string peer_;
+  };
+
+  // REQUIRES: max_per_peer >= 1.
+  explicit PeerConnLimit(uint32_t max_per_peer) : max_(max_per_peer) { assert(max_ >= 1); }
+  PeerConnLimit(const PeerConnLimit&) = delete;
+  PeerConnLimit& operator=(const PeerConnLimit&) = delete;
+  ~PeerConnLimit() { assert(held_.empty()); }  // every Slot is gone
+
+  // A slot for one more connection of `peer`; NotAllowed, naming the limit, when
+  // `peer` holds max_per_peer already.
+  Result<Slot> Acquire(const std::string& peer) {
+    std::lock_guard lock(mu_);
+    uint32_t& n = held_[peer];
+    if (n >= max_)
+      return Status::NotAllowed("peer '" + peer + "' already holds " + std::to_string(n) +
+                                " connections (AgentOptions.max_conns_per_peer)");
+    ++n;
+    return Slot(this, peer);
+  }
+
+ private:
+  void Release(const std::string& peer) {
+    std::lock_guard lock(mu_);
+    auto it = held_.find(peer);
+    assert(it != held_.end() && it->second > 0);
+    if (--it->second == 0) held_.erase(it);  // the map holds peers with connections only
+  }
+
+  const uint32_t max_;
+  std::mutex mu_;
+  std::unordered_map<std::string, uint32_t> held_;  // GUARDED_BY(mu_); every value > 0
+};
+
+}  // namespace kvlane::core

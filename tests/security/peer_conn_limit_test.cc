@@ -1,0 +1,115 @@
+// One peer may hold at most AgentOptions::max_conns_per_peer connections at once
+// on a target's tcp or shm server, a peer being the name its Hello announced:
+// past the cap its handshake is refused (kNotAllowed, saying why) and the
+// connection closed, while other peers still connect; a connection's slot is
+// free again once it ends, and a refused Hello takes none.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "raw_peer.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint32_t kCap = 4;  // a real agent's channel takes 3 (lanes_per_peer 2 + control)
+constexpr int32_t kNotAllowed = static_cast<int32_t>(Code::kNotAllowed);
+constexpr uint32_t kConnLimit = static_cast<uint32_t>(core::HelloRefusal::kPeerConnLimit);
+
+class PeerConnLimitTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    AgentOptions o = OptionsFor("target", GetParam());
+    o.max_conns_per_peer = kCap;
+    auto t = Agent::Create(o);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    target_ = std::move(t).value();
+    ASSERT_TRUE(target_->RegisterMemory(region_.data(), region_.size()).ok());
+    info_ = Inspect(target_->ExportMetadata().value());
+  }
+
+  // Opens a connection (kept in held_) and says Hello as `name` with `secret`
+  // (default: the target's); the reply's status, nullopt when none came.
+  std::optional<int32_t> Hello(const std::string& name, const core::Secret* secret = nullptr) {
+    auto p = RawPeer::Connect(GetParam(), info_.meta);
+    EXPECT_TRUE(p.has_value());
+    if (!p) return std::nullopt;
+    auto st = p->Hello(info_.meta.agent_id, secret ? *secret : info_.meta.secret,
+                       core::kWireVersion, core::kHelloMagic, name);
+    held_.push_back(std::move(*p));
+    return st;
+  }
+
+  // An agent named `name` that loaded the target and sends it a notification
+  // (which opens a channel: lanes_per_peer + 1 connections). Kept in agents_.
+  Status Reach(const std::string& name) {
+    auto a = Agent::Create(OptionsFor(name, GetParam()));
+    if (!a.ok()) return a.status();
+    agents_.push_back(std::move(a).value());
+    Connect(*agents_.back(), *target_);
+    return agents_.back()->SendNotification("target", "hello from " + name);
+  }
+
+  std::vector<uint8_t> region_ = std::vector<uint8_t>(64 << 10);
+  std::unique_ptr<Agent> target_;
+  TargetInfo info_;
+  std::vector<RawPeer> held_;
+  std::vector<std::unique_ptr<Agent>> agents_;
+};
+
+TEST_P(PeerConnLimitTest, OnePeerIsCappedWhileOthersConnect) {
+  for (uint32_t i = 0; i < kCap; ++i) ASSERT_EQ(Hello("evil").value_or(-100), 0) << i;
+  // One more as "evil": refused after the handshake, saying why, and closed.
+  EXPECT_EQ(Hello("evil").value_or(-100), kNotAllowed);
+  EXPECT_EQ(held_.back().last_refusal(), kConnLimit);
+  EXPECT_TRUE(held_.back().ClosedWithin(2s));
+  held_.pop_back();
+  // A real agent of that name sees the limit named.
+  Status s = Reach("evil");
+  EXPECT_TRUE(s.is_error());
+  EXPECT_NE(s.message().find("max_conns_per_peer"), std::string::npos) << s.ToString();
+  // Other peers still get through: a raw one, and a real agent's whole channel.
+  EXPECT_EQ(Hello("other").value_or(-100), 0);
+  ASSERT_TRUE(Reach("a").ok());
+  auto got = TakeAtLeast(*target_, 1, 5s);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].peer, "a");
+}
+
+TEST_P(PeerConnLimitTest, SlotIsFreeOnceTheConnectionEnds) {
+  for (uint32_t i = 0; i < kCap; ++i) ASSERT_EQ(Hello("evil").value_or(-100), 0) << i;
+  ASSERT_EQ(Hello("evil").value_or(-100), kNotAllowed);
+  held_.pop_back();
+  held_.erase(held_.begin());  // closes one accepted connection
+  // Its server thread notices the close promptly; until then "evil" is refused.
+  const auto until = std::chrono::steady_clock::now() + 5s;
+  std::optional<int32_t> st;
+  while ((st = Hello("evil")) != 0 && std::chrono::steady_clock::now() < until) {
+    held_.pop_back();
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(st.value_or(-100), 0);
+  EXPECT_EQ(Hello("evil").value_or(-100), kNotAllowed);  // and the cap holds again
+}
+
+TEST_P(PeerConnLimitTest, RefusedHelloTakesNoSlot) {
+  core::Secret wrong = info_.meta.secret;
+  wrong[0] ^= 1;
+  for (uint32_t i = 0; i < kCap; ++i) {
+    ASSERT_EQ(Hello("evil", &wrong).value_or(-100), kNotAllowed) << i;
+    EXPECT_EQ(held_.back().last_refusal(), 0u);  // a bad proof, not the cap
+  }
+  for (uint32_t i = 0; i < kCap; ++i) EXPECT_EQ(Hello("evil").value_or(-100), 0) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, PeerConnLimitTest, ::testing::Values("tcp", "shm"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace kvlane::test
