@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstring>
@@ -29,11 +30,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A connected TCP socket of this process.
+// A connected TCP socket of this process. `inode` names the socket for as long as
+// a descriptor holds it (once the kernel ends a connection, getpeername fails:
+// the ports no longer find it).
 struct TcpSock {
   int fd;
   uint16_t local_port, peer_port;
+  ino_t inode;
 };
+
+std::optional<ino_t> InodeOf(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
+  return st.st_ino;
+}
 
 std::optional<uint16_t> PortOf(int fd, bool peer) {
   sockaddr_storage ss{};
@@ -55,7 +65,8 @@ std::vector<TcpSock> TcpSockets() {
     if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) != 0 || proto != IPPROTO_TCP)
       continue;
     auto local = PortOf(fd, false), peer = PortOf(fd, true);
-    if (local && peer) out.push_back({fd, *local, *peer});
+    auto inode = InodeOf(fd);
+    if (local && peer && inode) out.push_back({fd, *local, *peer, *inode});
   }
   return out;
 }
@@ -198,11 +209,14 @@ Status WriteOnce(Connected& c) {
   return s;
 }
 
-// Whether any socket of `conns` (identified by its two ports) is still open.
+// Whether a descriptor of this process still holds any socket of `conns`, ended
+// by the kernel or not (found by inode: an ended connection has no peer name).
 bool AnyOpen(const std::vector<TcpSock>& conns) {
-  for (const TcpSock& s : TcpSockets())
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const auto inode = InodeOf(std::stoi(e.path().filename().string()));
     for (const TcpSock& c : conns)
-      if (s.local_port == c.local_port && s.peer_port == c.peer_port) return true;
+      if (inode == c.inode) return true;
+  }
   return false;
 }
 
