@@ -203,14 +203,20 @@ std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg
   int echo_fd = Dial(port), bulk_fd = Dial(port);
   RefRequest e{RefOp::kEcho, msg, count * msg, msg};
   SendAllOrDie(echo_fd, &e, sizeof(e));
-  RefRequest b{RefOp::kSinkOpen, bulk, 0, bulk};
+  // The bulk is an echo too: its reply says the target has all of it, as a
+  // kvlane WRITE's completion does (a send's return says only that the bytes
+  // are in this side's socket buffer, and the target may still be reading them
+  // when the next round starts).
+  RefRequest b{RefOp::kEcho, bulk, count * bulk, bulk};
   SendAllOrDie(bulk_fd, &b, sizeof(b));
   int go[2], done[2];  // the bulk thread sleeps in read() as a lane thread sleeps
   if (pipe(go) != 0 || pipe(done) != 0) _exit(94);
   std::vector<uint8_t> payload(bulk, 3);
   std::thread sender([&] {
+    uint8_t landed[kEchoReplyBytes];
     for (char c; read(go[0], &c, 1) == 1;) {
       SendAllOrDie(bulk_fd, payload.data(), bulk);
+      RecvAllOrDie(bulk_fd, landed, sizeof(landed));
       if (write(done[1], &c, 1) != 1) _exit(95);
     }
   });
