@@ -14,7 +14,8 @@ namespace kvlane::bench {
 // kSinkOpen: like kSink, but the client sends until it closes the connection.
 enum class RefOp : uint32_t { kSink = 1, kSource = 2, kEcho = 3, kSinkOpen = 4 };
 
-// Sent by the initiator on a fresh reference connection.
+// Sent by the initiator on a fresh reference connection; the target answers one
+// byte once its `footprint` buffer is ready, and the initiator starts its clock after it.
 struct RefRequest {
   RefOp op;
   uint32_t msg_bytes;    // bytes per message (2 MiB bulk, 4 KiB echo)
