@@ -262,15 +262,18 @@ TEST(KeepaliveTest, MetadataListenerClientsCarryIt) {
   auto client = core::ConnectTcp("127.0.0.1", agent->metadata_port(), 5000ms);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   const uint16_t client_port = PortOf(client->get(), false).value();
-  // Served on a thread of its own, which sets it first; the client is cut after 2 s of silence.
+  // Served on a thread of its own, which sets the options one at a time
+  // (SO_KEEPALIVE first) before anything else: wait for all of them. The client
+  // is cut 2 s after that, for saying nothing.
+  const KeepaliveSeen want{1, 7, 2, 3, 13000};
   KeepaliveSeen seen;
-  for (auto until = std::chrono::steady_clock::now() + 1500ms;
-       seen.on != 1 && std::chrono::steady_clock::now() < until;) {
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       !(seen == want) && std::chrono::steady_clock::now() < until;) {
     for (const TcpSock& s : ServedOn(agent->metadata_port()))
       if (s.peer_port == client_port) seen = Seen(s.fd);
     std::this_thread::sleep_for(5ms);
   }
-  EXPECT_EQ(seen, (KeepaliveSeen{1, 7, 2, 3, 13000})) << ToString(seen);
+  EXPECT_EQ(seen, want) << ToString(seen);
 }
 
 TEST(KeepaliveTest, OutOfRangeIsRefusedAtCreate) {
