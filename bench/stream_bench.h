@@ -14,7 +14,8 @@ namespace kvlane::bench {
 // kSinkOpen: like kSink, but the client sends until it closes the connection.
 enum class RefOp : uint32_t { kSink = 1, kSource = 2, kEcho = 3, kSinkOpen = 4 };
 
-// Sent by the initiator on a fresh reference connection.
+// Sent by the initiator on a fresh reference connection; the target answers one
+// byte once its `footprint` buffer is ready, and the initiator starts its clock after it.
 struct RefRequest {
   RefOp op;
   uint32_t msg_bytes;    // bytes per message (2 MiB bulk, 4 KiB echo)
@@ -43,7 +44,8 @@ double RefSinkUntil(uint16_t port, uint32_t msg, uint8_t* buf, uint64_t footprin
 // Like RefEchoLatency, but each echo starts just after waking a thread that
 // then sends one `bulk`-byte message on a connection of its own (the lanebench
 // mixed shape: a bulk transfer posted, then a small one); the next round starts
-// once the bulk message is out and `gap_us` passed.
+// once the target has all of the bulk message (its reply came, as a kvlane
+// WRITE completes) and `gap_us` passed.
 std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
                                      uint8_t* buf, uint32_t bulk);
 double RefMemcpy(uint8_t* dst, const uint8_t* src, uint64_t total, uint32_t msg, uint64_t footprint);

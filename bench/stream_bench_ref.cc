@@ -50,12 +50,25 @@ int Dial(uint16_t port) {
   return fd;
 }
 
+// Dials the target's reference listener and sends `r`; returns once the target
+// has its buffer ready (allocated and zeroed: touched), so that no client clock
+// counts that.
+int Open(uint16_t port, const RefRequest& r) {
+  int fd = Dial(port);
+  SendAllOrDie(fd, &r, sizeof(r));
+  char ready;
+  RecvAllOrDie(fd, &ready, 1);
+  return fd;
+}
+
 // Serves one reference connection: the mirror image of the client functions.
 void Serve(int fd) {
   RefRequest r{};
   RecvAllOrDie(fd, &r, sizeof(r));
   if (r.msg_bytes == 0 || r.footprint < r.msg_bytes) _exit(93);
   std::vector<uint8_t> buf(r.footprint);
+  const char ready = 1;
+  SendAllOrDie(fd, &ready, 1);  // Open waits for it
   uint64_t slots = r.footprint / r.msg_bytes;
   if (r.op == RefOp::kSinkOpen) {
     for (uint64_t i = 0;; ++i) {
@@ -122,9 +135,7 @@ int RunTarget(int in_fd, int out_fd, uint64_t bytes) {
 }
 
 double RefSink(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint) {
-  int fd = Dial(port);
-  RefRequest r{RefOp::kSink, msg, total, footprint};
-  SendAllOrDie(fd, &r, sizeof(r));
+  int fd = Open(port, {RefOp::kSink, msg, total, footprint});
   uint64_t slots = footprint / msg;
   auto t0 = Clock::now();
   for (uint64_t i = 0, done = 0; done < total; ++i, done += msg) SendAllOrDie(fd, buf + (i % slots) * msg, msg);
@@ -136,9 +147,7 @@ double RefSink(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64
 }
 
 double RefSource(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint) {
-  int fd = Dial(port);
-  RefRequest r{RefOp::kSource, msg, total, footprint};
-  SendAllOrDie(fd, &r, sizeof(r));
+  int fd = Open(port, {RefOp::kSource, msg, total, footprint});
   uint64_t slots = footprint / msg;
   auto t0 = Clock::now();
   for (uint64_t i = 0, done = 0; done < total; ++i, done += msg) RecvAllOrDie(fd, buf + (i % slots) * msg, msg);
@@ -149,9 +158,7 @@ double RefSource(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint
 
 // `window` requests in flight: send `window`, then one new request per reply.
 double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t* buf, uint64_t footprint) {
-  int fd = Dial(port);
-  RefRequest r{RefOp::kEcho, msg, count * msg, footprint};
-  SendAllOrDie(fd, &r, sizeof(r));
+  int fd = Open(port, {RefOp::kEcho, msg, count * msg, footprint});
   uint64_t slots = footprint / msg;
   uint8_t reply[kEchoReplyBytes];
   auto t0 = Clock::now();
@@ -168,9 +175,7 @@ double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t*
 
 std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
                                    uint8_t* buf) {
-  int fd = Dial(port);
-  RefRequest r{RefOp::kEcho, msg, count * msg, msg};
-  SendAllOrDie(fd, &r, sizeof(r));
+  int fd = Open(port, {RefOp::kEcho, msg, count * msg, msg});
   uint8_t reply[kEchoReplyBytes];
   std::vector<double> us;
   for (uint64_t i = 0; i < count; ++i) {
@@ -186,9 +191,7 @@ std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, 
 
 double RefSinkUntil(uint16_t port, uint32_t msg, uint8_t* buf, uint64_t footprint,
                     const std::atomic<bool>& stop) {
-  int fd = Dial(port);
-  RefRequest r{RefOp::kSinkOpen, msg, 0, footprint};
-  SendAllOrDie(fd, &r, sizeof(r));
+  int fd = Open(port, {RefOp::kSinkOpen, msg, 0, footprint});
   uint64_t slots = footprint / msg, sent = 0;
   auto t0 = Clock::now();
   for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i, sent += msg)
@@ -200,17 +203,20 @@ double RefSinkUntil(uint16_t port, uint32_t msg, uint8_t* buf, uint64_t footprin
 
 std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
                                      uint8_t* buf, uint32_t bulk) {
-  int echo_fd = Dial(port), bulk_fd = Dial(port);
-  RefRequest e{RefOp::kEcho, msg, count * msg, msg};
-  SendAllOrDie(echo_fd, &e, sizeof(e));
-  RefRequest b{RefOp::kSinkOpen, bulk, 0, bulk};
-  SendAllOrDie(bulk_fd, &b, sizeof(b));
+  int echo_fd = Open(port, {RefOp::kEcho, msg, count * msg, msg});
+  // The bulk is an echo too: its reply says the target has all of it, as a
+  // kvlane WRITE's completion does (a send's return says only that the bytes
+  // are in this side's socket buffer, and the target may still be reading them
+  // when the next round starts).
+  int bulk_fd = Open(port, {RefOp::kEcho, bulk, count * bulk, bulk});
   int go[2], done[2];  // the bulk thread sleeps in read() as a lane thread sleeps
   if (pipe(go) != 0 || pipe(done) != 0) _exit(94);
   std::vector<uint8_t> payload(bulk, 3);
   std::thread sender([&] {
+    uint8_t landed[kEchoReplyBytes];
     for (char c; read(go[0], &c, 1) == 1;) {
       SendAllOrDie(bulk_fd, payload.data(), bulk);
+      RecvAllOrDie(bulk_fd, landed, sizeof(landed));
       if (write(done[1], &c, 1) != 1) _exit(95);
     }
   });

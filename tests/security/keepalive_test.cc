@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <cstring>
@@ -29,11 +30,20 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A connected TCP socket of this process.
+// A connected TCP socket of this process. `inode` names the socket for as long as
+// a descriptor holds it (once the kernel ends a connection, getpeername fails:
+// the ports no longer find it).
 struct TcpSock {
   int fd;
   uint16_t local_port, peer_port;
+  ino_t inode;
 };
+
+std::optional<ino_t> InodeOf(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
+  return st.st_ino;
+}
 
 std::optional<uint16_t> PortOf(int fd, bool peer) {
   sockaddr_storage ss{};
@@ -55,7 +65,8 @@ std::vector<TcpSock> TcpSockets() {
     if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) != 0 || proto != IPPROTO_TCP)
       continue;
     auto local = PortOf(fd, false), peer = PortOf(fd, true);
-    if (local && peer) out.push_back({fd, *local, *peer});
+    auto inode = InodeOf(fd);
+    if (local && peer && inode) out.push_back({fd, *local, *peer, *inode});
   }
   return out;
 }
@@ -198,11 +209,14 @@ Status WriteOnce(Connected& c) {
   return s;
 }
 
-// Whether any socket of `conns` (identified by its two ports) is still open.
+// Whether a descriptor of this process still holds any socket of `conns`, ended
+// by the kernel or not (found by inode: an ended connection has no peer name).
 bool AnyOpen(const std::vector<TcpSock>& conns) {
-  for (const TcpSock& s : TcpSockets())
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const auto inode = InodeOf(std::stoi(e.path().filename().string()));
     for (const TcpSock& c : conns)
-      if (s.local_port == c.local_port && s.peer_port == c.peer_port) return true;
+      if (inode == c.inode) return true;
+  }
   return false;
 }
 
@@ -248,15 +262,18 @@ TEST(KeepaliveTest, MetadataListenerClientsCarryIt) {
   auto client = core::ConnectTcp("127.0.0.1", agent->metadata_port(), 5000ms);
   ASSERT_TRUE(client.ok()) << client.status().ToString();
   const uint16_t client_port = PortOf(client->get(), false).value();
-  // Served on a thread of its own, which sets it first; the client is cut after 2 s of silence.
+  // Served on a thread of its own, which sets the options one at a time
+  // (SO_KEEPALIVE first) before anything else: wait for all of them. The client
+  // is cut 2 s after that, for saying nothing.
+  const KeepaliveSeen want{1, 7, 2, 3, 13000};
   KeepaliveSeen seen;
-  for (auto until = std::chrono::steady_clock::now() + 1500ms;
-       seen.on != 1 && std::chrono::steady_clock::now() < until;) {
+  for (auto until = std::chrono::steady_clock::now() + 5s;
+       !(seen == want) && std::chrono::steady_clock::now() < until;) {
     for (const TcpSock& s : ServedOn(agent->metadata_port()))
       if (s.peer_port == client_port) seen = Seen(s.fd);
     std::this_thread::sleep_for(5ms);
   }
-  EXPECT_EQ(seen, (KeepaliveSeen{1, 7, 2, 3, 13000})) << ToString(seen);
+  EXPECT_EQ(seen, want) << ToString(seen);
 }
 
 TEST(KeepaliveTest, OutOfRangeIsRefusedAtCreate) {
