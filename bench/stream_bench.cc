@@ -61,9 +61,12 @@ struct Row {
   double ratio() const { return ref > 0 ? kv / ref : 0; }
 };
 
+// Also called on the "beside" rows' bulk thread: _exit, so that no exit-time
+// destructor runs under threads still using the agents.
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "kvlane_stream_bench: %s\n", what.c_str());
-  std::exit(1);
+  std::fflush(nullptr);
+  _exit(1);
 }
 
 double Median(std::vector<double> v) {

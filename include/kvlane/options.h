@@ -69,16 +69,18 @@ struct AgentOptions {
   // frame within it of the frame's first byte (2x at most, however the peer
   // paces its bytes: docs/SECURITY.md), so one chunk must cross the link in it.
   std::chrono::milliseconds io_timeout{10000};
-  // tcp (data connections on both sides, and the metadata listener's clients):
-  // TCP keepalive after this long without a segment from the peer, then 3 probes
-  // max(1 s, tcp_keepalive / 3) apart; data the peer has not acknowledged for
-  // as long (TCP_USER_TIMEOUT) also ends the connection. So a connection whose
-  // peer's host vanished (power loss: no FIN or RST) ends about 2 x tcp_keepalive
-  // after the peer last answered, idle or not: the target frees its thread and
-  // descriptor; the initiator's lane fails (kRemoteDisconnect), and so do later
-  // posts to that peer. 0: off (an idle connection to a vanished host lives until
-  // the agent stops). 0..32767 s (the kernel's limit), default 30 s (dropped
-  // after 60 s). shm and cuda use unix sockets, which need none.
+  // tcp (data connections on both sides): TCP keepalive after this long without
+  // a segment from the peer, then 3 probes max(1 s, tcp_keepalive / 3) apart,
+  // and a user timeout (TCP_USER_TIMEOUT) of the last probe's deadline but at
+  // least 2 x io_timeout + 1 s, which also ends data left unacknowledged that
+  // long. So a connection whose peer's host vanished (power loss: no FIN or RST)
+  // ends max(about 2 x tcp_keepalive, 2 x io_timeout + 1 s) after the peer last
+  // answered, idle or not: the target frees its thread and descriptor; the
+  // initiator's lane fails (kRemoteDisconnect), and so do later posts to that
+  // peer. A live peer that stops reading still fails by io_timeout (kTimeout).
+  // 0: off (an idle connection to a vanished host lives until the agent stops).
+  // 0..32767 s (the kernel's limit), default 30 s (dropped after 60 s). shm and
+  // cuda use unix sockets, which need none.
   std::chrono::seconds tcp_keepalive{30};
   // Bounded spinning before a worker sleeps; a tcp/shm lane's receiver also spins
   // this long on its socket for the reply to a frame a posting thread sent.

@@ -30,19 +30,19 @@ void ServeOne(int fd, const MetadataServer::Source& source) {
 }  // namespace
 
 Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string& host_port,
-                                                              Keepalive keepalive, Source source) {
+                                                              Source source) {
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
   uint16_t bound = 0;
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(host, port, &bound));
-  std::unique_ptr<MetadataServer> server(new MetadataServer(bound, keepalive, std::move(source)));
+  std::unique_ptr<MetadataServer> server(new MetadataServer(bound, std::move(source)));
   server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); });
   return server;
 }
 
 void MetadataServer::Serve(Conn* c) {
-  if (SetKeepalive(c->fd.get(), keepalive_).ok()) ServeOne(c->fd.get(), source_);
+  ServeOne(c->fd.get(), source_);
   shutdown(c->fd.get(), SHUT_RDWR);
   conns_.Finish(c);
 }

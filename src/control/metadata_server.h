@@ -14,7 +14,6 @@
 
 #include "kvlane/status.h"
 #include "transport/conn_set.h"
-#include "transport/stream/keepalive.h"
 #include "transport/stream/socket.h"
 
 namespace kvlane::core {
@@ -24,10 +23,8 @@ inline constexpr char kMetadataRequest[8] = {'K', 'V', 'L', 'G', 'E', 'T', 'M', 
 class MetadataServer {
  public:
   using Source = std::function<std::string()>;
-  // Listens on "host:port" and serves `source()` to each request; each client's
-  // connection carries `keepalive`.
-  static Result<std::unique_ptr<MetadataServer>> Start(const std::string& host_port,
-                                                       Keepalive keepalive, Source source);
+  // Listens on "host:port" and serves `source()` to each request.
+  static Result<std::unique_ptr<MetadataServer>> Start(const std::string& host_port, Source source);
   ~MetadataServer() { conns_.Stop(); }
   uint16_t port() const { return port_; }
 
@@ -37,12 +34,10 @@ class MetadataServer {
     std::thread thread;
     bool done = false;  // GUARDED_BY(conns_.mu())
   };
-  MetadataServer(uint16_t port, Keepalive keepalive, Source source)
-      : port_(port), keepalive_(keepalive), source_(std::move(source)) {}
+  MetadataServer(uint16_t port, Source source) : port_(port), source_(std::move(source)) {}
   void Serve(Conn* c);
 
   const uint16_t port_;
-  const Keepalive keepalive_;
   const Source source_;
   ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };

@@ -70,7 +70,6 @@ Status AgentImpl::Init() {
   if (!ctx_.options.metadata_listen.empty()) {
     KVLANE_ASSIGN_OR_RETURN(metadata_server_,
                             MetadataServer::Start(ctx_.options.metadata_listen,
-                                                  KeepaliveAfter(ctx_.options.tcp_keepalive),
                                                   [this] { return EncodeMeta(SelfMeta()); }));
   }
   return Status::Ok();

@@ -254,9 +254,12 @@ class HalfReplyTarget {
 // (and `chunk_bytes` when not 0): it must end with timeout within
 // 2 x io_timeout + `slack`, latching timeout on the peer, not never.
 void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint64_t chunk_bytes,
-                            std::chrono::milliseconds slack) {
+                            std::chrono::milliseconds slack,
+                            std::chrono::milliseconds io_timeout = 1000ms,
+                            std::chrono::seconds keepalive = AgentOptions{}.tcp_keepalive) {
   AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1000ms;
+  o.io_timeout = io_timeout;
+  o.tcp_keepalive = keepalive;
   o.lanes_per_peer = 1;
   if (chunk_bytes != 0) o.chunk_bytes = chunk_bytes;
   auto a_or = Agent::Create(o);
@@ -303,6 +306,16 @@ TEST(DeafTarget, StuckSendEndsWithinTheIoTimeout) {
   HalfReplyTarget deaf(/*deaf=*/true);
   // One frame, far more than loopback buffers.
   ExpectTransferTimesOut(deaf, Op::kWrite, 64 << 20, 64 << 20, 2s);
+}
+
+// The same live peer that reads nothing, with a keepalive much shorter than the
+// io timeout: the kernel's user timeout (Linux 5.11 on: also a receive window
+// kept shut that long) must not end the lane first, as remote-disconnect after
+// ~4 s; it fails by io_timeout with kTimeout (the user timeout is at least
+// 2 x io_timeout + 1 s).
+TEST(DeafTarget, ShortKeepaliveLeavesItToTheIoTimeout) {
+  HalfReplyTarget deaf(/*deaf=*/true);
+  ExpectTransferTimesOut(deaf, Op::kWrite, 64 << 20, 64 << 20, 2s, 6000ms, 1s);
 }
 
 // The peer acknowledges a notification with half a reply and then stalls:

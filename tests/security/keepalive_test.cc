@@ -1,7 +1,6 @@
 // TCP keepalive (AgentOptions::tcp_keepalive) on every tcp socket of an agent:
-// the configured values on both sides of a peer connection and on the metadata
-// listener's clients, none at 0; and a peer that stops answering (a socket
-// filter drops everything it sends, as if its host had vanished: no FIN, no
+// the configured values on both sides of a peer connection, none at 0; and a peer that stops
+// answering (a socket filter drops everything it sends, as if its host had vanished: no FIN, no
 // RST) ends the connection on the side that probes within the keepalive's
 // time: the target's connection gives its descriptor back, the initiator's
 // channel latches kRemoteDisconnect and the next post fails at once.
@@ -155,10 +154,10 @@ void AwaitAcked(const std::vector<TcpSock>& socks) {
 }
 
 std::unique_ptr<Agent> MakeAgent(const std::string& name, std::chrono::seconds keepalive,
-                                 const std::string& metadata_listen = "") {
+                                 std::chrono::milliseconds io_timeout) {
   AgentOptions o = OptionsFor(name, "tcp");
   o.tcp_keepalive = keepalive;
-  o.metadata_listen = metadata_listen;
+  o.io_timeout = io_timeout;
   auto a = Agent::Create(o);
   EXPECT_TRUE(a.ok()) << a.status().ToString();
   return a.ok() ? std::move(a).value() : nullptr;
@@ -177,9 +176,12 @@ struct Connected {
   std::vector<TcpSock> initiator, target;
 };
 
-void ConnectOver(Connected* c, std::chrono::seconds a_keepalive, std::chrono::seconds b_keepalive) {
-  c->a = MakeAgent("a", a_keepalive);
-  c->b = MakeAgent("b", b_keepalive);
+// io_timeout 1 s by default: the user timeout's floor (2 x io_timeout + 1 s) stays
+// under a 1 s keepalive's 4 s.
+void ConnectOver(Connected* c, std::chrono::seconds a_keepalive, std::chrono::seconds b_keepalive,
+                 std::chrono::milliseconds a_io = 1000ms, std::chrono::milliseconds b_io = 1000ms) {
+  c->a = MakeAgent("a", a_keepalive, a_io);
+  c->b = MakeAgent("b", b_keepalive, b_io);
   ASSERT_TRUE(c->a && c->b);
   Connect(*c->a, *c->b);
   auto t = c->a->PeerTransport("b");  // connects
@@ -228,9 +230,10 @@ void ExpectAll(const std::vector<TcpSock>& socks, const KeepaliveSeen& want, con
 
 TEST(KeepaliveTest, DefaultIsThirtySecondsOnBothSides) {
   Connected c;
+  const AgentOptions d;
   ASSERT_NO_FATAL_FAILURE(
-      ConnectOver(&c, AgentOptions{}.tcp_keepalive, AgentOptions{}.tcp_keepalive));
-  // 30 s idle, 3 probes 10 s apart; unacknowledged data given up after 60 s.
+      ConnectOver(&c, d.tcp_keepalive, d.tcp_keepalive, d.io_timeout, d.io_timeout));
+  // 30 s idle, 3 probes 10 s apart; given up after 60 s.
   const KeepaliveSeen want{1, 30, 10, 3, 60000};
   ExpectAll(c.initiator, want, "initiator");
   ExpectAll(c.target, want, "target");
@@ -238,9 +241,12 @@ TEST(KeepaliveTest, DefaultIsThirtySecondsOnBothSides) {
 
 TEST(KeepaliveTest, ConfiguredValuesOnBothSides) {
   Connected c;
-  ASSERT_NO_FATAL_FAILURE(ConnectOver(&c, 7s, 2s));
+  ASSERT_NO_FATAL_FAILURE(ConnectOver(&c, 7s, 2s, 2000ms, 10000ms));
+  // The user timeout: the last probe's deadline (7 + 3 x 2 s) ...
   ExpectAll(c.initiator, {1, 7, 2, 3, 13000}, "initiator");
-  ExpectAll(c.target, {1, 2, 1, 3, 5000}, "target");  // probes at least 1 s apart
+  // ... but at least 2 x io_timeout + 1 s, so that a live peer that stops reading
+  // fails by io_timeout first (kTimeout). Probes at least 1 s apart.
+  ExpectAll(c.target, {1, 2, 1, 3, 21000}, "target");
 }
 
 TEST(KeepaliveTest, ZeroLeavesItOff) {
@@ -254,26 +260,6 @@ TEST(KeepaliveTest, ZeroLeavesItOff) {
     }
   }
   EXPECT_TRUE(WriteOnce(c).ok());
-}
-
-TEST(KeepaliveTest, MetadataListenerClientsCarryIt) {
-  auto agent = MakeAgent("m", 7s, "127.0.0.1:0");
-  ASSERT_TRUE(agent);
-  auto client = core::ConnectTcp("127.0.0.1", agent->metadata_port(), 5000ms);
-  ASSERT_TRUE(client.ok()) << client.status().ToString();
-  const uint16_t client_port = PortOf(client->get(), false).value();
-  // Served on a thread of its own, which sets the options one at a time
-  // (SO_KEEPALIVE first) before anything else: wait for all of them. The client
-  // is cut 2 s after that, for saying nothing.
-  const KeepaliveSeen want{1, 7, 2, 3, 13000};
-  KeepaliveSeen seen;
-  for (auto until = std::chrono::steady_clock::now() + 5s;
-       !(seen == want) && std::chrono::steady_clock::now() < until;) {
-    for (const TcpSock& s : ServedOn(agent->metadata_port()))
-      if (s.peer_port == client_port) seen = Seen(s.fd);
-    std::this_thread::sleep_for(5ms);
-  }
-  EXPECT_EQ(seen, want) << ToString(seen);
 }
 
 TEST(KeepaliveTest, OutOfRangeIsRefusedAtCreate) {

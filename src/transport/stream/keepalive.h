@@ -1,11 +1,12 @@
 // TCP keepalive of an agent's tcp connections (AgentOptions::tcp_keepalive): how
 // the one option becomes the kernel's settings, and setting them on a socket.
 // A peer whose host vanished (no FIN or RST) then ends its connections after
-// `Keepalive::dead_after()`, idle or not: the socket fails with ETIMEDOUT.
+// `Keepalive::user_timeout`, idle or not: the socket fails with ETIMEDOUT.
 #pragma once
 
 #include <chrono>
 
+#include "kvlane/options.h"
 #include "kvlane/status.h"
 
 namespace kvlane::core {
@@ -17,20 +18,25 @@ struct Keepalive {
   std::chrono::seconds idle{0};      // TCP_KEEPIDLE; 0: keepalive off
   std::chrono::seconds interval{0};  // TCP_KEEPINTVL
   int probes = 0;                    // TCP_KEEPCNT
+  // TCP_USER_TIMEOUT: the peer's silence after which the kernel drops the
+  // connection. Once set, it also decides when keepalive gives up (the kernel
+  // then ignores TCP_KEEPCNT), and it ends data left unacknowledged that long,
+  // and (Linux 5.11 on) a receive window kept shut that long by a live peer.
+  std::chrono::milliseconds user_timeout{0};
 
   bool on() const { return idle.count() > 0; }
-  // The peer's silence after which the kernel drops the connection: the last
-  // probe's deadline, also the bound on unacknowledged data (TCP_USER_TIMEOUT).
-  std::chrono::seconds dead_after() const { return idle + interval * probes; }
 };
 
-// `idle` (AgentOptions::tcp_keepalive), then kKeepaliveProbes probes
-// max(1 s, idle / 3) apart: a silent peer is dropped after about 2 x idle.
-// REQUIRES: idle in 0..32767 s (AgentOptions::Validate).
-Keepalive KeepaliveAfter(std::chrono::seconds idle);
+// From AgentOptions: tcp_keepalive idle, then kKeepaliveProbes probes
+// max(1 s, idle / 3) apart, and a user timeout of the last probe's deadline but
+// at least 2 x io_timeout + 1 s: a live peer that stops reading fails by
+// io_timeout (kTimeout; a target's frame by 2 x io_timeout) before the kernel
+// gives up on it. A silent peer is dropped after about 2 x tcp_keepalive.
+// REQUIRES: `o` valid (AgentOptions::Validate: tcp_keepalive 0..32767 s).
+Keepalive KeepaliveFor(const AgentOptions& o);
 
 // Sets SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT and TCP_USER_TIMEOUT
-// (dead_after) on `fd`; with keepalive off, nothing (a new socket has neither).
+// on `fd`; with keepalive off, nothing (a new socket has neither).
 // REQUIRES: fd is a TCP socket (unix sockets have no keepalive:
 // their peer is on this host, and its death closes them).
 Status SetKeepalive(int fd, const Keepalive& k);

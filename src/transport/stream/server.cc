@@ -28,8 +28,7 @@ void StreamServer::Serve(Conn* c) {
   Status s = SetIoTimeout(fd, ctx_->options.connect_timeout);
   // tcp: a peer whose host vanishes between frames ends the connection (idle
   // between frames has no deadline) once keepalive gives up on it.
-  if (s.ok() && mode_ == PayloadMode::kInline)
-    s = SetKeepalive(fd, KeepaliveAfter(ctx_->options.tcp_keepalive));
+  if (s.ok() && mode_ == PayloadMode::kInline) s = SetKeepalive(fd, KeepaliveFor(ctx_->options));
   // shm: CMA reaches the initiator's memory, so only our own uid may use it.
   ucred cred = mode_ == PayloadMode::kCma ? PeerCred(fd) : ucred{};
   if (s.ok() && mode_ == PayloadMode::kCma && cred.uid != geteuid())

@@ -72,8 +72,7 @@ class StreamTransport final : public Transport {
                                            : ConnectTcp(peer.tcp_host, peer.tcp_port, timeout);
       if (!fd.ok()) return fd.status();
       if (mode_ == PayloadMode::kInline)
-        KVLANE_RETURN_IF_ERROR(
-            SetKeepalive(fd->get(), KeepaliveAfter(ctx_->options.tcp_keepalive)));
+        KVLANE_RETURN_IF_ERROR(SetKeepalive(fd->get(), KeepaliveFor(ctx_->options)));
       KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role));
       return std::move(fd).value();
     };
