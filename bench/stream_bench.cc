@@ -170,14 +170,17 @@ Target ForkTarget(uint64_t bytes) {
 }
 
 // `inline_bytes` < 0: the engine's default AgentOptions::post_inline_bytes.
+// `stripe_min_bytes` 0: the engine's default.
 std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config& c, const Target& t,
-                                     int64_t inline_bytes = -1, const std::string& suffix = "") {
+                                     int64_t inline_bytes = -1, const std::string& suffix = "",
+                                     uint64_t stripe_min_bytes = 0) {
   AgentOptions o;
   o.name = "init-" + transport +
            (inline_bytes >= 0 ? "-inline" + std::to_string(inline_bytes) : "") + suffix;
   if (inline_bytes >= 0) o.post_inline_bytes = static_cast<uint64_t>(inline_bytes);
   o.transports = {transport};
   o.lanes_per_peer = c.lanes;
+  if (stripe_min_bytes != 0) o.stripe_min_bytes = stripe_min_bytes;
   auto a = Agent::Create(o);
   if (!a.ok()) Die(a.status().ToString());
   auto peer = a.value()->LoadPeer(t.blob);
@@ -271,8 +274,11 @@ std::vector<double> KvLatency(Agent& a, Op op, uint32_t msg, uint8_t* local, uin
 // As KvLatency, but each post follows a `bulk`-byte WRITE posted on agent `b`
 // (the lanebench mixed shape); the next round starts once the bulk is done and
 // `gap_us` passed.
+// `fresh`: the bulk's source is rewritten before each post (as lanebench
+// stages a new payload), outside the timed part.
 std::vector<double> KvAfterBulk(Agent& a, Op op, uint8_t* local, uint64_t remote, Agent& b,
-                                uint8_t* bulk_local, uint64_t bulk_remote, const Config& c) {
+                                uint8_t* bulk_local, uint64_t bulk_remote, const Config& c,
+                                bool fresh = false) {
   constexpr uint32_t kSmall = 4096, kBulk = 2 << 20;
   DescList bl, br;
   bl.Add(bulk_local, kBulk);
@@ -288,6 +294,7 @@ std::vector<double> KvAfterBulk(Agent& a, Op op, uint8_t* local, uint64_t remote
   std::vector<double> us;
   for (uint64_t i = 0; i < c.beside_count; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(c.gap_us));
+    if (fresh) std::memset(bulk_local, static_cast<int>(i & 0xff), kBulk);
     Status bs = b.Post(&bh.value());
     if (bs.is_error()) Die("bulk post: " + bs.ToString());
     auto t0 = Clock::now();
@@ -401,8 +408,12 @@ int Main(int argc, char** argv) {
   auto shm_lane = MakeInitiator("shm", c, t, 0);
   auto tcp_bulk = MakeInitiator("tcp", c, t, -1, "-bulk");  // the "beside" rows' stream
   auto shm_bulk = MakeInitiator("shm", c, t, -1, "-bulk");
-  for (Agent* a :
-       {tcp.get(), shm.get(), tcp_lane.get(), shm_lane.get(), tcp_bulk.get(), shm_bulk.get()}) {
+  // Bulk and small through one agent, one lane each (the 2 MiB is not striped:
+  // the small one goes to the other, idle lane), as lanebench's mixed shape.
+  auto tcp_one = MakeInitiator("tcp", c, t, -1, "-one", 1ull << 30);
+  auto shm_one = MakeInitiator("shm", c, t, -1, "-one", 1ull << 30);
+  for (Agent* a : {tcp.get(), shm.get(), tcp_lane.get(), shm_lane.get(), tcp_bulk.get(), shm_bulk.get(),
+                   tcp_one.get(), shm_one.get()}) {
     if (!a->RegisterMemory(src.data(), footprint).ok() || !a->RegisterMemory(dst.data(), footprint).ok())
       Die("register");
   }
@@ -449,6 +460,22 @@ int Main(int argc, char** argv) {
           rows, "tcp 4 KiB " + o + " after 2 MiB post", c,
           [&] { return KvAfterBulk(*tcp, op, local, remote, *tcp_bulk, src.data(), t.addr, c); },
           [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+      if (op == Op::kWrite && c.lanes >= 2) {
+        MeasureLatency(
+            rows, "tcp 4 KiB WRITE after 2 MiB post, one agent", c,
+            [&] { return KvAfterBulk(*tcp_one, op, local, remote, *tcp_one, src.data(), t.addr, c); },
+            [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+        MeasureLatency(
+            rows, "tcp 4 KiB WRITE after fresh 2 MiB post", c,
+            [&] {
+              return KvAfterBulk(*tcp, op, local, remote, *tcp_bulk, src.data(), t.addr, c, true);
+            },
+            [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+        MeasureLatency(
+            rows, "shm 4 KiB WRITE after 2 MiB post, one agent vs two", c,
+            [&] { return KvAfterBulk(*shm_one, op, local, remote, *shm_one, src.data(), t.addr, c); },
+            [&] { return KvAfterBulk(*shm, op, local, remote, *shm_bulk, src.data(), t.addr, c); });
+      }
       MeasureLatency(
           rows, "shm 4 KiB " + o + " after 2 MiB post vs alone", c,
           [&] { return KvAfterBulk(*shm, op, local, remote, *shm_bulk, src.data(), t.addr, c); },
