@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -38,10 +39,18 @@ struct TcpSock {
   ino_t inode;
 };
 
+// The socket inode of descriptor `fd`, read through /proc (a path, not the
+// descriptor: the engine may close `fd` meanwhile, and a descriptor call racing
+// that close is a data race to TSan).
 std::optional<ino_t> InodeOf(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return std::nullopt;
-  return st.st_ino;
+  char link[64];
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = readlink(path.c_str(), link, sizeof(link) - 1);
+  if (n <= 0) return std::nullopt;
+  link[n] = '\0';
+  unsigned long long inode = 0;
+  if (std::sscanf(link, "socket:[%llu]", &inode) != 1) return std::nullopt;
+  return static_cast<ino_t>(inode);
 }
 
 std::optional<uint16_t> PortOf(int fd, bool peer) {

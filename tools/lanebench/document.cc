@@ -228,7 +228,8 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"pin", cfg.pin},
                  {"proxy_renew_us", cfg.proxy_renew_us},
                  {"post_inline_bytes", cfg.post_inline_bytes},
-                 {"stall_probe_ms", cfg.stall_probe_ms}};
+                 {"stall_probe_ms", cfg.stall_probe_ms},
+                 {"idle_us", cfg.ResolvedIdleUs()}};
   {
     const RunSpec spec =
         cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike

@@ -56,6 +56,11 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "each source first spins this long on its polling thread's CPU and records "
                  "when that thread did not run (host stalls, no kvlane involved); 0: no probe")
       ->capture_default_str();
+  app.add_option("--idle-us", cfg.idle_us,
+                 "each timed iteration starts at least this long after the previous one ended "
+                 "(staging and verification count), so that the single-lane controls and the "
+                 "mixed shape start from equally idle lanes; -1: 3000 on tcp and shm, 0 on cuda")
+      ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
 }
 

@@ -23,6 +23,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.proxy_renew_us = cfg.proxy_renew_us;
   s.post_inline_bytes = cfg.post_inline_bytes;
   s.stall_probe_ms = cfg.stall_probe_ms;
+  s.idle_us = cfg.ResolvedIdleUs();
   if (PinResolved(cfg.pin)) {
     const CpuSplit split = SplitCpus();
     s.poller_cpu = split.poller;
@@ -84,8 +85,14 @@ kvlane::Status BenchConfig::Validate() const {
   if (post_inline_bytes < -1 || post_inline_bytes > (1 << 20))
     return bad("--post-inline-bytes: -1 (engine default) or 0..1048576");
   if (stall_probe_ms < 0 || stall_probe_ms > 10000) return bad("--stall-probe-ms: 0..10000");
+  if (idle_us < -1 || idle_us > 1000000) return bad("--idle-us: -1 (per transport) or 0..1000000");
   if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
   return kvlane::Status::Ok();
+}
+
+int64_t BenchConfig::ResolvedIdleUs() const {
+  if (idle_us >= 0) return idle_us;
+  return transport == "cuda" ? 0 : 3000;
 }
 
 std::string BenchConfig::ResolvedMemory() const {

@@ -43,6 +43,14 @@ struct BenchConfig {
   // Each source first spins this long on its polling thread's CPU, recording
   // the gaps when it did not run (stall_probe.h); 0: no probe.
   int stall_probe_ms = 100;
+  // Each timed iteration starts at least this long after the previous one's
+  // last completion (staging and verification count), so that every case
+  // starts from equally idle lanes: a 2 MiB payload's staging alone takes
+  // milliseconds, a 4 KiB one's microseconds, and on a VM a wake-up after
+  // milliseconds of idle costs tens of microseconds more than one after a few
+  // hundred. -1: 3000 on tcp and shm, 0 on cuda (its proxy would exit).
+  int64_t idle_us = -1;
+  int64_t ResolvedIdleUs() const;
   std::string json = "lanebench.json";
 
   kvlane::Status Validate() const;

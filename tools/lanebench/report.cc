@@ -133,6 +133,11 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
                                "cuda_proxy_idle_exit)")
                  : fmt::format("engine workers kept awake {} us after their last work (--spin-us)",
                                cfg["spin_us"].get<int64_t>()));
+  if (const int64_t idle = cfg.value("idle_us", int64_t{0}); idle > 0)
+    fmt::print(out,
+               "idle: every timed iteration starts at least {} us after the previous one ended, "
+               "in every case (--idle-us)\n",
+               idle);
   if (const Doc& pin = cfg["pinning"]; pin.value("on", false))
     fmt::print(
         out,

@@ -200,6 +200,8 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
   for (int it = 0; it < total; ++it) {
     const uint64_t epoch = static_cast<uint64_t>(it) + 1;
     KVLANE_RETURN_IF_ERROR(Stage(rig, epoch));
+    if (rig.spec.idle_us > 0 && last_done != Clock::time_point{})  // equal idle before every case
+      std::this_thread::sleep_until(last_done + std::chrono::microseconds(rig.spec.idle_us));
     KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig, &last_done));
     KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
     const bool measured = it >= rig.spec.warmup;
