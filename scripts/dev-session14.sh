@@ -13,7 +13,7 @@
 # then, with CHECK=all, gpu-check (every gpu-labelled test, cuda_bench, the
 # copier probe, lanebench on cuda). Everything lands in $OUT/$TAG.tar.gz.
 #   usage: [TAG=s14] [ROUNDS=n] [CHECK=all|none] [LB=1|0] [LANES="2 1"] [STREAM_ARGS=..]
-#          [LB_VARIANTS="default spin pinoff"]
+#          [LB_VARIANTS="default spin pinoff"] [LB_SHAPE=mixed|single|all]
 #          bash scripts/dev-session14.sh
 set -u
 export LD_LIBRARY_PATH=$PWD/gpu-bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -43,9 +43,10 @@ if [ "${LB:-1}" = 1 ]; then
           onepeer) a="--mixed-peers 1" ;;  # two lanes of one target process
           bulk4k) a="--bulk-bytes 4096" ;;  # "bulk" as small as the small one
           read) a="--mixed-op read" ;;
+          noidle) a="--idle-us 0" ;;  # session 13's behaviour
         esac
         name=lb-$tr-$v-$r
-        timeout -k 10 300 gpu-bin/lanebench --transport $tr --shape mixed $a \
+        timeout -k 10 300 gpu-bin/lanebench --transport $tr --shape ${LB_SHAPE:-mixed} $a \
           --json $G/$name.json > $G/$name.txt 2>&1
         echo "$name rc=$?"
         grep -E "small p(50|99)|^ +p(50|99)|verified:|^  (global|indep)|isolation" $G/$name.txt
