@@ -115,10 +115,11 @@ struct AgentOptions {
   uint64_t max_notification_bytes_per_peer = 0;
   // tcp, shm, cuda control socket: connections one peer (by the name its handshake
   // announced) may hold at once on each of this agent's servers; more are refused
-  // after the handshake (the initiator's connect fails with kNotAllowed naming this
-  // limit). A peer's channel holds lanes_per_peer (its own: 1..64) + 1 connections on
-  // its transport's server, so the default 256 leaves room for a few of a peer's
-  // channels at the largest lanes_per_peer (e.g. a restarted peer's, while its old
+  // after the handshake (the initiator's transport fails the connect with
+  // kNotAllowed naming this limit; its agent, as for any failed connect, reports
+  // kRemoteDisconnect with that reason in the message). A peer's channel holds lanes_per_peer (its
+  // own: 1..64) + 1 connections on its transport's server, so the default 256 leaves room for a few
+  // of a peer's channels at the largest lanes_per_peer (e.g. a restarted peer's, while its old
   // connections are still open). 1..4096.
   uint32_t max_conns_per_peer = 256;
   // tcp: how device memory is staged through pinned host buffers (StagingCopy).
