@@ -163,13 +163,25 @@ TEST_P(NotifyTest, PeerThatFloodsIsRefusedAtItsShare) {
 // By default a peer's share is a quarter of max_notification_bytes.
 TEST_P(NotifyTest, PeerShareDefaultsToAQuarter) {
   AgentOptions o;
-  o.max_notification_bytes = 8192;
+  o.max_notification_bytes = 1 << 20;
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
-  const std::string msg(1000, 'm');  // 1065 bytes: one fits 2048, two do not
-  ASSERT_TRUE(a().SendNotification("b", msg).ok());
+  const std::string msg(64 << 10, 'm');  // 65,601 bytes each: three fit 256 KiB, four do not
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
-  EXPECT_EQ(b().TakeNotifications().size(), 1u);
+  EXPECT_EQ(b().TakeNotifications().size(), 3u);
   EXPECT_TRUE(a().SendNotification("b", msg).ok());
+}
+
+// A small bound's quarter would refuse the largest notification (64 KiB) even
+// from an empty queue: the default share is then at least what it costs.
+TEST_P(NotifyTest, LargestNotificationFitsTheDefaultShare) {
+  AgentOptions o;
+  o.max_notification_bytes = 128 << 10;  // a quarter: 32 KiB
+  ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
+  const std::string msg(64 << 10, 'm');
+  Status s = a().SendNotification("b", msg);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(b().TakeNotifications().size(), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, NotifyTest, ::testing::Values("local", "shm", "tcp"),

@@ -111,7 +111,8 @@ struct AgentOptions {
   // notifications are refused (kNotAllowed) while other peers' still fit, until the
   // application takes them. A peer is the name its handshake announced, which any
   // holder of this agent's metadata may choose (docs/SECURITY.md). 0 (default): a
-  // quarter of max_notification_bytes; else 1..max_notification_bytes.
+  // quarter of max_notification_bytes, but at least what the largest notification
+  // costs (64 KiB + 255-byte name + 64) or all of it; else 65..max_notification_bytes.
   uint64_t max_notification_bytes_per_peer = 0;
   // tcp, shm, cuda control socket: connections one peer (by the name its handshake
   // announced) may hold at once on each of this agent's servers; more are refused

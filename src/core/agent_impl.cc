@@ -36,9 +36,9 @@ AgentImpl::AgentImpl(const AgentOptions& options)
   RandomBytes(ctx_.secret.data(), ctx_.secret.size());
   ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
   const uint64_t per_peer = options.max_notification_bytes_per_peer;
-  ctx_.notifs =
-      std::make_shared<NotifQueue>(options.max_notification_bytes,
-                                   per_peer != 0 ? per_peer : options.max_notification_bytes / 4);
+  ctx_.notifs = std::make_shared<NotifQueue>(
+      options.max_notification_bytes,
+      per_peer != 0 ? per_peer : NotifQueue::DefaultShare(options.max_notification_bytes));
   ctx_.completer = &completer_;
   ctx_.records = &records_;
   slots_.resize(options.max_requests);

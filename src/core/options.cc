@@ -77,8 +77,10 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
-  if (max_notification_bytes_per_peer > max_notification_bytes)
-    return Bad("max_notification_bytes_per_peer", "must be at most max_notification_bytes (" +
+  // Below 65 bytes no notification fits (each costs its payload, name and 64).
+  if (max_notification_bytes_per_peer > max_notification_bytes ||
+      (max_notification_bytes_per_peer != 0 && max_notification_bytes_per_peer < 65))
+    return Bad("max_notification_bytes_per_peer", "must be 65..max_notification_bytes (" +
                                                       std::to_string(max_notification_bytes) +
                                                       "), or 0 for a quarter of it");
   if (max_conns_per_peer < 1 || max_conns_per_peer > 4096)

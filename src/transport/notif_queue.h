@@ -12,6 +12,7 @@
 // Thread-safety: thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cassert>
 #include <cstdint>
 #include <mutex>
@@ -30,6 +31,16 @@ class NotifQueue {
  public:
   // Bytes charged per notification on top of its payload and sender name.
   static constexpr uint64_t kOverheadBytes = 64;
+  // What the largest notification costs: a 64 KiB payload (the wire's
+  // kMaxNotifyBytes) from a 255-byte name (kMaxPeerName).
+  static constexpr uint64_t kLargestCost = (64u << 10) + 255 + kOverheadBytes;
+
+  // The per-peer share for AgentOptions::max_notification_bytes_per_peer = 0: a
+  // quarter of `max_bytes`, but at least what the largest notification costs
+  // (or all of `max_bytes`), so that one always fits an empty queue.
+  static uint64_t DefaultShare(uint64_t max_bytes) {
+    return std::max(max_bytes / 4, std::min(max_bytes, kLargestCost));
+  }
 
   // REQUIRES: 0 < max_peer_bytes <= max_bytes (AgentOptions::Validate).
   NotifQueue(uint64_t max_bytes, uint64_t max_peer_bytes)
