@@ -81,20 +81,37 @@ std::string CpuModel() {
   return "unknown";
 }
 
+constexpr uint32_t kBulk = 2 << 20, kSmall = 4096;  // the bulk and the small transfer
+
+// One prepared transfer of `msg` bytes between `local` and the target's `remote`.
+XferHandle MakeOne(Agent& a, Op op, uint8_t* local, uint64_t remote, uint32_t msg) {
+  DescList l, r;
+  l.Add(local, msg);
+  r.Add(remote, msg);
+  auto lp = a.PrepareLocal(l);
+  auto rp = a.PrepareRemote("target", r);
+  if (!lp.ok() || !rp.ok()) Die("prepare: " + (lp.ok() ? rp.status() : lp.status()).ToString());
+  auto h = a.MakeTransfer(op, lp.value(), {}, rp.value(), {});
+  if (!h.ok()) Die("make transfer: " + h.status().ToString());
+  return h.value();
+}
+
+// Posts `h` and spins on Check until it is done: microseconds from before Post.
+double PostAndSpin(Agent& a, XferHandle& h) {
+  auto t0 = Clock::now();
+  Status s = a.Post(&h);
+  while (s.in_progress()) s = a.Check(h);
+  if (!s.ok()) Die("transfer: " + s.ToString());
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
 // `window` prepared handles, handle k moving slice k of `msg` bytes.
 class KvCase {
  public:
   KvCase(Agent& a, Op op, uint32_t msg, int window, uint8_t* local, uint64_t remote) : a_(a) {
     for (int k = 0; k < window; ++k) {
-      DescList l, r;
-      l.Add(local + static_cast<uint64_t>(k) * msg, msg);
-      r.Add(remote + static_cast<uint64_t>(k) * msg, msg);
-      auto lp = a.PrepareLocal(l);
-      auto rp = a.PrepareRemote("target", r);
-      if (!lp.ok() || !rp.ok()) Die("prepare: " + (lp.ok() ? rp.status() : lp.status()).ToString());
-      auto h = a.MakeTransfer(op, lp.value(), {}, rp.value(), {});
-      if (!h.ok()) Die("make transfer: " + h.status().ToString());
-      hs_.push_back(h.value());
+      const uint64_t off = static_cast<uint64_t>(k) * msg;
+      hs_.push_back(MakeOne(a, op, local + off, remote + off, msg));
     }
   }
   // Posts until `stop` is set, keeping the window full; returns bytes per second.
@@ -252,22 +269,13 @@ double Percentile(std::vector<double> v, double q) {
 // saw it done (spinning).
 std::vector<double> KvLatency(Agent& a, Op op, uint32_t msg, uint8_t* local, uint64_t remote,
                               uint64_t count, int gap_us) {
-  DescList l, r;
-  l.Add(local, msg);
-  r.Add(remote, msg);
-  auto h =
-      a.MakeTransfer(op, a.PrepareLocal(l).value(), {}, a.PrepareRemote("target", r).value(), {});
-  if (!h.ok()) Die("make transfer: " + h.status().ToString());
+  XferHandle h = MakeOne(a, op, local, remote, msg);
   std::vector<double> us;
   for (uint64_t i = 0; i < count; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
-    auto t0 = Clock::now();
-    Status s = a.Post(&h.value());
-    while (s.in_progress()) s = a.Check(h.value());
-    if (!s.ok()) Die("transfer: " + s.ToString());
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    us.push_back(PostAndSpin(a, h));
   }
-  (void)a.Release(&h.value());
+  (void)a.Release(&h);
   return us;
 }
 
@@ -279,34 +287,20 @@ std::vector<double> KvLatency(Agent& a, Op op, uint32_t msg, uint8_t* local, uin
 std::vector<double> KvAfterBulk(Agent& a, Op op, uint8_t* local, uint64_t remote, Agent& b,
                                 uint8_t* bulk_local, uint64_t bulk_remote, const Config& c,
                                 bool fresh = false) {
-  constexpr uint32_t kSmall = 4096, kBulk = 2 << 20;
-  DescList bl, br;
-  bl.Add(bulk_local, kBulk);
-  br.Add(bulk_remote, kBulk);
-  auto bh = b.MakeTransfer(Op::kWrite, b.PrepareLocal(bl).value(), {},
-                           b.PrepareRemote("target", br).value(), {});
-  DescList l, r;
-  l.Add(local, kSmall);
-  r.Add(remote, kSmall);
-  auto h =
-      a.MakeTransfer(op, a.PrepareLocal(l).value(), {}, a.PrepareRemote("target", r).value(), {});
-  if (!h.ok() || !bh.ok()) Die("make transfer: " + (h.ok() ? bh.status() : h.status()).ToString());
+  XferHandle bh = MakeOne(b, Op::kWrite, bulk_local, bulk_remote, kBulk);
+  XferHandle h = MakeOne(a, op, local, remote, kSmall);
   std::vector<double> us;
   for (uint64_t i = 0; i < c.beside_count; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(c.gap_us));
     if (fresh) std::memset(bulk_local, static_cast<int>(i & 0xff), kBulk);
-    Status bs = b.Post(&bh.value());
+    Status bs = b.Post(&bh);
     if (bs.is_error()) Die("bulk post: " + bs.ToString());
-    auto t0 = Clock::now();
-    Status s = a.Post(&h.value());
-    while (s.in_progress()) s = a.Check(h.value());
-    if (!s.ok()) Die("transfer: " + s.ToString());
-    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-    bs = b.Wait(bh.value(), std::chrono::seconds(60));
+    us.push_back(PostAndSpin(a, h));
+    bs = b.Wait(bh, std::chrono::seconds(60));
     if (!bs.ok()) Die("bulk: " + bs.ToString());
   }
-  (void)a.Release(&h.value());
-  (void)b.Release(&bh.value());
+  (void)a.Release(&h);
+  (void)b.Release(&bh);
   return us;
 }
 
@@ -395,7 +389,6 @@ int Main(int argc, char** argv) {
     else if (k == "--json") c.json = v;
     else Die("unknown flag " + k);
   }
-  constexpr uint32_t kBulk = 2 << 20, kSmall = 4096;
   const uint64_t footprint = uint64_t{kBulk} * c.window;
   // The "beside" rows' small transfers land past the bulk slots.
   const uint64_t small_off = footprint;
@@ -448,6 +441,9 @@ int Main(int argc, char** argv) {
       return RefSinkUntil(t.ref_port, kBulk, src.data(), footprint, stop);
     };
     auto echo = [&] { return RefEchoLatency(t.ref_port, n, kSmall, c.gap_us, src.data()); };
+    auto echo_after_bulk = [&] {
+      return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk);
+    };
     for (Op op : {Op::kWrite, Op::kRead}) {
       const std::string o = op == Op::kWrite ? "WRITE" : "READ";
       uint8_t* local = op == Op::kWrite ? src.data() : dst.data();
@@ -459,18 +455,20 @@ int Main(int argc, char** argv) {
       MeasureLatency(
           rows, "tcp 4 KiB " + o + " after 2 MiB post", c,
           [&] { return KvAfterBulk(*tcp, op, local, remote, *tcp_bulk, src.data(), t.addr, c); },
-          [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+          echo_after_bulk);
       if (op == Op::kWrite && c.lanes >= 2) {
         MeasureLatency(
             rows, "tcp 4 KiB WRITE after 2 MiB post, one agent", c,
-            [&] { return KvAfterBulk(*tcp_one, op, local, remote, *tcp_one, src.data(), t.addr, c); },
-            [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+            [&] {
+              return KvAfterBulk(*tcp_one, op, local, remote, *tcp_one, src.data(), t.addr, c);
+            },
+            echo_after_bulk);
         MeasureLatency(
             rows, "tcp 4 KiB WRITE after fresh 2 MiB post", c,
             [&] {
               return KvAfterBulk(*tcp, op, local, remote, *tcp_bulk, src.data(), t.addr, c, true);
             },
-            [&] { return RefEchoAfterBulk(t.ref_port, n, kSmall, c.gap_us, src.data(), kBulk); });
+            echo_after_bulk);
         MeasureLatency(
             rows, "shm 4 KiB WRITE after 2 MiB post, one agent vs two", c,
             [&] { return KvAfterBulk(*shm_one, op, local, remote, *shm_one, src.data(), t.addr, c); },

@@ -61,6 +61,15 @@ int Open(uint16_t port, const RefRequest& r) {
   return fd;
 }
 
+// One blocking `msg`-byte request and its reply on `fd`: microseconds.
+double EchoOnce(int fd, uint8_t* buf, uint32_t msg) {
+  uint8_t reply[kEchoReplyBytes];
+  auto t0 = Clock::now();
+  SendAllOrDie(fd, buf, msg);
+  RecvAllOrDie(fd, reply, sizeof(reply));
+  return Since(t0) * 1e6;
+}
+
 // Serves one reference connection: the mirror image of the client functions.
 void Serve(int fd) {
   RefRequest r{};
@@ -176,14 +185,10 @@ double RefEcho(uint16_t port, uint64_t count, uint32_t msg, int window, uint8_t*
 std::vector<double> RefEchoLatency(uint16_t port, uint64_t count, uint32_t msg, int gap_us,
                                    uint8_t* buf) {
   int fd = Open(port, {RefOp::kEcho, msg, count * msg, msg});
-  uint8_t reply[kEchoReplyBytes];
   std::vector<double> us;
   for (uint64_t i = 0; i < count; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
-    auto t0 = Clock::now();
-    SendAllOrDie(fd, buf, msg);
-    RecvAllOrDie(fd, reply, sizeof(reply));
-    us.push_back(Since(t0) * 1e6);
+    us.push_back(EchoOnce(fd, buf, msg));
   }
   close(fd);
   return us;
@@ -220,16 +225,12 @@ std::vector<double> RefEchoAfterBulk(uint16_t port, uint64_t count, uint32_t msg
       if (write(done[1], &c, 1) != 1) _exit(95);
     }
   });
-  uint8_t reply[kEchoReplyBytes];
   std::vector<double> us;
   for (uint64_t i = 0; i < count; ++i) {
     std::this_thread::sleep_for(std::chrono::microseconds(gap_us));
     char c = 1;
     if (write(go[1], &c, 1) != 1) _exit(95);
-    auto t0 = Clock::now();
-    SendAllOrDie(echo_fd, buf, msg);
-    RecvAllOrDie(echo_fd, reply, sizeof(reply));
-    us.push_back(Since(t0) * 1e6);
+    us.push_back(EchoOnce(echo_fd, buf, msg));
     if (read(done[0], &c, 1) != 1) _exit(95);
   }
   close(go[1]);
