@@ -8,7 +8,9 @@
 #include "core/host_info.h"
 #include "core/random.h"
 #include "transport/local/local_transport.h"
+#include "transport/notif_queue.h"
 #include "transport/stream/stream_transport.h"
+#include "transport/stream/wire.h"
 #ifdef KVLANE_HAVE_CUDA
 #include "transport/cuda/cuda_transport.h"
 #endif
@@ -207,7 +209,8 @@ Status AgentImpl::PeerError(std::string_view name) const {
 Status AgentImpl::SendNotification(std::string_view name, std::string_view bytes) {
   auto peer = FindPeer(name);
   if (!peer) return Status::NotFound("unknown peer '" + std::string(name) + "'");
-  if (bytes.size() > (64u << 10)) return Status::InvalidArgument("notification larger than 64 KiB");
+  if (bytes.size() > kMaxNotifyBytes)
+    return Status::InvalidArgument("notification larger than 64 KiB");
   // Any open channel will do (its control path is ordered after our finished
   // transfers on it); otherwise open the host-memory one, else any.
   Channel* ch = nullptr;

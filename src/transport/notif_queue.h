@@ -24,6 +24,7 @@
 #include "core/peer_code.h"
 #include "kvlane/status.h"
 #include "kvlane/transfer.h"
+#include "transport/stream/wire.h"
 
 namespace kvlane::core {
 
@@ -31,9 +32,8 @@ class NotifQueue {
  public:
   // Bytes charged per notification on top of its payload and sender name.
   static constexpr uint64_t kOverheadBytes = 64;
-  // What the largest notification costs: a 64 KiB payload (the wire's
-  // kMaxNotifyBytes) from a 255-byte name (kMaxPeerName).
-  static constexpr uint64_t kLargestCost = (64u << 10) + 255 + kOverheadBytes;
+  // What the largest notification costs: the largest payload from the longest name.
+  static constexpr uint64_t kLargestCost = kMaxNotifyBytes + kMaxPeerName + kOverheadBytes;
 
   // The per-peer share for AgentOptions::max_notification_bytes_per_peer = 0: a
   // quarter of `max_bytes`, but at least what the largest notification costs
