@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -70,6 +71,33 @@ int TryConnect(const addrinfo* ai) {
   return -1;
 }
 
+// Runs the notice every notice.every of a wait that started at construction;
+// Next() says until when the caller may block before the next one is due.
+class WaitTicker {
+ public:
+  explicit WaitTicker(const WaitNotice& notice)
+      : notice_(notice), every_(std::max(notice.every, std::chrono::milliseconds(1))) {}
+  Clock::time_point Next() const { return next_; }
+  void Tick() {
+    const auto now = Clock::now();
+    if (now < next_) return;
+    if (notice_.call)
+      notice_.call(std::chrono::duration_cast<std::chrono::milliseconds>(now - start_));
+    while (next_ <= now) next_ += every_;
+  }
+
+ private:
+  const WaitNotice& notice_;
+  const std::chrono::milliseconds every_;
+  const Clock::time_point start_ = Clock::now();
+  Clock::time_point next_ = start_ + every_;
+};
+
+int MsUntil(Clock::time_point t) {
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count();
+  return static_cast<int>(std::max<int64_t>(ms, 0));
+}
+
 }  // namespace
 
 kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port) {
@@ -98,13 +126,16 @@ kvlane::Result<uint16_t> PickFreePort() {
 }
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
-    const std::string& host_port, std::chrono::milliseconds timeout) {
+    const std::string& host_port, std::chrono::milliseconds timeout, const WaitNotice& notice) {
   KVLANE_ASSIGN_OR_RETURN(int listener, ListenOn(host_port));
+  const auto deadline = Clock::now() + timeout;
+  WaitTicker ticker(notice);
   pollfd pfd{listener, POLLIN, 0};
   int rc;
   do {
-    rc = poll(&pfd, 1, static_cast<int>(timeout.count()));
-  } while (rc < 0 && errno == EINTR);
+    ticker.Tick();
+    rc = poll(&pfd, 1, MsUntil(std::min(deadline, ticker.Next())));
+  } while ((rc < 0 && errno == EINTR) || (rc == 0 && Clock::now() < deadline));
   int fd = rc > 0 ? accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
   close(listener);
   if (rc == 0) {
@@ -117,15 +148,24 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
 }
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
-    const std::string& host_port, std::chrono::milliseconds timeout) {
+    const std::string& host_port, std::chrono::milliseconds timeout, const WaitNotice& notice) {
   KVLANE_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host_port, false));
-  auto deadline = Clock::now() + timeout;
+  const auto deadline = Clock::now() + timeout;
+  WaitTicker ticker(notice);
   int fd = TryConnect(res);
   while (fd < 0 && (errno == ECONNREFUSED || errno == EINTR) && Clock::now() < deadline) {
+    ticker.Tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     fd = TryConnect(res);
   }
+  const int err = errno;
   freeaddrinfo(res);
+  if (fd < 0 && err == ECONNREFUSED) {
+    return kvlane::Status::Timeout("control: nothing listening at " + host_port + " within " +
+                                   std::to_string(timeout.count()) +
+                                   " ms (connection refused): is the other rank running?");
+  }
+  errno = err;
   if (fd < 0) return Errno("connect to " + host_port);
   SetNoDelay(fd);
   return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));

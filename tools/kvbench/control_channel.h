@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,14 +15,26 @@
 
 namespace kvbench {
 
+// While Accept or Connect still waits for the peer, `call` runs every `every`
+// with the time waited so far: a progress line for a rank whose peer has not
+// started yet, instead of minutes of silence. An empty `call` says nothing.
+struct WaitNotice {
+  std::function<void(std::chrono::milliseconds waited)> call;
+  std::chrono::milliseconds every{std::chrono::seconds(10)};
+};
+
 class ControlChannel {
  public:
-  // Binds host:port, accepts one peer, closes the listener.
+  // Binds host:port, accepts one peer, closes the listener. kTimeout when no
+  // peer connects within `timeout`.
   static kvlane::Result<std::unique_ptr<ControlChannel>> Accept(const std::string& host_port,
-                                                                std::chrono::milliseconds timeout);
-  // Connects to host:port, retrying refused connections until the timeout.
+                                                                std::chrono::milliseconds timeout,
+                                                                const WaitNotice& notice = {});
+  // Connects to host:port, retrying refused connections until the timeout
+  // (then kTimeout, naming the refusal); any other connect error fails at once.
   static kvlane::Result<std::unique_ptr<ControlChannel>> Connect(const std::string& host_port,
-                                                                 std::chrono::milliseconds timeout);
+                                                                 std::chrono::milliseconds timeout,
+                                                                 const WaitNotice& notice = {});
   ~ControlChannel();
   ControlChannel(const ControlChannel&) = delete;
   ControlChannel& operator=(const ControlChannel&) = delete;

@@ -47,6 +47,10 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   if (c.samples < 1 || c.trials < 1 || c.warmup < 0) {
     return kvlane::Status::InvalidArgument("need samples >= 1, trials >= 1, warmup >= 0");
   }
+  if (c.lanes < 0 || c.lanes > 64) {
+    return kvlane::Status::InvalidArgument("--lanes is 1..64, or 0 for the engine's default; got " +
+                                           std::to_string(c.lanes));
+  }
   return kvlane::Status::Ok();
 }
 
@@ -190,7 +194,7 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "tcp with --memory cuda: how device ranges reach the pinned buffers: batch "
                   "(copy engines) | each (a copy per range) | kernel (a copy kernel)")
       ->capture_default_str();
-  app->add_option("--lanes", c->lanes, "data lanes per peer (0: engine default)");
+  app->add_option("--lanes", c->lanes, "data lanes per peer, 1..64 (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
   app->add_option("--device", c->device,
                   "this rank's GPU when its pool is on one (-1: on one host rank 0 uses GPU 0, "

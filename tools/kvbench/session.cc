@@ -90,10 +90,16 @@ Session::~Session() {
 
 kvlane::Status Session::Handshake() {
   const RunConfig& c = config_;
+  const WaitNotice notice{[&](std::chrono::milliseconds waited) {
+    fmt::print(stderr, "kvbench rank {}: waiting for rank {} {} {} ({} of {} s)\n", c.rank,
+               1 - c.rank, c.rank == kTargetRank ? "to connect to" : "to listen at", c.peer,
+               waited.count() / 1000, c.control_timeout_ms.count() / 1000);
+  }};
   if (c.rank == kTargetRank) {
-    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Accept(c.peer, c.control_timeout_ms));
+    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Accept(c.peer, c.control_timeout_ms, notice));
   } else {
-    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Connect(c.peer, c.control_timeout_ms));
+    KVLANE_ASSIGN_OR_RETURN(control_,
+                            ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
   }
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "hello"},

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
 #include <thread>
+#include <vector>
 
 namespace kvbench {
 namespace {
@@ -88,8 +90,49 @@ TEST(ControlChannel, UnexpectedAndErrorMessages) {
 
 TEST(ControlChannel, NoListenerTimesOutOnConnect) {
   uint16_t port = PickFreePort().value();
-  auto c = ControlChannel::Connect("127.0.0.1:" + std::to_string(port), milliseconds(200));
-  EXPECT_FALSE(c.ok());
+  std::vector<milliseconds> notices;
+  auto c = ControlChannel::Connect(
+      "127.0.0.1:" + std::to_string(port), milliseconds(350),
+      {[&](milliseconds waited) { notices.push_back(waited); }, milliseconds(100)});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), kvlane::Code::kTimeout);
+  EXPECT_NE(c.status().message().find("nothing listening"), std::string::npos)
+      << c.status().message();
+  // One notice per 100 ms of waiting, each later than the last.
+  ASSERT_GE(notices.size(), 2u);
+  EXPECT_LE(notices.size(), 4u);
+  EXPECT_GE(notices.front(), milliseconds(100));
+  for (size_t i = 1; i < notices.size(); ++i) EXPECT_GT(notices[i], notices[i - 1]);
+}
+
+TEST(ControlChannel, AcceptSaysItIsWaitingThenTimesOut) {
+  uint16_t port = PickFreePort().value();
+  int notices = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto a = ControlChannel::Accept("127.0.0.1:" + std::to_string(port), milliseconds(350),
+                                  {[&](milliseconds) { ++notices; }, milliseconds(100)});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), kvlane::Code::kTimeout);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(350));
+  EXPECT_GE(notices, 2);
+  EXPECT_LE(notices, 4);
+}
+
+TEST(ControlChannel, AcceptStillTakesAPeerThatComesAfterANotice) {
+  uint16_t port = PickFreePort().value();
+  std::string addr = "127.0.0.1:" + std::to_string(port);
+  std::atomic<int> notices{0};
+  auto accepted = std::async(std::launch::async, [&] {
+    return ControlChannel::Accept(addr, milliseconds(5000),
+                                  {[&](milliseconds) { ++notices; }, milliseconds(50)});
+  });
+  while (notices.load() == 0) std::this_thread::sleep_for(milliseconds(5));
+  auto b = ControlChannel::Connect(addr, milliseconds(5000));
+  auto a = accepted.get();
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  ASSERT_TRUE((*b)->Send({{"type", "hello"}}).ok());
+  EXPECT_TRUE((*a)->Expect("hello").ok());
 }
 
 TEST(ControlChannel, SplitHostPort) {

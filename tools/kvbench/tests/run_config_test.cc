@@ -131,6 +131,8 @@ TEST(RunConfig, RejectsBadChoices) {
                                        {"--ops", "pull,fetch"},
                                        {"--rank", "1"},
                                        {"--samples", "0"},
+                                       {"--lanes", "-1"},
+                                       {"--lanes", "65"},
                                        {"--memory", "gpu"},
                                        {"--memory", "cuda,auto"},
                                        {"--memory", "cuda,gpu"}}) {
