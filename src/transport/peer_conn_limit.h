@@ -14,6 +14,7 @@
 #include <cassert>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -58,18 +59,30 @@ class PeerConnLimit {
   ~PeerConnLimit() { assert(held_.empty()); }  // every Slot is gone
 
   // A slot for one more connection of `peer`; NotAllowed, naming the limit, when
-  // `peer` holds max_per_peer already.
-  Result<Slot> Acquire(const std::string& peer) {
-    std::lock_guard lock(mu_);
-    uint32_t& n = held_[peer];
-    if (n >= max_)
-      return Status::NotAllowed("peer '" + peer + "' already holds " + std::to_string(n) +
-                                " connections (AgentOptions.max_conns_per_peer)");
-    ++n;
-    return Slot(this, peer);
+  // `peer` holds max_per_peer already; Backend when memory runs out (nothing is
+  // counted then). Never throws.
+  Result<Slot> Acquire(const std::string& peer) noexcept {
+    try {
+      return TryAcquire(peer);
+    } catch (const std::bad_alloc&) {
+      return Status::Backend("out of memory");  // short: fits the string's own buffer
+    }
   }
 
  private:
+  // Acquire, but may throw std::bad_alloc: every allocation comes before the
+  // count, so a throw leaves none taken.
+  Result<Slot> TryAcquire(const std::string& peer) {
+    Slot slot(nullptr, peer);  // counts nothing until it has an owner
+    std::lock_guard lock(mu_);
+    uint32_t& n = held_.try_emplace(peer, 0).first->second;  // a new node holds 0 until below
+    if (n >= max_)
+      return Status::NotAllowed("peer '" + peer + "' already holds " + std::to_string(n) +
+                                " connections (AgentOptions.max_conns_per_peer)");
+    ++n;  // nothing below allocates or throws
+    slot.owner_ = this;
+    return slot;
+  }
   void Release(const std::string& peer) {
     std::lock_guard lock(mu_);
     auto it = held_.find(peer);
