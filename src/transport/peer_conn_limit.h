@@ -1,11 +1,13 @@
 // PeerConnLimit: how many connections each authenticated peer holds at once on
-// one server (AgentOptions::max_conns_per_peer), so that one peer cannot take
-// all of the server's ConnSet::kMaxConns connections, and threads, and lock
-// every other peer out. A peer is known by the name its Hello announced
-// (handshake.h): the proof covers it, but every holder of the agent's metadata
-// may announce any name, so this binds a peer that keeps its name (a runaway or
-// buggy initiator, or one restarted while its old connections linger), not a
-// hostile blob holder, who may take a new name per connection.
+// one agent (AgentOptions::max_conns_per_peer), counted over all its servers
+// together (tcp, shm, the cuda control socket share the one in AgentContext),
+// so that one peer cannot take all of a server's ConnSet::kMaxConns
+// connections, and threads, and lock every other peer out. A peer is known by
+// the name its Hello announced (handshake.h): the proof covers it, but every
+// holder of the agent's metadata may announce any name, so this binds a peer
+// that keeps its name (a runaway or buggy initiator, or one restarted while its
+// old connections linger), not a hostile blob holder, who may take a new name
+// per connection.
 //
 // Thread-safety: thread-safe. A Slot is released by its destructor, on any
 // thread; it must not outlive its PeerConnLimit.

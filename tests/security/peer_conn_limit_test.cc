@@ -1,12 +1,13 @@
 // One peer may hold at most AgentOptions::max_conns_per_peer connections at once
-// on a target's tcp or shm server, a peer being the name its Hello announced:
-// past the cap its handshake is refused (kNotAllowed, saying why) and the
-// connection closed, while other peers still connect; a connection's slot is
-// free again once it ends, and a refused Hello takes none.
+// on a target, over its tcp and shm servers together, a peer being the name its
+// Hello announced: past the cap its handshake is refused (kNotAllowed, saying
+// why) and the connection closed, while other peers still connect; a
+// connection's slot is free again once it ends, and a refused Hello takes none.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -26,6 +27,7 @@ class PeerConnLimitTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     AgentOptions o = OptionsFor("target", GetParam());
+    o.transports = {"tcp", "shm"};  // the raw peers use GetParam()'s unless told
     o.max_conns_per_peer = kCap;
     auto t = Agent::Create(o);
     ASSERT_TRUE(t.ok()) << t.status().ToString();
@@ -34,10 +36,12 @@ class PeerConnLimitTest : public ::testing::TestWithParam<std::string> {
     info_ = Inspect(target_->ExportMetadata().value());
   }
 
-  // Opens a connection (kept in held_) and says Hello as `name` with `secret`
-  // (default: the target's); the reply's status, nullopt when none came.
-  std::optional<int32_t> Hello(const std::string& name, const core::Secret* secret = nullptr) {
-    auto p = RawPeer::Connect(GetParam(), info_.meta);
+  // Opens a connection over `transport` (default: GetParam()), kept in held_, and
+  // says Hello as `name` with `secret` (default: the target's); the reply's
+  // status, nullopt when none came.
+  std::optional<int32_t> Hello(const std::string& name, const core::Secret* secret = nullptr,
+                               const std::string& transport = "") {
+    auto p = RawPeer::Connect(transport.empty() ? GetParam() : transport, info_.meta);
     EXPECT_TRUE(p.has_value());
     if (!p) return std::nullopt;
     auto st = p->Hello(info_.meta.agent_id, secret ? *secret : info_.meta.secret,
@@ -110,6 +114,20 @@ TEST_P(PeerConnLimitTest, RefusedHelloTakesNoSlot) {
     EXPECT_EQ(held_.back().last_refusal(), 0u);  // a bad proof, not the cap
   }
   for (uint32_t i = 0; i < kCap; ++i) EXPECT_EQ(Hello("evil").value_or(-100), 0) << i;
+}
+
+// The cap is the agent's, not each server's: connections over tcp and shm count
+// together, so a peer cannot hold the cap on each of them.
+TEST_P(PeerConnLimitTest, CapCountsEveryServerOfTheAgent) {
+  const std::string other = GetParam() == "tcp" ? "shm" : "tcp";
+  for (uint32_t i = 0; i < kCap; ++i)
+    ASSERT_EQ(Hello("evil", nullptr, i % 2 == 0 ? GetParam() : other).value_or(-100), 0) << i;
+  for (const std::string& transport : {GetParam(), other}) {
+    ASSERT_EQ(Hello("evil", nullptr, transport).value_or(-100), kNotAllowed) << transport;
+    EXPECT_EQ(held_.back().last_refusal(), kConnLimit) << transport;
+    held_.pop_back();
+  }
+  EXPECT_EQ(Hello("other", nullptr, other).value_or(-100), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, PeerConnLimitTest, ::testing::Values("tcp", "shm"),
