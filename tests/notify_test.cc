@@ -119,7 +119,9 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
   Connect(a(), b());
-  const std::string msg(1000, 'm');  // costs 1000 + 1 ("a") + 64 bytes at b
+  // Costs 1000 + 1 ("a") + 64 bytes at b, and the first another 128 + 1 for "a":
+  // seven fit 8192 bytes, eight do not.
+  const std::string msg(1000, 'm');
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
   auto h = MakeSimple(a(), "b", Op::kWrite, src.data(), dst.data(), kSize, msg);
@@ -139,20 +141,22 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
 TEST_P(NotifyTest, PeerThatFloodsIsRefusedAtItsShare) {
   AgentOptions o;
   o.max_notification_bytes = 8192;
-  o.max_notification_bytes_per_peer = 3200;
+  o.max_notification_bytes_per_peer = 3400;
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
   o.name = "c";
   o.transports = {GetParam()};
   auto c = Agent::Create(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   Connect(**c, b());
-  const std::string msg(1000, 'm');  // costs 1000 + 1 + 64 bytes at b: three fit a share
+  // Costs 1000 + 1 + 64 bytes at b, and a name's first another 128 + 1: three
+  // fit a share (3324 bytes), four do not.
+  const std::string msg(1000, 'm');
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   Status refused = a().SendNotification("b", msg);
   EXPECT_EQ(refused.code(), Code::kNotAllowed);
   EXPECT_NE(refused.message().find("max_notification_bytes_per_peer"), std::string::npos)
       << refused.ToString();
-  ASSERT_TRUE((*c)->SendNotification("b", msg).ok());  // b holds 4260 of 8192 bytes
+  ASSERT_TRUE((*c)->SendNotification("b", msg).ok());  // b holds 4518 of 8192 bytes
   auto got = b().TakeNotifications();
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[3].peer, "c");

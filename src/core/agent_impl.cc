@@ -41,6 +41,7 @@ AgentImpl::AgentImpl(const AgentOptions& options)
   ctx_.notifs = std::make_shared<NotifQueue>(
       options.max_notification_bytes,
       per_peer != 0 ? per_peer : NotifQueue::DefaultShare(options.max_notification_bytes));
+  ctx_.peer_conns = std::make_shared<PeerConnLimit>(options.max_conns_per_peer);
   ctx_.completer = &completer_;
   ctx_.records = &records_;
   slots_.resize(options.max_requests);

@@ -79,12 +79,13 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
-  // Below 65 bytes no notification fits (each costs its payload, name and 64).
-  static_assert(core::NotifQueue::kOverheadBytes + 1 == 65);  // the message says 65
+  // Below 194 bytes no notification fits (each costs its payload, name and 64, and
+  // the first of a name another 128 and the name).
+  static_assert(core::NotifQueue::kSmallestCost == 194);  // the message says 194
   if (max_notification_bytes_per_peer > max_notification_bytes ||
       (max_notification_bytes_per_peer != 0 &&
-       max_notification_bytes_per_peer <= core::NotifQueue::kOverheadBytes))
-    return Bad("max_notification_bytes_per_peer", "must be 65..max_notification_bytes (" +
+       max_notification_bytes_per_peer < core::NotifQueue::kSmallestCost))
+    return Bad("max_notification_bytes_per_peer", "must be 194..max_notification_bytes (" +
                                                       std::to_string(max_notification_bytes) +
                                                       "), or 0 for a quarter of it");
   if (max_conns_per_peer < 1 || max_conns_per_peer > 4096)

@@ -32,8 +32,20 @@ class NotifQueue {
  public:
   // Bytes charged per notification on top of its payload and sender name.
   static constexpr uint64_t kOverheadBytes = 64;
-  // What the largest notification costs: the largest payload from the longest name.
-  static constexpr uint64_t kLargestCost = kMaxNotifyBytes + kMaxPeerName + kOverheadBytes;
+  // Bytes charged once per sender name while it has notifications queued, on top
+  // of the name's length (NameCost): its node in held_by_. With 64-bit libstdc++
+  // that is a 56-byte node in a 64-byte malloc chunk, 8 to 16 bytes of bucket
+  // array, and the malloc header and rounding of the key's own heap copy (up to
+  // 24 bytes), rounded up. Without it, a peer taking a new name per notification
+  // would grow the map past max_bytes.
+  static constexpr uint64_t kNameOverheadBytes = 128;
+  // What the largest notification costs: the largest payload from the longest
+  // name, the first from that name.
+  static constexpr uint64_t kLargestCost =
+      kMaxNotifyBytes + kMaxPeerName + kOverheadBytes + kNameOverheadBytes + kMaxPeerName;
+  // What the smallest costs: no payload from a 1-byte name, the first from that
+  // name. A share below it admits nothing.
+  static constexpr uint64_t kSmallestCost = 1 + kOverheadBytes + kNameOverheadBytes + 1;
 
   // The per-peer share for AgentOptions::max_notification_bytes_per_peer = 0: a
   // quarter of `max_bytes`, but at least what the largest notification costs
@@ -49,24 +61,28 @@ class NotifQueue {
   }
 
   // Queues `n`, or refuses it (NotAllowed, naming the limit) when its sender
-  // would hold more than max_peer_bytes, or the queue more than max_bytes.
+  // would hold more than max_peer_bytes, or the queue more than max_bytes. The
+  // first notification of a name queued also pays for the name (NameCost).
   Status Push(Notification n) {
-    const uint64_t cost = Cost(n);
     std::lock_guard lock(mu_);
     auto mine = held_by_.find(n.peer);
-    const uint64_t peer_held = mine == held_by_.end() ? 0 : mine->second;
+    const bool fresh = mine == held_by_.end();
+    const uint64_t cost = Cost(n) + (fresh ? NameCost(n.peer) : 0);
+    const uint64_t peer_held = fresh ? 0 : mine->second;
     if (peer_held + cost > max_peer_bytes_)
       return Refused(peer_held, "from peer '" + n.peer + "'", "max_notification_bytes_per_peer",
                      max_peer_bytes_);
     if (held_ + cost > max_bytes_)
       return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
-    held_ += cost;
-    if (mine == held_by_.end()) mine = held_by_.emplace(n.peer, 0).first;
-    mine->second += cost;
+    if (fresh) mine = held_by_.emplace(n.peer, 0).first;
     items_.push_back(std::move(n));
+    held_ += cost;
+    mine->second += cost;
     return Status::Ok();
   }
 
+  // Every notification queued, oldest first. Every name's queue is empty after
+  // it, so every node of held_by_ goes, and with them their charges.
   std::vector<Notification> TakeAll() {
     std::lock_guard lock(mu_);
     held_ = 0;
@@ -76,6 +92,7 @@ class NotifQueue {
 
  private:
   static uint64_t Cost(const Notification& n) { return n.bytes.size() + n.peer.size() + kOverheadBytes; }
+  static uint64_t NameCost(const std::string& peer) { return kNameOverheadBytes + peer.size(); }
   static Status Refused(uint64_t held, const std::string& whose, const char* field,
                         uint64_t limit) {
     return Status::NotAllowed("notification refused: the receiving application holds " +
@@ -88,7 +105,9 @@ class NotifQueue {
   const uint64_t max_peer_bytes_;
   std::mutex mu_;
   uint64_t held_ = 0;                                  // GUARDED_BY(mu_)
-  std::unordered_map<std::string, uint64_t> held_by_;  // per peer name; GUARDED_BY(mu_)
+  // Bytes each name holds, its NameCost included; only names with notifications
+  // queued have a node. GUARDED_BY(mu_)
+  std::unordered_map<std::string, uint64_t> held_by_;
   std::vector<Notification> items_;                    // GUARDED_BY(mu_)
 };
 

@@ -17,6 +17,7 @@
 #include "kvlane/options.h"
 #include "kvlane/transfer.h"
 #include "transport/notif_queue.h"
+#include "transport/peer_conn_limit.h"
 
 namespace kvlane::core {
 
@@ -28,6 +29,9 @@ struct AgentContext {
   Secret secret{};
   std::shared_ptr<Registry> registry;
   std::shared_ptr<NotifQueue> notifs;
+  // Connections per peer name, counted over all of the agent's servers (tcp, shm,
+  // the cuda control socket) together. Each server holds it until its threads end.
+  std::shared_ptr<PeerConnLimit> peer_conns;
   Completer* completer = nullptr;
   RecordTable* records = nullptr;  // the slots' terminal records (a device may map them)
 };

@@ -209,6 +209,7 @@ class FdServerTest : public ::testing::Test {
     ctx_.options.io_timeout = std::chrono::milliseconds(2000);
     ctx_.registry = std::make_shared<Registry>(1ull << 32);
     ctx_.notifs = std::make_shared<NotifQueue>(1 << 20, 1 << 20);
+    ctx_.peer_conns = std::make_shared<PeerConnLimit>(ctx_.options.max_conns_per_peer);
     server_ =
         std::make_unique<ControlServer>(&ctx_, [](uint64_t key, uint32_t index) -> Result<Fd> {
           if (key != kKey) return Status::RemoteStale("not registered");
@@ -350,6 +351,7 @@ TEST_F(FdServerTest, RevocationDuringAFetchIsAcknowledged) {
 // still gets in; a slot is free again once its connection ends.
 TEST_F(FdServerTest, ConnectionsPerPeerNameAreCapped) {
   ctx_.options.max_conns_per_peer = 2;
+  ctx_.peer_conns = std::make_shared<PeerConnLimit>(2);  // server_ keeps the one it holds
   auto capped = std::make_unique<ControlServer>(&ctx_);
   const std::string name = socket_ + "-capped";
   ASSERT_TRUE(capped->Start(name).ok());

@@ -76,7 +76,7 @@ void ControlServer::Run(Conn* c) {
   // authenticated connection may idle between frames. The socket timeouts
   // are a second line only.
   DeadlineIo io(fd, DeadlineIn(ctx_->options.connect_timeout));
-  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, io, peer_conns_);
+  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, io, *peer_conns_);
   if (!peer.ok() || !SetIoTimeout(fd, ctx_->options.io_timeout).ok()) return;
   {
     std::lock_guard lock(conns_.mu());

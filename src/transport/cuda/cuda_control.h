@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -118,8 +119,11 @@ using FdSource = std::function<Result<Fd>(uint64_t key, uint32_t index)>;
 class ControlServer {
  public:
   // `fds` answers kFdRequest (empty: every request is refused).
+  // REQUIRES: ctx->peer_conns != nullptr.
   explicit ControlServer(AgentContext* ctx, FdSource fds = {})
-      : ctx_(ctx), fds_(std::move(fds)), peer_conns_(ctx->options.max_conns_per_peer) {}
+      : ctx_(ctx), fds_(std::move(fds)), peer_conns_(ctx->peer_conns) {
+    assert(peer_conns_ != nullptr);
+  }
   ~ControlServer() { Stop(); }
 
   Status Start(const std::string& socket);
@@ -145,7 +149,8 @@ class ControlServer {
     bool done = false;          // GUARDED_BY(conns_.mu())
   };
   void Serve(Conn* c);
-  // The handshake (at most max_conns_per_peer connections per peer name), then
+  // The handshake (at most max_conns_per_peer connections per peer name, counted
+  // with the agent's other servers), then
   // frames until the connection ends; returns holding no slot.
   void Run(Conn* c);
   // Handles one frame from an authenticated initiator; false: drop the connection.
@@ -165,7 +170,9 @@ class ControlServer {
   const FdSource fds_;
   std::mutex revoke_mu_;     // one Revoke at a time: numbers go out in order everywhere
   uint64_t revoke_seq_ = 0;  // GUARDED_BY(revoke_mu_)
-  PeerConnLimit peer_conns_;  // slots held by connection threads: outlives conns_ below
+  // The agent's, shared with its other servers; slots held by connection threads:
+  // outlives conns_ below.
+  const std::shared_ptr<PeerConnLimit> peer_conns_;
   ConnSet<Conn> conns_;      // last: stopped (threads joined) before the members above go
 };
 

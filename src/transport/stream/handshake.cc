@@ -61,7 +61,7 @@ Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, HelloIo& io,
   StreamHelloReply reply{static_cast<int32_t>(slot.status().code()), 0, {}};
   if (slot.ok())
     reply.proof = ReadyProof(ctx.secret, h.nonce, c.nonce, ctx.agent_id);
-  else if (valid.ok())
+  else if (valid.ok() && slot.status().code() == Code::kNotAllowed)  // not out of memory
     reply.refusal = static_cast<uint32_t>(HelloRefusal::kPeerConnLimit);
   KVLANE_RETURN_IF_ERROR(SendAll(io, &reply, sizeof(reply)));
   return slot;

@@ -40,7 +40,7 @@ void StreamServer::Serve(Conn* c) {
 }
 
 void StreamServer::Run(int fd, pid_t pid) {
-  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, fd, peer_conns_);
+  Result<PeerConnLimit::Slot> peer = AcceptHello(*ctx_, fd, *peer_conns_);
   if (peer.ok() && SetIoTimeout(fd, ctx_->options.io_timeout).ok()) {
     FrameExecutor exec(ctx_, mode_, fd, pid, peer->peer());
     (void)exec.Run();  // ends on disconnect, protocol violation or stall

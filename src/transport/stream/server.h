@@ -1,7 +1,8 @@
 // StreamServer: the target side of tcp and shm. Accepts connections, runs the
 // handshake (handshake.h: challenge, Hello checked against this agent's id and
 // secret, reply with our own proof; at most max_conns_per_peer connections per
-// peer name: PeerConnLimit), then serves frames in order, bounds-checking every
+// peer name, counted with the agent's other servers: PeerConnLimit), then serves
+// frames in order, bounds-checking every
 // segment against the live registration table.
 //
 // Thread-safety: Start/Stop from the owner; one thread per connection.
@@ -9,6 +10,8 @@
 
 #include <sys/types.h>
 
+#include <cassert>
+#include <memory>
 #include <thread>
 
 #include "transport/conn_set.h"
@@ -25,8 +28,11 @@ enum class PayloadMode : uint8_t {
 
 class StreamServer {
  public:
+  // REQUIRES: ctx->peer_conns != nullptr.
   StreamServer(AgentContext* ctx, PayloadMode mode)
-      : ctx_(ctx), mode_(mode), peer_conns_(ctx->options.max_conns_per_peer) {}
+      : ctx_(ctx), mode_(mode), peer_conns_(ctx->peer_conns) {
+    assert(peer_conns_ != nullptr);
+  }
   ~StreamServer() { Stop(); }
 
   // Takes ownership of a listening socket and starts accepting.
@@ -47,7 +53,9 @@ class StreamServer {
 
   AgentContext* ctx_;
   const PayloadMode mode_;
-  PeerConnLimit peer_conns_;  // slots held by connection threads: outlives conns_ below
+  // The agent's, shared with its other servers; slots held by connection threads:
+  // outlives conns_ below.
+  const std::shared_ptr<PeerConnLimit> peer_conns_;
   ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };
 
