@@ -69,7 +69,13 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
 }
 
 void StreamChannel::Fail(int i, const Status& s) {
-  latch().Latch(s);
+  // A lane call that failed after Close shut the lanes down (a Kick's send
+  // past its closing check, a sender blocked in a send, a receiver's read)
+  // failed because of the Close, not of the peer: what it ends is canceled.
+  // Close sets closing before its shutdown, and the failed call returned after
+  // that shutdown (the kernel orders both on the socket).
+  const bool closed = closing().load(std::memory_order_acquire);
+  latch().Latch(closed ? Status::Canceled("channel closed") : s);
   for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);  // wake both sides of every lane
   (void)i;
   for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
@@ -352,7 +358,7 @@ void StreamChannel::Receive(int i) {
     }
     if (s.ok()) s = ReceiveOne(l, i);
     if (!s.ok()) {
-      Fail(i, closing().load() ? Status::Canceled("channel closed") : s);
+      Fail(i, s);
       break;
     }
     last = std::chrono::steady_clock::now();

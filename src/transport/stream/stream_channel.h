@@ -87,6 +87,7 @@ class StreamChannel final : public Channel {
                         Status* s);
   // l.recv_iov[0..n) holds the device ranges.
   Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy);
+  // Latches `s` (kCanceled instead once Close began) and wakes every lane.
   void Fail(int i, const Status& s);
 
   const PayloadMode mode_;
