@@ -1,4 +1,5 @@
-// A stream channel (shm, tcp) closed under its lanes.
+// A stream channel (shm, tcp) closed under its lanes, and its sender waiting
+// for a posting thread's inline send (StreamChannel::Kick).
 //
 // Close is what an agent's teardown runs on each channel; the tests call it
 // through AgentImpl::PeerChannel, so the agent and its handles stay usable.
@@ -15,6 +16,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -57,6 +59,12 @@ bool AwaitHangUp(int fd) {
     if (poll(&p, 1, 1) > 0 && (p.revents & POLLHUP)) return true;
   }
   return false;
+}
+
+std::chrono::nanoseconds ProcessCpuTime() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
 class StreamCloseTest : public ::testing::TestWithParam<std::string> {
@@ -175,6 +183,32 @@ TEST_P(StreamCloseTest, PostsRacingCloseEndCanceledOrOk) {
     for (auto& h : hs) EXPECT_TRUE(p_.a->Release(&h).ok());
     if (HasFailure()) break;
   }
+}
+
+// A Kick holds the lane's issue mutex through a long inline send while the
+// sender has work: the sender waits for the mutex without burning a CPU.
+TEST_P(StreamCloseTest, SenderWaitsForAKickWithoutSpinning) {
+  Start(4096);
+  auto first = Make(4096), second = Make(4096);
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::this_thread::sleep_for(20ms);  // lane threads asleep: the Kick sends
+  std::chrono::nanoseconds cpu{0};
+  g_inline_hook = [&](int) {
+    // The second post finds the mutex taken and rings the sender, which then
+    // waits for it behind this send.
+    std::thread([&] { EXPECT_EQ(p_.a->Post(&second.value()).code(), Code::kInProgress); }).join();
+    const auto cpu0 = ProcessCpuTime();
+    std::this_thread::sleep_for(300ms);
+    cpu = ProcessCpuTime() - cpu0;
+  };
+  g_armed.store(true);
+  ASSERT_EQ(p_.a->Post(&first.value()).code(), Code::kInProgress);
+  ASSERT_FALSE(g_armed.exchange(false)) << "the post did not send inline";
+  EXPECT_TRUE(p_.a->Wait(first.value(), 10s).ok());
+  EXPECT_TRUE(p_.a->Wait(second.value(), 10s).ok());
+  EXPECT_LT(cpu, 60ms) << "CPU time spent while a Kick held the issue mutex for 300 ms";
+  EXPECT_TRUE(p_.a->Release(&first.value()).ok());
+  EXPECT_TRUE(p_.a->Release(&second.value()).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Streams, StreamCloseTest, ::testing::Values("shm", "tcp"));

@@ -64,6 +64,9 @@ class StreamChannel final : public Channel {
   };
   StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name);
   void Send(int i);
+  // The sender thread's hold of l.issue_mu: spins up to `spin_` while a Kick
+  // holds it, then blocks.
+  std::unique_lock<std::mutex> LockIssue(Lane& l);
   void Receive(int i);
   // Sends item `w` (the lane's head) and advances the issue cursor.
   // REQUIRES: l.issue_mu held. With `if_room`, false when the socket had no
