@@ -87,10 +87,20 @@ sockaddr_un UnixAddr(const std::string& name, socklen_t* len) {
   return a;
 }
 
+constexpr char kPeerClosedMessage[] = "peer closed the connection";
+
 }  // namespace
 
+Status PeerClosed() { return Status::RemoteDisconnect(kPeerClosedMessage); }
+
+bool IsPeerClosed(const Status& s) {
+  return s.code() == Code::kRemoteDisconnect && s.message() == kPeerClosedMessage;
+}
+
 Status IoError(const char* what, int err) {
-  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
+  if (err == ECONNRESET)
+    return Status::RemoteDisconnect(std::string(what) + ": connection reset by peer");
+  if (err == EPIPE || err == ENOTCONN || err == ESHUTDOWN)
     return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
   // tcp: keepalive got no answer, or data stayed unacknowledged (TCP_USER_TIMEOUT),
   // or the network reports the peer unreachable: its host is gone.
@@ -159,7 +169,7 @@ Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
     ssize_t rc;
     KVLANE_SYSCALL_RETRY(rc, recvmsg(fd, &msg, MSG_WAITALL));
     if (rc < 0) return IoError("recvmsg", errno);
-    if (rc == 0) return Status::RemoteDisconnect("peer closed the connection");
+    if (rc == 0) return PeerClosed();
     Advance(iov, n, &first, static_cast<size_t>(rc));
   }
   return Status::Ok();
