@@ -36,9 +36,12 @@ struct Keepalive {
 Keepalive KeepaliveFor(const AgentOptions& o);
 
 // Sets SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT and TCP_USER_TIMEOUT
-// on `fd`; with keepalive off, nothing (a new socket has neither).
-// REQUIRES: fd is a TCP socket (unix sockets have no keepalive:
-// their peer is on this host, and its death closes them).
+// on `fd`; with keepalive off, nothing (a new socket has neither). Best effort
+// per option: one the kernel or socket does not support (ENOPROTOOPT,
+// EOPNOTSUPP, EINVAL) is skipped and the others still set, so the connection
+// goes on without it; any other error (EBADF, ...) fails with kBackend.
+// Meant for TCP sockets (unix sockets need no keepalive: their peer is on this
+// host, and its death closes them; on one, the TCP options are skipped).
 Status SetKeepalive(int fd, const Keepalive& k);
 
 }  // namespace kvlane::core
