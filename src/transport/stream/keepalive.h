@@ -31,7 +31,8 @@ struct Keepalive {
 // max(1 s, idle / 3) apart, and a user timeout of the last probe's deadline but
 // at least 2 x io_timeout + 1 s: a live peer that stops reading fails by
 // io_timeout (kTimeout; a target's frame by 2 x io_timeout) before the kernel
-// gives up on it. A silent peer is dropped after about 2 x tcp_keepalive.
+// gives up on it. A silent peer is dropped after that user timeout:
+// max(idle + kKeepaliveProbes x interval, 2 x io_timeout + 1 s).
 // REQUIRES: `o` valid (AgentOptions::Validate: tcp_keepalive 0..32767 s).
 Keepalive KeepaliveFor(const AgentOptions& o);
 
