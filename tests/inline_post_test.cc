@@ -94,6 +94,27 @@ TEST(SendIovIfRoom, AFrameStartedEndsByTheDeadline) {
   EXPECT_LT(took, 5s);
 }
 
+// A deadline less than a millisecond away is kept exactly: a frame started
+// and stuck ends with kTimeout at the deadline, not before it (the time left
+// must not be cut to whole milliseconds, which reads a remainder of 0.9 ms as
+// none at all).
+TEST(SendIovIfRoom, AFrameStartedEndsNotBeforeASubMillisecondDeadline) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  core::Fd a(sv[0]), b(sv[1]);
+  std::vector<uint8_t> frame(4u << 20);  // more than a unix socket buffers; nobody reads
+  iovec v{frame.data(), frame.size()};
+  const core::Deadline by = std::chrono::steady_clock::now() + 900us;
+  auto sent = core::SendIovIfRoom(a.get(), &v, 1, by);
+  const auto end = std::chrono::steady_clock::now();
+  ASSERT_FALSE(sent.ok()) << "the reader never drained the socket";
+  EXPECT_EQ(sent.status().code(), Code::kTimeout) << sent.status().ToString();
+  EXPECT_GE(end, by) << "ended "
+                     << std::chrono::duration_cast<std::chrono::microseconds>(by - end).count()
+                     << " us before its deadline";
+  EXPECT_LT(end - by, 500ms);
+}
+
 // A started frame ends by the deadline even when signals keep interrupting
 // the wait for room (a profiler's SIGPROF, a runtime's preemption signal):
 // each EINTR must not restart a full poll timeout.

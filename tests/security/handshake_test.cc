@@ -2,6 +2,9 @@
 // captured on one connection is refused on another, a real initiator's bytes
 // never hold the secret, and an initiator refuses a target that cannot prove it
 // holds the secret of the metadata it loaded (before sending it any frame).
+// A connection that fails before the challenge is reported as it failed.
+#include "transport/stream/handshake.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -276,6 +279,71 @@ TEST(HandshakeTcp, TargetWithoutTheSecretIsRefusedBeforeAnyFrame) {
   EXPECT_GE(impostor.handshakes(), 1) << "the initiator never reached the proof check";
   EXPECT_EQ(impostor.finished(), impostor.handshakes());
   EXPECT_EQ(impostor.bytes_after_reply(), 0u) << "the initiator sent a frame to an unproven target";
+}
+
+// Handshake I/O whose wait succeeds and whose every read fails with `error`:
+// a socket error (keepalive or TCP_USER_TIMEOUT gave up) that tests cannot
+// provoke on loopback in time.
+class FailingReadIo final : public core::HelloIo {
+ public:
+  explicit FailingReadIo(Status error) : error_(std::move(error)) {}
+  Status Send(iovec*, int) override { return Status::Ok(); }
+  Status Recv(void*, size_t) override { return error_; }
+  Status WaitReadable() override { return Status::Ok(); }
+
+ private:
+  const Status error_;
+};
+
+core::AgentMeta TargetMeta(uint16_t port) {
+  core::AgentMeta m;
+  m.name = "t";
+  m.agent_id = core::RandomU64() | 1;
+  m.secret = RandomSecret();
+  m.tcp_host = "127.0.0.1";
+  m.tcp_port = port;
+  return m;
+}
+
+// Connects to a loopback listener that ends each connection at once (with an
+// RST when `reset`, else a clean close) and runs the initiator's handshake.
+Status HelloToAClosingListener(bool reset) {
+  LoopbackListener listener([reset](core::Fd c) {
+    if (reset) {
+      const linger abort{1, 0};  // close sends an RST
+      setsockopt(c.get(), SOL_SOCKET, SO_LINGER, &abort, sizeof(abort));
+    }
+  });
+  auto fd = core::ConnectTcp("127.0.0.1", listener.port(), 2s);
+  if (!fd.ok()) return fd.status();
+  core::DeadlineIo io(fd->get(), core::DeadlineIn(2000ms));
+  return core::SayHello("a", TargetMeta(listener.port()), core::ConnRole::kLane, io);
+}
+
+bool Says(const Status& s, const char* text) { return s.message().find(text) != std::string::npos; }
+
+constexpr const char* kNoChallengeHint = "closed the connection without a challenge";
+
+TEST(HandshakeErrors, TimeoutBeforeTheChallengeSaysTimedOut) {
+  FailingReadIo io(core::IoError("recvmsg", ETIMEDOUT));
+  const Status s = core::SayHello("a", TargetMeta(1), core::ConnRole::kLane, io);
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_TRUE(Says(s, "timed out")) << s.ToString();
+  EXPECT_FALSE(Says(s, kNoChallengeHint)) << s.ToString();
+}
+
+TEST(HandshakeErrors, ResetBeforeTheChallengeSaysReset) {
+  const Status s = HelloToAClosingListener(/*reset=*/true);
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_TRUE(Says(s, "reset")) << s.ToString();
+  EXPECT_FALSE(Says(s, kNoChallengeHint)) << s.ToString();
+}
+
+TEST(HandshakeErrors, CleanCloseBeforeTheChallengeKeepsTheHint) {
+  const Status s = HelloToAClosingListener(/*reset=*/false);
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_TRUE(Says(s, kNoChallengeHint)) << s.ToString();
+  EXPECT_TRUE(Says(s, "too many connections")) << s.ToString();
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // RST) ends the connection on the side that probes within the keepalive's
 // time: the target's connection gives its descriptor back, the initiator's
 // channel latches kRemoteDisconnect and the next post fails at once.
+#include "transport/stream/keepalive.h"
+
 #include <gtest/gtest.h>
 #include <linux/filter.h>
 #include <netinet/in.h>
@@ -286,6 +288,26 @@ TEST(KeepaliveTest, OutOfRangeIsRefusedAtCreate) {
     o.tcp_keepalive = good;
     EXPECT_TRUE(Agent::Create(o).ok()) << good.count();
   }
+}
+
+// An option the socket does not support (a unix socket has no TCP level:
+// EOPNOTSUPP; an old kernel without TCP_USER_TIMEOUT: ENOPROTOOPT) is skipped,
+// so the connection goes on with what the kernel has; any other error fails.
+TEST(KeepaliveTest, OptionsTheSocketLacksAreSkipped) {
+  AgentOptions o;
+  o.tcp_keepalive = 5s;
+  const core::Keepalive k = core::KeepaliveFor(o);
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  core::Fd a(sv[0]), b(sv[1]);
+  Status s = core::SetKeepalive(a.get(), k);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  int on = 0;
+  socklen_t len = sizeof(on);
+  ASSERT_EQ(getsockopt(a.get(), SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+  EXPECT_EQ(on, 1) << "a supported option is still set";
+  s = core::SetKeepalive(-1, k);  // EBADF: not a missing option
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
 }
 
 // Polls until none of `conns` is open; returns how long that took (or `limit`).

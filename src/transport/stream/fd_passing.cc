@@ -116,7 +116,7 @@ Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline) {
     KVLANE_SYSCALL_RETRY(rc, recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
     if (rc < 0 && WouldBlock(errno)) continue;
     if (rc < 0) return IoError("recvmsg", errno);
-    if (rc == 0) return Status::RemoteDisconnect("peer closed the connection");
+    if (rc == 0) return PeerClosed();
     TakeFds(&msg, fd);
     if (msg.msg_flags & MSG_CTRUNC) return Status::Backend("recvmsg: control data truncated");
     p += rc;

@@ -32,11 +32,13 @@ Result<ChallengeFrame> RecvChallenge(const AgentMeta& peer, HelloIo& io) {
         who + " sent no challenge within connect_timeout (kvlane older than wire version 2?)");
   ChallengeFrame c{};
   if (s.ok()) s = io.Recv(&c, sizeof(c));
-  if (s.code() == Code::kRemoteDisconnect)
+  if (IsPeerClosed(s))
     return Status::RemoteDisconnect(
         who + " closed the connection without a challenge (too many connections, " +
         "another uid on shm, or kvlane older than wire version 2)");
-  KVLANE_RETURN_IF_ERROR(s);
+  if (s.is_error())  // a reset, a timeout (keepalive, TCP_USER_TIMEOUT): said as such
+    return Status(s.code(),
+                  "the connection to " + who + " failed before its challenge: " + s.message());
   if (c.magic != kChallengeMagic)
     return Status::Backend("protocol: " + who + " did not open with a kvlane challenge");
   if (c.version != kWireVersion)

@@ -65,7 +65,9 @@ Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, int fd, PeerCon
 // and secret are used). NotAllowed when the target refuses our Hello (saying
 // when it did so because our name holds its max_conns_per_peer) or cannot
 // prove it holds peer.secret; NotSupported when it speaks another wire version;
-// Timeout or RemoteDisconnect (saying so) when no challenge comes.
+// Timeout or RemoteDisconnect when no challenge comes, saying why: none in
+// time, a clean close (hinting at the target's reasons), or the connection's
+// own error (a reset, a timeout of tcp keepalive or TCP_USER_TIMEOUT).
 Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io);
 // The same on a stream connection, within connect_timeout (DeadlineIo); fd is
 // left without I/O timeouts on success.

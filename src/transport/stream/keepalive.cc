@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <limits>
 
@@ -23,6 +24,26 @@ Keepalive KeepaliveFor(const AgentOptions& o) {
   return k;
 }
 
+namespace {
+
+// Whether a failed setsockopt says the socket or kernel lacks the option:
+// ENOPROTOOPT (a kernel without it), EOPNOTSUPP (a socket without that level),
+// or EINVAL, which a kernel (or an emulation of one) that does not take the
+// option may answer too: our values are within Linux's ranges
+// (AgentOptions::Validate), so it says nothing about them.
+bool OptionUnsupported(int err) { return err == ENOPROTOOPT || err == EOPNOTSUPP || err == EINVAL; }
+
+// Sets one int option; an unsupported one is skipped (keepalive is a best
+// effort there), any other error fails.
+Status SetIfSupported(int fd, int level, int name, int value, const char* what) {
+  int rc;
+  KVLANE_SYSCALL_RETRY(rc, setsockopt(fd, level, name, &value, sizeof(value)));
+  if (rc == 0 || OptionUnsupported(errno)) return Status::Ok();
+  return ErrnoStatus(what, errno);
+}
+
+}  // namespace
+
 Status SetKeepalive(int fd, const Keepalive& k) {
   if (!k.on()) return Status::Ok();
   const int on = 1;
@@ -32,12 +53,16 @@ Status SetKeepalive(int fd, const Keepalive& k) {
   // the kernel sends no probe while data is unacknowledged.
   const int user_timeout =
       static_cast<int>(std::min<int64_t>(k.user_timeout.count(), std::numeric_limits<int>::max()));
-  KVLANE_POSIX(setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on)));
-  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)));
-  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof(interval)));
-  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &k.probes, sizeof(k.probes)));
-  KVLANE_POSIX(setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof(user_timeout)));
-  return Status::Ok();
+  KVLANE_RETURN_IF_ERROR(
+      SetIfSupported(fd, SOL_SOCKET, SO_KEEPALIVE, on, "setsockopt(SO_KEEPALIVE)"));
+  KVLANE_RETURN_IF_ERROR(
+      SetIfSupported(fd, IPPROTO_TCP, TCP_KEEPIDLE, idle, "setsockopt(TCP_KEEPIDLE)"));
+  KVLANE_RETURN_IF_ERROR(
+      SetIfSupported(fd, IPPROTO_TCP, TCP_KEEPINTVL, interval, "setsockopt(TCP_KEEPINTVL)"));
+  KVLANE_RETURN_IF_ERROR(
+      SetIfSupported(fd, IPPROTO_TCP, TCP_KEEPCNT, k.probes, "setsockopt(TCP_KEEPCNT)"));
+  return SetIfSupported(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, user_timeout,
+                        "setsockopt(TCP_USER_TIMEOUT)");
 }
 
 }  // namespace kvlane::core

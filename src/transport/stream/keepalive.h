@@ -31,14 +31,18 @@ struct Keepalive {
 // max(1 s, idle / 3) apart, and a user timeout of the last probe's deadline but
 // at least 2 x io_timeout + 1 s: a live peer that stops reading fails by
 // io_timeout (kTimeout; a target's frame by 2 x io_timeout) before the kernel
-// gives up on it. A silent peer is dropped after about 2 x tcp_keepalive.
+// gives up on it. A silent peer is dropped after that user timeout:
+// max(idle + kKeepaliveProbes x interval, 2 x io_timeout + 1 s).
 // REQUIRES: `o` valid (AgentOptions::Validate: tcp_keepalive 0..32767 s).
 Keepalive KeepaliveFor(const AgentOptions& o);
 
 // Sets SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL, TCP_KEEPCNT and TCP_USER_TIMEOUT
-// on `fd`; with keepalive off, nothing (a new socket has neither).
-// REQUIRES: fd is a TCP socket (unix sockets have no keepalive:
-// their peer is on this host, and its death closes them).
+// on `fd`; with keepalive off, nothing (a new socket has neither). Best effort
+// per option: one the kernel or socket does not support (ENOPROTOOPT,
+// EOPNOTSUPP, EINVAL) is skipped and the others still set, so the connection
+// goes on without it; any other error (EBADF, ...) fails with kBackend.
+// Meant for TCP sockets (unix sockets need no keepalive: their peer is on this
+// host, and its death closes them; on one, the TCP options are skipped).
 Status SetKeepalive(int fd, const Keepalive& k);
 
 }  // namespace kvlane::core

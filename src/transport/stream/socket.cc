@@ -37,6 +37,22 @@ Status CheckDeadline(Deadline by) {
   return Status::Ok();
 }
 
+// Waits up to 1 s for room to send on `fd`, but not past `by` (kTimeout once
+// it passed). The deadline is compared exactly; only poll's wait is in
+// milliseconds, rounded up so that a remainder under 1 ms waits rather than
+// spins or ends early. No retry here on EINTR: the caller tries again and
+// comes back, so a stream of signals cannot stretch the wait past `by`.
+Status AwaitRoomBy(int fd, Deadline by) {
+  const auto left = by - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero())
+    return Status::Timeout("the peer stopped reading in the middle of a frame");
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left);
+  pollfd p{fd, POLLOUT, 0};
+  const int prc = poll(&p, 1, static_cast<int>(std::min<int64_t>(ms.count(), 1000)));
+  if (prc < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
+  return Status::Ok();
+}
+
 void SetNoDelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -71,10 +87,20 @@ sockaddr_un UnixAddr(const std::string& name, socklen_t* len) {
   return a;
 }
 
+constexpr char kPeerClosedMessage[] = "peer closed the connection";
+
 }  // namespace
 
+Status PeerClosed() { return Status::RemoteDisconnect(kPeerClosedMessage); }
+
+bool IsPeerClosed(const Status& s) {
+  return s.code() == Code::kRemoteDisconnect && s.message() == kPeerClosedMessage;
+}
+
 Status IoError(const char* what, int err) {
-  if (err == EPIPE || err == ECONNRESET || err == ENOTCONN || err == ESHUTDOWN)
+  if (err == ECONNRESET)
+    return Status::RemoteDisconnect(std::string(what) + ": connection reset by peer");
+  if (err == EPIPE || err == ENOTCONN || err == ESHUTDOWN)
     return Status::RemoteDisconnect(std::string(what) + ": peer closed the connection");
   // tcp: keepalive got no answer, or data stayed unacknowledged (TCP_USER_TIMEOUT),
   // or the network reports the peer unreachable: its host is gone.
@@ -117,15 +143,7 @@ Result<bool> SendIovIfRoom(int fd, struct iovec* iov, int n, Deadline by) {
     KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT));
     if (rc < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
       if (!started) return false;
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          by - std::chrono::steady_clock::now());
-      if (left.count() <= 0)
-        return Status::Timeout("the peer stopped reading in the middle of a frame");
-      pollfd p{fd, POLLOUT, 0};
-      // No retry here on EINTR: the loop tries again and recomputes what is
-      // left, so a stream of signals cannot stretch the wait past `by`.
-      const int prc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count() + 1, 1000)));
-      if (prc < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
+      KVLANE_RETURN_IF_ERROR(AwaitRoomBy(fd, by));
       continue;
     }
     if (rc < 0) return IoError("sendmsg", errno);
@@ -151,7 +169,7 @@ Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
     ssize_t rc;
     KVLANE_SYSCALL_RETRY(rc, recvmsg(fd, &msg, MSG_WAITALL));
     if (rc < 0) return IoError("recvmsg", errno);
-    if (rc == 0) return Status::RemoteDisconnect("peer closed the connection");
+    if (rc == 0) return PeerClosed();
     Advance(iov, n, &first, static_cast<size_t>(rc));
   }
   return Status::Ok();

@@ -50,9 +50,16 @@ inline Deadline DeadlineIn(std::chrono::milliseconds timeout) {
 //
 // A failed send or receive (errno `err`) as a Status: kRemoteDisconnect when the
 // peer closed or reset the connection or stopped answering (ETIMEDOUT: tcp
-// keepalive or TCP_USER_TIMEOUT gave up; EHOSTUNREACH and the like); kTimeout
-// for the socket's own timeout (EAGAIN: SetIoTimeout); else kBackend.
+// keepalive or TCP_USER_TIMEOUT gave up; EHOSTUNREACH and the like), each
+// named as such; kTimeout for the socket's own timeout (EAGAIN: SetIoTimeout);
+// else kBackend.
 Status IoError(const char* what, int err);
+// The peer ended the stream cleanly (a receive read end of file: it closed or
+// shut down its side): kRemoteDisconnect, which the receive calls below and
+// RecvWithFd return for it. IsPeerClosed tells it from the errors IoError
+// names (a reset, a timeout), which are kRemoteDisconnect too.
+Status PeerClosed();
+bool IsPeerClosed(const Status& s);
 
 // Writes every byte of `iov[0..n)`; may modify iov. kRemoteDisconnect on EOF/EPIPE.
 Status SendIov(int fd, struct iovec* iov, int n, Deadline by = kNoDeadline);

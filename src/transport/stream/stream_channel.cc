@@ -69,7 +69,13 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
 }
 
 void StreamChannel::Fail(int i, const Status& s) {
-  latch().Latch(s);
+  // A lane call that failed after Close shut the lanes down (a Kick's send
+  // past its closing check, a sender blocked in a send, a receiver's read)
+  // failed because of the Close, not of the peer: what it ends is canceled.
+  // Close sets closing before its shutdown, and the failed call returned after
+  // that shutdown (the kernel orders both on the socket).
+  const bool closed = closing().load(std::memory_order_acquire);
+  latch().Latch(closed ? Status::Canceled("channel closed") : s);
   for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);  // wake both sides of every lane
   (void)i;
   for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
@@ -197,6 +203,25 @@ Status StreamChannel::SendStaged(Lane& l, Request& r, const ChunkPlan& c, const 
   return Status::Ok();
 }
 
+// A Kick holds the mutex for one small inline send, microseconds, so the
+// sender first retries for up to `spin_` (yielding, in case the Kick's thread
+// waits for this CPU): then it almost never sleeps on the mutex, and the Kick's
+// unlock, on the posting thread's fast path, stays a plain store instead of a
+// futex wake-up. A Kick that takes longer (finishing a frame the peer is slow
+// to read, up to io_timeout) is waited for blocked, not by yielding in a loop,
+// which kept a CPU busy for as long.
+std::unique_lock<std::mutex> StreamChannel::LockIssue(Lane& l) {
+  std::unique_lock lock(l.issue_mu, std::try_to_lock);
+  if (lock.owns_lock()) return lock;
+  for (auto until = std::chrono::steady_clock::now() + spin_;
+       std::chrono::steady_clock::now() < until;) {
+    std::this_thread::yield();
+    if (lock.try_lock()) return lock;
+  }
+  lock.lock();
+  return lock;
+}
+
 void StreamChannel::Send(int i) {
   Lane& l = *lanes_[i];
   LaneQueue& q = queue(i);
@@ -205,11 +230,9 @@ void StreamChannel::Send(int i) {
       q.WaitForIssue(spin_);
       continue;
     }
-    std::unique_lock lock(l.issue_mu, std::try_to_lock);
-    if (!lock.owns_lock()) {  // a posting thread is sending (Kick)
-      std::this_thread::yield();
-      continue;
-    }
+    std::unique_lock lock = LockIssue(l);
+    // A wait for a Kick may have outlasted the channel: it latched, or Close began.
+    if (closing().load(std::memory_order_acquire) || latch().latched()) continue;
     WorkItem* w = q.PeekIssue();  // nullptr: the poster sent it
     if (w == nullptr) continue;
     l.sending.store(true, std::memory_order_release);
@@ -352,7 +375,7 @@ void StreamChannel::Receive(int i) {
     }
     if (s.ok()) s = ReceiveOne(l, i);
     if (!s.ok()) {
-      Fail(i, closing().load() ? Status::Canceled("channel closed") : s);
+      Fail(i, s);
       break;
     }
     last = std::chrono::steady_clock::now();

@@ -64,6 +64,9 @@ class StreamChannel final : public Channel {
   };
   StreamChannel(const AgentContext& ctx, PayloadMode mode, const char* name);
   void Send(int i);
+  // The sender thread's hold of l.issue_mu: spins up to `spin_` while a Kick
+  // holds it, then blocks.
+  std::unique_lock<std::mutex> LockIssue(Lane& l);
   void Receive(int i);
   // Sends item `w` (the lane's head) and advances the issue cursor.
   // REQUIRES: l.issue_mu held. With `if_room`, false when the socket had no
@@ -87,6 +90,7 @@ class StreamChannel final : public Channel {
                         Status* s);
   // l.recv_iov[0..n) holds the device ranges.
   Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy);
+  // Latches `s` (kCanceled instead once Close began) and wakes every lane.
   void Fail(int i, const Status& s);
 
   const PayloadMode mode_;

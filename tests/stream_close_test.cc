@@ -1,0 +1,217 @@
+// A stream channel (shm, tcp) closed under its lanes, and its sender waiting
+// for a posting thread's inline send (StreamChannel::Kick).
+//
+// Close is what an agent's teardown runs on each channel; the tests call it
+// through AgentImpl::PeerChannel, so the agent and its handles stay usable.
+// Requests a local Close ends must end kCanceled, never kRemoteDisconnect
+// (which says the peer failed), whichever lane call noticed the shutdown.
+//
+// Fault injection by symbol interposition (this executable only):
+//  - sendmsg with MSG_DONTWAIT from the test thread (Kick's inline send) runs
+//    `g_inline_hook` first, once armed: the Kick holds the lane's issue mutex;
+//  - recvmsg on descriptor `g_hold_fd` (or on any descriptor, from any thread
+//    but the test's, while `g_hold_all`) waits until released, so that the
+//    lane's receiver cannot notice a Close before the call under test does.
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "core/agent_impl.h"
+#include "test_util.h"
+
+namespace {
+std::atomic<long> g_test_tid{0};
+std::atomic<bool> g_armed{false};
+std::function<void(int fd)> g_inline_hook;  // set before g_armed, run on the test thread
+std::atomic<int> g_hold_fd{-1};
+std::atomic<bool> g_hold_all{false};
+long Tid() { return syscall(SYS_gettid); }
+}  // namespace
+
+extern "C" ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
+  if ((flags & MSG_DONTWAIT) && Tid() == g_test_tid.load() && g_armed.exchange(false))
+    g_inline_hook(fd);
+  return syscall(SYS_sendmsg, fd, msg, flags);
+}
+
+extern "C" ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
+  while (g_hold_fd.load() == fd || (g_hold_all.load() && Tid() != g_test_tid.load())) usleep(100);
+  return syscall(SYS_recvmsg, fd, msg, flags);
+}
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Until `fd` reports a hang-up (both directions shut down), at most 5 s.
+bool AwaitHangUp(int fd) {
+  for (int i = 0; i < 5000; ++i) {
+    pollfd p{fd, 0, 0};
+    if (poll(&p, 1, 1) > 0 && (p.revents & POLLHUP)) return true;
+  }
+  return false;
+}
+
+std::chrono::nanoseconds ProcessCpuTime() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+class StreamCloseTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  // One lane, so that every post and the Close meet on it.
+  void Start(uint64_t bytes) {
+    AgentOptions o;
+    o.lanes_per_peer = 1;
+    p_ = MakePair(GetParam(), o);
+    ASSERT_TRUE(p_.a && p_.b);
+    src_ = &bufs_.Make(bytes);
+    dst_ = &bufs_.Make(bytes);
+    ASSERT_TRUE(p_.a->RegisterMemory(src_->data(), bytes).ok());
+    ASSERT_TRUE(p_.b->RegisterMemory(dst_->data(), bytes).ok());
+    Connect(*p_.a, *p_.b);
+    auto ch = p_.a->impl()->PeerChannel("b");
+    ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+    channel_ = ch.value();
+    g_test_tid.store(Tid());
+  }
+  void TearDown() override {
+    g_armed.store(false);
+    g_hold_fd.store(-1);
+    g_hold_all.store(false);
+    g_test_tid.store(0);
+  }
+  Result<XferHandle> Make(uint64_t n) {
+    return MakeSimple(*p_.a, "b", Op::kWrite, src_->data(), dst_->data(), n);
+  }
+
+  Buffers bufs_;
+  Pair p_;
+  std::vector<uint8_t>* src_ = nullptr;
+  std::vector<uint8_t>* dst_ = nullptr;
+  core::Channel* channel_ = nullptr;
+};
+
+// A post's inline send (Kick) passed the closing check, then Close shut the
+// lane down before the send went out: the send fails with EPIPE, and that is
+// the Close's doing. The request and the channel end kCanceled.
+TEST_P(StreamCloseTest, KickFailingBecauseOfCloseEndsCanceled) {
+  Start(4096);
+  auto h = Make(4096);
+  ASSERT_TRUE(h.ok());
+  std::this_thread::sleep_for(20ms);  // lane threads asleep: the Kick sends
+  std::thread closer;
+  bool hung_up = false;
+  g_inline_hook = [&](int fd) {
+    g_hold_fd.store(fd);  // the receiver must not see the shutdown first
+    closer = std::thread([this] { channel_->Close(); });
+    hung_up = AwaitHangUp(fd);
+  };
+  g_armed.store(true);
+  EXPECT_EQ(p_.a->Post(&h.value()).code(), Code::kInProgress);
+  const bool kicked = !g_armed.exchange(false);
+  g_hold_fd.store(-1);
+  if (closer.joinable()) closer.join();
+  ASSERT_TRUE(kicked) << "the post did not send inline";
+  ASSERT_TRUE(hung_up) << "Close did not shut the lane down";
+  Status end = p_.a->Wait(h.value(), 10s);
+  EXPECT_EQ(end.code(), Code::kCanceled) << end.ToString();
+  EXPECT_EQ(p_.a->PeerError("b").code(), Code::kCanceled) << p_.a->PeerError("b").ToString();
+  EXPECT_EQ(p_.a->Post(&h.value()).code(), Code::kCanceled);
+  EXPECT_TRUE(p_.a->Release(&h.value()).ok());
+}
+
+// The lane's sender is blocked in the send of a large frame (the target
+// stalls and reads nothing) when Close shuts the lane down: its EPIPE is the
+// Close's doing too. tcp only: an shm frame carries no payload.
+TEST_P(StreamCloseTest, SenderFailingBecauseOfCloseEndsCanceled) {
+  if (GetParam() != "tcp") GTEST_SKIP() << "shm frames are too small to block a send";
+  constexpr uint64_t n = 64u << 20;  // more than the sockets buffer
+  Start(n);
+  auto h = Make(n);
+  ASSERT_TRUE(h.ok());
+  RemoteStall stall(*p_.b);
+  ASSERT_EQ(p_.a->Post(&h.value()).code(), Code::kInProgress);
+  std::this_thread::sleep_for(300ms);  // the sender fills the socket and blocks
+  g_hold_all.store(true);              // every receive waits: the sender fails first
+  std::thread closer([this] { channel_->Close(); });
+  std::this_thread::sleep_for(300ms);
+  g_hold_all.store(false);
+  closer.join();
+  stall.Release();
+  Status end = p_.a->Wait(h.value(), 10s);
+  EXPECT_EQ(end.code(), Code::kCanceled) << end.ToString();
+  EXPECT_EQ(p_.a->PeerError("b").code(), Code::kCanceled) << p_.a->PeerError("b").ToString();
+  EXPECT_TRUE(p_.a->Release(&h.value()).ok());
+}
+
+// Small posts from one thread while another closes the channel: each ends Ok
+// or Canceled (a post after the close is refused with kCanceled), none hangs.
+TEST_P(StreamCloseTest, PostsRacingCloseEndCanceledOrOk) {
+  for (int round = 0; round < 20; ++round) {
+    Start(4096);
+    constexpr int kHandles = 8;
+    std::vector<XferHandle> hs;
+    for (int i = 0; i < kHandles; ++i) hs.push_back(Make(512).value());
+    std::atomic<bool> stop{false};
+    std::thread poster([&] {
+      for (uint64_t k = 0; !stop.load(); ++k) {
+        XferHandle& h = hs[k % kHandles];
+        Status s = p_.a->Post(&h);
+        if (s.in_progress()) s = p_.a->Wait(h, 10s);
+        EXPECT_TRUE(s.ok() || s.code() == Code::kCanceled) << s.ToString();
+        if (!s.ok()) break;
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * round));
+    channel_->Close();
+    stop.store(true);
+    poster.join();
+    // Latched only when a lane call failed on the shutdown (else nothing failed).
+    const Status latched = p_.a->PeerError("b");
+    EXPECT_TRUE(latched.ok() || latched.code() == Code::kCanceled) << latched.ToString();
+    for (auto& h : hs) EXPECT_TRUE(p_.a->Release(&h).ok());
+    if (HasFailure()) break;
+  }
+}
+
+// A Kick holds the lane's issue mutex through a long inline send while the
+// sender has work: the sender waits for the mutex without burning a CPU.
+TEST_P(StreamCloseTest, SenderWaitsForAKickWithoutSpinning) {
+  Start(4096);
+  auto first = Make(4096), second = Make(4096);
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::this_thread::sleep_for(20ms);  // lane threads asleep: the Kick sends
+  std::chrono::nanoseconds cpu{0};
+  g_inline_hook = [&](int) {
+    // The second post finds the mutex taken and rings the sender, which then
+    // waits for it behind this send.
+    std::thread([&] { EXPECT_EQ(p_.a->Post(&second.value()).code(), Code::kInProgress); }).join();
+    const auto cpu0 = ProcessCpuTime();
+    std::this_thread::sleep_for(300ms);
+    cpu = ProcessCpuTime() - cpu0;
+  };
+  g_armed.store(true);
+  ASSERT_EQ(p_.a->Post(&first.value()).code(), Code::kInProgress);
+  ASSERT_FALSE(g_armed.exchange(false)) << "the post did not send inline";
+  EXPECT_TRUE(p_.a->Wait(first.value(), 10s).ok());
+  EXPECT_TRUE(p_.a->Wait(second.value(), 10s).ok());
+  EXPECT_LT(cpu, 60ms) << "CPU time spent while a Kick held the issue mutex for 300 ms";
+  EXPECT_TRUE(p_.a->Release(&first.value()).ok());
+  EXPECT_TRUE(p_.a->Release(&second.value()).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Streams, StreamCloseTest, ::testing::Values("shm", "tcp"));
+
+}  // namespace
+}  // namespace kvlane::test
