@@ -399,7 +399,7 @@ Status StreamChannel::Notify(std::string_view bytes) {
   if (s.ok()) s = RecvAll(control_.get(), &r, sizeof(r));
   if (!s.ok()) {
     Fail(0, s);
-    return s;
+    return latch().Get();  // what Fail latched: kCanceled when Close shut the socket
   }
   if (r.status != 0) return RefusedNotification(r.status);
   return Status::Ok();
