@@ -63,22 +63,14 @@ class NotifQueue {
   // Queues `n`, or refuses it (NotAllowed, naming the limit) when its sender
   // would hold more than max_peer_bytes, or the queue more than max_bytes. The
   // first notification of a name queued also pays for the name (NameCost).
-  Status Push(Notification n) {
-    std::lock_guard lock(mu_);
-    auto mine = held_by_.find(n.peer);
-    const bool fresh = mine == held_by_.end();
-    const uint64_t cost = Cost(n) + (fresh ? NameCost(n.peer) : 0);
-    const uint64_t peer_held = fresh ? 0 : mine->second;
-    if (peer_held + cost > max_peer_bytes_)
-      return Refused(peer_held, "from peer '" + n.peer + "'", "max_notification_bytes_per_peer",
-                     max_peer_bytes_);
-    if (held_ + cost > max_bytes_)
-      return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
-    if (fresh) mine = held_by_.emplace(n.peer, 0).first;
-    items_.push_back(std::move(n));
-    held_ += cost;
-    mine->second += cost;
-    return Status::Ok();
+  // Never throws: out of memory is kBackend, with nothing queued or charged
+  // (a server thread calls it for a remote peer).
+  Status Push(Notification n) noexcept {
+    try {
+      return TryPush(std::move(n));
+    } catch (const std::bad_alloc&) {
+      return Status::Backend("out of memory");  // short: fits the string's own buffer
+    }
   }
 
   // Every notification queued, oldest first. Every name's queue is empty after
@@ -91,6 +83,29 @@ class NotifQueue {
   }
 
  private:
+  // Push, but may throw std::bad_alloc: every allocation comes before any change
+  // (items_ grows first, and a name's node is the only other allocation), so a
+  // throw leaves the queue as it was.
+  Status TryPush(Notification n) {
+    std::lock_guard lock(mu_);
+    auto mine = held_by_.find(n.peer);
+    const bool fresh = mine == held_by_.end();
+    const uint64_t cost = Cost(n) + (fresh ? NameCost(n.peer) : 0);
+    const uint64_t peer_held = fresh ? 0 : mine->second;
+    if (peer_held + cost > max_peer_bytes_)
+      return Refused(peer_held, "from peer '" + n.peer + "'", "max_notification_bytes_per_peer",
+                     max_peer_bytes_);
+    if (held_ + cost > max_bytes_)
+      return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
+    if (items_.size() == items_.capacity())  // grows geometrically; may throw: nothing changed
+      items_.reserve(std::max<size_t>(16, 2 * items_.capacity()));
+    if (fresh) mine = held_by_.emplace(n.peer, 0).first;  // may throw; then nothing changed
+    items_.push_back(std::move(n));                       // room reserved: cannot throw
+    held_ += cost;
+    mine->second += cost;
+    return Status::Ok();
+  }
+
   static uint64_t Cost(const Notification& n) { return n.bytes.size() + n.peer.size() + kOverheadBytes; }
   static uint64_t NameCost(const std::string& peer) { return kNameOverheadBytes + peer.size(); }
   static Status Refused(uint64_t held, const std::string& whose, const char* field,

@@ -295,6 +295,29 @@ class FailingReadIo final : public core::HelloIo {
   const Status error_;
 };
 
+// Handshake I/O that plays a target: a valid challenge, then `reply`.
+class ScriptedTargetIo final : public core::HelloIo {
+ public:
+  explicit ScriptedTargetIo(core::StreamHelloReply reply) : reply_(reply) {
+    challenge_.magic = core::kChallengeMagic;
+    challenge_.version = core::kWireVersion;
+  }
+  Status Send(iovec*, int) override { return Status::Ok(); }
+  Status Recv(void* buf, size_t len) override {
+    const bool first = reads_++ == 0;
+    const size_t want = first ? sizeof(challenge_) : sizeof(reply_);
+    if (len != want || reads_ > 2) return Status::Backend("unexpected read");
+    std::memcpy(buf, first ? static_cast<const void*>(&challenge_) : &reply_, len);
+    return Status::Ok();
+  }
+  Status WaitReadable() override { return Status::Ok(); }
+
+ private:
+  core::ChallengeFrame challenge_{};
+  const core::StreamHelloReply reply_;
+  int reads_ = 0;
+};
+
 core::AgentMeta TargetMeta(uint16_t port) {
   core::AgentMeta m;
   m.name = "t";
@@ -344,6 +367,24 @@ TEST(HandshakeErrors, CleanCloseBeforeTheChallengeKeepsTheHint) {
   EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
   EXPECT_TRUE(Says(s, kNoChallengeHint)) << s.ToString();
   EXPECT_TRUE(Says(s, "too many connections")) << s.ToString();
+}
+
+// A target that failed on its side taking the connection (its PeerConnLimit ran
+// out of memory) answers kBackend: the initiator says so, and does not blame its
+// own hello or metadata.
+TEST(HandshakeErrors, TargetFailingOnItsSideIsNotARefusal) {
+  ScriptedTargetIo io({static_cast<int32_t>(Code::kBackend), 0, {}});
+  const Status s = core::SayHello("a", TargetMeta(1), core::ConnRole::kLane, io);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_TRUE(Says(s, "failed to take the connection on its side")) << s.ToString();
+  EXPECT_FALSE(Says(s, "stale metadata")) << s.ToString();
+}
+
+TEST(HandshakeErrors, RefusedHelloBlamesTheMetadata) {
+  ScriptedTargetIo io({static_cast<int32_t>(Code::kNotAllowed), 0, {}});
+  const Status s = core::SayHello("a", TargetMeta(1), core::ConnRole::kLane, io);
+  EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
+  EXPECT_TRUE(Says(s, "stale metadata")) << s.ToString();
 }
 
 }  // namespace

@@ -93,6 +93,11 @@ Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role
     return Status::NotAllowed("peer '" + peer.name + "' refused the connection: agents named '" +
                               std::string(self_name) + "' hold as many connections as it " +
                               "allows one peer (its AgentOptions.max_conns_per_peer)");
+  // A target that failed on its side (out of memory taking the connection's
+  // slot) answers kBackend: nothing wrong with our hello, and a retry may pass.
+  if (r.status == static_cast<int32_t>(Code::kBackend))
+    return Status::Backend("peer '" + peer.name +
+                           "' failed to take the connection on its side (out of memory?)");
   if (r.status != 0)
     return Status::NotAllowed("peer '" + peer.name + "' refused our hello (stale metadata?)");
   if (!MacEquals(r.proof, ReadyProof(peer.secret, h.nonce, c.nonce, peer.agent_id)))
