@@ -173,6 +173,15 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
 
 ControlChannel::~ControlChannel() { close(fd_); }
 
+kvlane::Result<std::string> ControlChannel::LocalAddress() const {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Errno("getsockname");
+  char text[INET_ADDRSTRLEN] = {};
+  if (inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) == nullptr) return Errno("inet_ntop");
+  return std::string(text);
+}
+
 void ControlChannel::Abort() {
   if (!aborted_) (void)shutdown(fd_, SHUT_RDWR);
   aborted_ = true;

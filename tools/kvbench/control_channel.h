@@ -56,6 +56,11 @@ class ControlChannel {
   void Abort();
   bool aborted() const { return aborted_; }
 
+  // This end's IP address on the connection (getsockname), e.g. "10.0.0.5":
+  // the local interface that reaches the peer, so a data listener bound to it
+  // is reachable from the peer's host too.
+  kvlane::Result<std::string> LocalAddress() const;
+
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 

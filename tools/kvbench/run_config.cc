@@ -185,7 +185,10 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--trials", c->trials, "trials per row (quick 2, full 3)");
   app->add_option("--rank", c->rank, "run one rank: 0 = target (owns the pool), 1 = initiator");
   app->add_option("--peer", c->peer, "HOST:PORT where rank 0 listens for the control plane");
-  app->add_option("--listen-host", c->listen_host, "data listener bind address (tcp)")
+  app->add_option("--listen-host", c->listen_host,
+                  "data listener bind address (tcp); auto: this rank's address on the control "
+                  "connection (127.0.0.1 on one host; across hosts the interface that reaches "
+                  "the other rank)")
       ->capture_default_str();
   app->add_option("--control-timeout", c->control_timeout,
                   "control-plane timeout, e.g. 300s (env KVBENCH_CONTROL_TIMEOUT; default 300s)");

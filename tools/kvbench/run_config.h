@@ -29,7 +29,10 @@ struct RunConfig {
   int trials = -1;
   int rank = -1;     // -1: spawn both ranks on this host
   std::string peer;  // HOST:PORT of rank 0's control listener (both ranks pass the same)
-  std::string listen_host = "127.0.0.1";  // the data listener's bind address (tcp)
+  // The data listener's bind address (tcp); "auto": this rank's address on the
+  // control connection (127.0.0.1 for ranks spawned on one host; across hosts
+  // the interface that reaches the other rank).
+  std::string listen_host = "auto";
   std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
   std::string policy = "independent";     // independent | global-fifo
   std::string staging_copy = "batch";     // batch | each | kernel (AgentOptions::staging_copy)

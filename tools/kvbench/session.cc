@@ -225,7 +225,11 @@ kvlane::Status Session::CreateAgent() {
   kvlane::AgentOptions o;
   o.name = "kvbench-" + self_.role + "-" + std::to_string(getpid());
   o.transports = {path_.transport};
-  o.tcp_listen_host = config_.listen_host;
+  if (config_.listen_host == "auto") {
+    KVLANE_ASSIGN_OR_RETURN(o.tcp_listen_host, control_->LocalAddress());
+  } else {
+    o.tcp_listen_host = config_.listen_host;
+  }
   if (config_.lanes > 0) o.lanes_per_peer = config_.lanes;
   o.piece_bytes = plan_.options.piece_bytes;
   KVLANE_ASSIGN_OR_RETURN(o.policy, Policy(config_.policy));

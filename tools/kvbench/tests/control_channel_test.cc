@@ -78,6 +78,15 @@ TEST(ControlChannel, AbortEndsThePeersRawWaitAtOnce) {
   EXPECT_EQ(p.a->Receive().status().code(), kvlane::Code::kCanceled);
 }
 
+TEST(ControlChannel, LocalAddressIsThisEndsInterface) {
+  Pair p = Connect();  // over 127.0.0.1
+  auto a = p.a->LocalAddress();
+  auto b = p.b->LocalAddress();
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, "127.0.0.1");
+  EXPECT_EQ(*b, "127.0.0.1");
+}
+
 TEST(ControlChannel, UnexpectedAndErrorMessages) {
   Pair p = Connect();
   ASSERT_TRUE(p.a->Send({{"type", "other"}}).ok());
