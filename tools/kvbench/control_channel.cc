@@ -1,6 +1,7 @@
 #include "control_channel.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -60,17 +61,6 @@ kvlane::Result<int> ListenOn(const std::string& host_port) {
   return fd;
 }
 
-// One connect attempt; -1 with errno set on failure.
-int TryConnect(const addrinfo* ai) {
-  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) return fd;
-  int err = errno;
-  close(fd);
-  errno = err;
-  return -1;
-}
-
 // Runs the notice every notice.every of a wait that started at construction;
 // Next() says until when the caller may block before the next one is due.
 class WaitTicker {
@@ -96,6 +86,35 @@ class WaitTicker {
 int MsUntil(Clock::time_point t) {
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(t - Clock::now()).count();
   return static_cast<int>(std::max<int64_t>(ms, 0));
+}
+
+// One connect attempt, bounded by `deadline`: a host that drops SYNs (a
+// firewall, a wrong address) would hold a blocking connect for the kernel's
+// two minutes of retries, silent and past the timeout. The ticker's notices run
+// while it waits. The socket is blocking again on success; -1 with errno set
+// on failure (ETIMEDOUT at the deadline).
+int TryConnect(const addrinfo* ai, Clock::time_point deadline, WaitTicker& ticker) {
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  int err = connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 ? 0 : errno;
+  while (err == EINPROGRESS || err == EINTR) {  // EINTR: the connect goes on, as EINPROGRESS
+    ticker.Tick();
+    pollfd p{fd, POLLOUT, 0};
+    const int prc = poll(&p, 1, MsUntil(std::min(deadline, ticker.Next())));
+    if (prc < 0 && errno != EINTR) {
+      err = errno;
+    } else if (prc > 0) {
+      socklen_t len = sizeof(err);
+      if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    } else if (prc == 0 && Clock::now() >= deadline) {
+      err = ETIMEDOUT;  // checked after a poll: an answer already there still counts
+    }
+  }
+  if (err == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) err = errno;
+  if (err == 0) return fd;
+  close(fd);
+  errno = err;
+  return -1;
 }
 
 }  // namespace
@@ -152,18 +171,25 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
   KVLANE_ASSIGN_OR_RETURN(addrinfo * res, Resolve(host_port, false));
   const auto deadline = Clock::now() + timeout;
   WaitTicker ticker(notice);
-  int fd = TryConnect(res);
-  while (fd < 0 && (errno == ECONNREFUSED || errno == EINTR) && Clock::now() < deadline) {
+  int fd = TryConnect(res, deadline, ticker);
+  bool refused = false;  // some attempt was refused: the host answers, nothing listens
+  while (fd < 0 && errno == ECONNREFUSED && Clock::now() < deadline) {
+    refused = true;
     ticker.Tick();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    fd = TryConnect(res);
+    fd = TryConnect(res, deadline, ticker);
   }
   const int err = errno;
   freeaddrinfo(res);
-  if (fd < 0 && err == ECONNREFUSED) {
+  if (fd < 0 && (err == ECONNREFUSED || (err == ETIMEDOUT && refused))) {
     return kvlane::Status::Timeout("control: nothing listening at " + host_port + " within " +
                                    std::to_string(timeout.count()) +
                                    " ms (connection refused): is the other rank running?");
+  }
+  if (fd < 0 && err == ETIMEDOUT) {
+    return kvlane::Status::Timeout("control: no answer from " + host_port + " within " +
+                                   std::to_string(timeout.count()) +
+                                   " ms: a wrong address, or a firewall dropping the connection?");
   }
   errno = err;
   if (fd < 0) return Errno("connect to " + host_port);

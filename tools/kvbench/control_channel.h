@@ -30,8 +30,9 @@ class ControlChannel {
   static kvlane::Result<std::unique_ptr<ControlChannel>> Accept(const std::string& host_port,
                                                                 std::chrono::milliseconds timeout,
                                                                 const WaitNotice& notice = {});
-  // Connects to host:port, retrying refused connections until the timeout
-  // (then kTimeout, naming the refusal); any other connect error fails at once.
+  // Connects to host:port, retrying refused connections until the timeout; kTimeout
+  // when it passes (refused all along, or no answer at all: each attempt is bounded
+  // by it too); any other connect error fails at once.
   static kvlane::Result<std::unique_ptr<ControlChannel>> Connect(const std::string& host_port,
                                                                  std::chrono::milliseconds timeout,
                                                                  const WaitNotice& notice = {});

@@ -1,6 +1,11 @@
 #include "control_channel.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -135,13 +140,70 @@ TEST(ControlChannel, AcceptStillTakesAPeerThatComesAfterANotice) {
     return ControlChannel::Accept(addr, milliseconds(5000),
                                   {[&](milliseconds) { ++notices; }, milliseconds(50)});
   });
-  while (notices.load() == 0) std::this_thread::sleep_for(milliseconds(5));
+  // Until the first notice (or Accept ended early, e.g. the port was taken).
+  while (notices.load() == 0 && accepted.wait_for(milliseconds(5)) != std::future_status::ready) {
+  }
   auto b = ControlChannel::Connect(addr, milliseconds(5000));
   auto a = accepted.get();
   ASSERT_TRUE(a.ok()) << a.status().message();
   ASSERT_TRUE(b.ok()) << b.status().message();
   ASSERT_TRUE((*b)->Send({{"type", "hello"}}).ok());
   EXPECT_TRUE((*a)->Expect("hello").ok());
+}
+
+// A listener whose accept queue is full: Linux drops further SYNs to it, so a
+// connect there gets no answer at all, as from a host behind a firewall that
+// drops them. Owns its sockets.
+class DeafListener {
+ public:
+  DeafListener() {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    EXPECT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&a), len), 0);
+    EXPECT_EQ(listen(listener_, 0), 0);
+    EXPECT_EQ(getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+    // Connect without accepting until one connect stays unanswered: the queue is full.
+    for (int i = 0; i < 16 && !full_; ++i) {
+      int f = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+      fills_.push_back(f);
+      (void)connect(f, reinterpret_cast<sockaddr*>(&a), len);
+      pollfd p{f, POLLOUT, 0};
+      full_ = poll(&p, 1, 200) == 0;
+    }
+  }
+  ~DeafListener() {
+    for (int f : fills_) close(f);
+    close(listener_);
+  }
+  bool full() const { return full_; }
+  uint16_t port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  uint16_t port_ = 0;
+  bool full_ = false;
+  std::vector<int> fills_;
+};
+
+TEST(ControlChannel, ConnectToAPeerThatNeverAnswersEndsByTheTimeout) {
+  DeafListener deaf;
+  ASSERT_TRUE(deaf.full()) << "could not fill the listener's accept queue";
+  int notices = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto c = ControlChannel::Connect("127.0.0.1:" + std::to_string(deaf.port()), milliseconds(600),
+                                   {[&](milliseconds) { ++notices; }, milliseconds(200)});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), kvlane::Code::kTimeout) << c.status().ToString();
+  EXPECT_NE(c.status().message().find("no answer"), std::string::npos) << c.status().message();
+  // By the timeout, not after the kernel's SYN retries (a blocking connect: ~2 min).
+  EXPECT_GE(took, milliseconds(600));
+  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_GE(notices, 2);
 }
 
 TEST(ControlChannel, SplitHostPort) {
