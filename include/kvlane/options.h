@@ -117,14 +117,14 @@ struct AgentOptions {
   // costs (64 KiB + 255-byte name + 64, + 255 + 128 as its name's first) or all of it;
   // else 194..max_notification_bytes.
   uint64_t max_notification_bytes_per_peer = 0;
-  // tcp, shm, cuda control socket: connections one peer (by the name its handshake
-  // announced) may hold at once on each of this agent's servers; more are refused
-  // after the handshake (the initiator's transport fails the connect with
+  // Connections one peer (by the name its handshake announced) may hold at once on
+  // this agent, its tcp, shm and cuda control servers counted together; more are
+  // refused after the handshake (the initiator's transport fails the connect with
   // kNotAllowed naming this limit; its agent, as for any failed connect, reports
-  // kRemoteDisconnect with that reason in the message). A peer's channel holds lanes_per_peer (its
-  // own: 1..64) + 1 connections on its transport's server, so the default 256 leaves room for a few
-  // of a peer's channels at the largest lanes_per_peer (e.g. a restarted peer's, while its old
-  // connections are still open). 1..4096.
+  // kRemoteDisconnect with that reason in the message). A peer's stream channel holds
+  // lanes_per_peer (its own: 1..64) + 1 connections, so the default 256 leaves room for
+  // a few of a peer's channels at the largest lanes_per_peer (e.g. a restarted peer's,
+  // while its old connections are still open), on all transports together. 1..4096.
   uint32_t max_conns_per_peer = 256;
   // tcp: how device memory is staged through pinned host buffers (StagingCopy).
   StagingCopy staging_copy = StagingCopy::kBatch;

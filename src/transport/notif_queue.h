@@ -30,7 +30,9 @@ namespace kvlane::core {
 
 class NotifQueue {
  public:
-  // Bytes charged per notification on top of its payload and sender name.
+  // Bytes charged per notification on top of its payload and sender name: its
+  // slot in items_ (sizeof(Notification)). The vector's spare capacity, up to as
+  // much again (briefly twice while it grows), is not charged (docs/SECURITY.md).
   static constexpr uint64_t kOverheadBytes = 64;
   // Bytes charged once per sender name while it has notifications queued, on top
   // of the name's length (NameCost): its node in held_by_. With 64-bit libstdc++

@@ -2,15 +2,20 @@
 // allocation the call makes is failed in turn (this binary replaces the global
 // operator new to do it). PeerConnLimit::Acquire neither throws nor leaves a
 // count behind, so the peer's slots stay free; NotifQueue::Push neither throws
-// nor queues or charges anything, so the bounds still hold every byte.
+// nor queues or charges anything. A server thread that runs out of memory
+// drops its connection, not the process.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "test_util.h"
 #include "transport/notif_queue.h"
 #include "transport/peer_conn_limit.h"
 
@@ -18,9 +23,14 @@ namespace {
 
 // The allocation on this thread that fails next: 0 the next one, -1 none.
 thread_local int fail_countdown = -1;
+// Every allocation of at least this many bytes fails, on every thread but the
+// ones marked spared.
+std::atomic<std::size_t> fail_at_least{SIZE_MAX};
+thread_local bool spared = false;
 
 void* Allocate(std::size_t n) {
   if (fail_countdown >= 0 && fail_countdown-- == 0) throw std::bad_alloc();
+  if (!spared && n >= fail_at_least.load(std::memory_order_relaxed)) throw std::bad_alloc();
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }
@@ -88,21 +98,31 @@ int FillUntilRefused(NotifQueue& q) {
   }
 }
 
-TEST(NotifQueueAlloc, AllocationFailureNeitherThrowsNorQueuesNorCharges) {
-  constexpr uint64_t kMax = 4096;
-  const Notification held{"first-peer-name-past-the-small-buffer", "x"};
-  int room = 0;  // how many fit beside `held` in a queue that saw no failure
+// A queue holding `n` notifications, each from its own name.
+void Prefill(NotifQueue& q, int n) {
+  for (int i = 0; i < n; ++i)
+    ASSERT_TRUE(q.Push({"held-peer-name-past-the-small-buffer-" + std::to_string(i), "x"}).ok());
+}
+
+// Each allocation of one Push failed in turn, into a queue that holds `prefill`
+// notifications: 0 and 16 make the queue's vector grow inside the Push (its
+// first room, then doubling), 1 does not.
+void PushFailingEachAllocation(int prefill) {
+  SCOPED_TRACE("prefill " + std::to_string(prefill));
+  constexpr uint64_t kMax = 8192;
+  const std::string fresh_name(40, 'n');  // no name FillUntilRefused uses
+  int room = 0;  // how many fit after the prefill in a queue that saw no failure
   {
     NotifQueue q(kMax, kMax);
-    ASSERT_TRUE(q.Push(held).ok());
+    Prefill(q, prefill);
     room = FillUntilRefused(q);
   }
   ASSERT_GT(room, 2);
   bool completed = false;
   for (int k = 0; !completed && k < 100; ++k) {
     NotifQueue q(kMax, kMax);
-    ASSERT_TRUE(q.Push(held).ok());
-    Notification fresh{std::string(40, 'n'), std::string(100, 'p')};  // made before the failure
+    Prefill(q, prefill);
+    Notification fresh{fresh_name, std::string(100, 'p')};  // made before the failure
     std::optional<Status> got;
     bool fired = false;
     {
@@ -120,14 +140,63 @@ TEST(NotifQueueAlloc, AllocationFailureNeitherThrowsNorQueuesNorCharges) {
       continue;
     }
     if (got.has_value()) EXPECT_EQ(got->code(), Code::kBackend) << k;
-    // Nothing of the failed push stayed: `held` alone is queued, and as many
-    // more fit as beside it in a queue that saw no failure (no charge left).
+    // Nothing of the failed push stayed: as many more fit as in a queue that
+    // saw no failure (no charge left), and the failed one is not among them.
     EXPECT_EQ(FillUntilRefused(q), room) << "allocation " << k << " left a charge";
     std::vector<Notification> all = q.TakeAll();
-    ASSERT_FALSE(all.empty());
-    EXPECT_EQ(all.front().peer, held.peer) << "allocation " << k << " queued something";
+    EXPECT_EQ(all.size(), static_cast<size_t>(prefill + room)) << "allocation " << k;
+    for (const Notification& n : all)
+      EXPECT_NE(n.peer, fresh_name) << "allocation " << k << " queued the failed push";
   }
   EXPECT_TRUE(completed);
+}
+
+TEST(NotifQueueAlloc, AllocationFailureNeitherThrowsNorQueuesNorCharges) {
+  for (int prefill : {0, 1, 16}) PushFailingEachAllocation(prefill);
+}
+
+// While alive, every allocation of at least `bytes` fails, on every thread but
+// the one that made it (the test's, which sends: only the target's server
+// threads are meant to fail).
+class FailLargeAllocations {
+ public:
+  explicit FailLargeAllocations(std::size_t bytes) {
+    spared = true;
+    fail_at_least = bytes;
+  }
+  ~FailLargeAllocations() {
+    fail_at_least = SIZE_MAX;
+    spared = false;
+  }
+};
+
+// A server thread that runs out of memory (here: the 64 KiB buffer for a
+// notification's payload) drops that connection; the process, and its serving
+// of other peers, goes on. Before, the bad_alloc ended the process.
+TEST(ServerAlloc, OutOfMemoryOnAServerThreadDropsTheConnectionNotTheProcess) {
+  for (const char* transport : {"tcp", "shm"}) {
+    SCOPED_TRACE(transport);
+    test::Pair p = test::MakePair(transport);
+    ASSERT_TRUE(p.a && p.b);
+    test::Connect(*p.a, *p.b);
+    const std::string big(kMaxNotifyBytes, 'x');  // made before the failures start
+    Status s;
+    {
+      FailLargeAllocations fail(kMaxNotifyBytes - 1024);
+      s = p.a->SendNotification("b", big);
+    }
+    EXPECT_FALSE(s.ok()) << "the payload's buffer could not be allocated";
+    // b still serves: another agent's notification arrives.
+    AgentOptions o = test::OptionsFor("c", transport);
+    auto c = Agent::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    test::Connect(**c, *p.b);
+    ASSERT_TRUE((*c)->SendNotification("b", big).ok());
+    std::vector<Notification> got = test::TakeAtLeast(*p.b, 1, std::chrono::seconds(5));
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].peer, "c");
+    EXPECT_EQ(got[0].bytes, big);
+  }
 }
 
 }  // namespace

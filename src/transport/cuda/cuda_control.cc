@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <thread>
 
 #include "transport/stream/handshake.h"
@@ -58,7 +59,14 @@ Status ControlServer::Start(const std::string& socket) {
 
 void ControlServer::Serve(Conn* c) {
   const int fd = c->fd.get();
-  Run(c);  // the peer's slot is free before it sees the close: it may reconnect at once
+  // Out of memory on this thread (a notification's payload, a frame's keys)
+  // drops this connection, not the process (as StreamServer::Serve). Run holds
+  // nothing but RAII. The peer's slot is free before it sees the close: it may
+  // reconnect at once.
+  try {
+    Run(c);
+  } catch (const std::bad_alloc&) {
+  }
   shutdown(fd, SHUT_RDWR);
   {
     std::unique_lock lock(conns_.mu());

@@ -57,6 +57,7 @@ class DeadlineIo final : public HelloIo {
 // slot (its name: Slot::peer()), which the caller holds while it serves the
 // connection; on refusal the initiator was sent kNotAllowed (and why:
 // HelloRefusal), NotAllowed is returned and the caller closes the connection.
+// Out of memory counting the slot: kBackend, sent and returned alike.
 Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, HelloIo& io, PeerConnLimit& limit);
 // The same on a stream connection, within connect_timeout (DeadlineIo).
 Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, int fd, PeerConnLimit& limit);

@@ -3,6 +3,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <new>
+
 #include "transport/stream/frame_exec.h"
 #include "transport/stream/handshake.h"
 #include "transport/stream/keepalive.h"
@@ -33,7 +35,15 @@ void StreamServer::Serve(Conn* c) {
   ucred cred = mode_ == PayloadMode::kCma ? PeerCred(fd) : ucred{};
   if (s.ok() && mode_ == PayloadMode::kCma && cred.uid != geteuid())
     s = Status::NotAllowed("shm peer runs under another uid");
-  if (s.ok()) Run(fd, cred.pid);
+  if (s.ok()) {
+    // Out of memory on this thread (a notification's payload, a peer's name)
+    // drops this connection, not the process: std::terminate would end every
+    // other peer's transfers too. Everything Run holds is RAII.
+    try {
+      Run(fd, cred.pid);
+    } catch (const std::bad_alloc&) {
+    }
+  }
   // The peer's slot is free before it sees the close: it may reconnect at once.
   shutdown(fd, SHUT_RDWR);
   conns_.Finish(c);

@@ -399,7 +399,10 @@ Status StreamChannel::Notify(std::string_view bytes) {
   if (s.ok()) s = RecvAll(control_.get(), &r, sizeof(r));
   if (!s.ok()) {
     Fail(0, s);
-    return latch().Get();  // what Fail latched: kCanceled when Close shut the socket
+    // What Fail latched: kCanceled once Close began (a Notify after Close's
+    // shutdown gets EPIPE; one in flight holds control_mu_, which Close waits for),
+    // else this error, or a lane's that came first.
+    return latch().Get();
   }
   if (r.status != 0) return RefusedNotification(r.status);
   return Status::Ok();
