@@ -13,6 +13,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "test_util.h"
@@ -62,22 +63,33 @@ class FailAllocation {
   bool fired() const { return fail_countdown == -1; }
 };
 
+// What one call returned with this thread's `k`-th allocation failing (empty,
+// and a test failure, when it threw), and whether that allocation came.
+template <typename Call>
+struct FailedCall {
+  std::optional<std::invoke_result_t<Call>> result;
+  bool fired = false;
+};
+
+template <typename Call>
+FailedCall<Call> CallFailingAllocation(int k, Call call) {
+  FailedCall<Call> out;
+  FailAllocation fail(k);
+  try {
+    out.result.emplace(call());
+  } catch (const std::bad_alloc&) {
+    ADD_FAILURE() << "allocation " << k << " threw out of the call";
+  }
+  out.fired = fail.fired();
+  return out;
+}
+
 TEST(PeerConnLimitAlloc, AllocationFailureNeitherThrowsNorLeaksACount) {
   const std::string peer(64, 'p');  // past the string's own buffer: copies allocate
   bool completed = false;
   for (int k = 0; !completed && k < 100; ++k) {
     PeerConnLimit limit(1);
-    std::optional<Result<PeerConnLimit::Slot>> got;
-    bool fired = false;
-    {
-      FailAllocation fail(k);
-      try {
-        got.emplace(limit.Acquire(peer));
-      } catch (const std::bad_alloc&) {
-        ADD_FAILURE() << "allocation " << k << " of Acquire threw";
-      }
-      fired = fail.fired();
-    }
+    auto [got, fired] = CallFailingAllocation(k, [&] { return limit.Acquire(peer); });
     completed = !fired;
     if (completed) {
       ASSERT_TRUE(got.has_value() && got->ok()) << k;
@@ -123,17 +135,7 @@ void PushFailingEachAllocation(int prefill) {
     NotifQueue q(kMax, kMax);
     Prefill(q, prefill);
     Notification fresh{fresh_name, std::string(100, 'p')};  // made before the failure
-    std::optional<Status> got;
-    bool fired = false;
-    {
-      FailAllocation fail(k);
-      try {
-        got.emplace(q.Push(std::move(fresh)));
-      } catch (const std::bad_alloc&) {
-        ADD_FAILURE() << "allocation " << k << " of Push threw";
-      }
-      fired = fail.fired();
-    }
+    auto [got, fired] = CallFailingAllocation(k, [&] { return q.Push(std::move(fresh)); });
     completed = !fired;
     if (completed) {
       ASSERT_TRUE(got.has_value() && got->ok()) << k;
