@@ -218,6 +218,29 @@ TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
 }
 
 // Every out-of-range option is refused at Create with an error naming it.
+// A failed connect says what kind of failure it was: no enabled transport that
+// reaches the peer is kNotSupported (a configuration matter), a peer that is not
+// there any more is kRemoteDisconnect. (A peer that answers and refuses is
+// kNotAllowed: handshake_test, peer_conn_limit_test.)
+TEST(ConnectFailureTest, NoRouteIsNotSupportedAndAGonePeerIsRemoteDisconnect) {
+  auto a = Agent::Create(OptionsFor("a", "shm"));
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  Connect(*a.value(), *b.value());  // a only speaks shm, b only listens on tcp
+  const Status none = a.value()->PeerTransport("b").status();
+  EXPECT_EQ(none.code(), Code::kNotSupported) << none.ToString();
+  EXPECT_NE(none.message().find("no enabled transport moves host to host memory"),
+            std::string::npos)
+      << none.ToString();
+
+  auto c = Agent::Create(OptionsFor("c", "tcp"));
+  ASSERT_TRUE(c.ok());
+  Connect(*c.value(), *b.value());
+  b.value().reset();  // nothing listens at b's address now
+  const Status gone = c.value()->PeerTransport("b").status();
+  EXPECT_EQ(gone.code(), Code::kRemoteDisconnect) << gone.ToString();
+}
+
 TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
   struct Case {
     const char* field;

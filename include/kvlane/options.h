@@ -119,9 +119,8 @@ struct AgentOptions {
   uint64_t max_notification_bytes_per_peer = 0;
   // Connections one peer (by the name its handshake announced) may hold at once on
   // this agent, its tcp, shm and cuda control servers counted together; more are
-  // refused after the handshake (the initiator's transport fails the connect with
-  // kNotAllowed naming this limit; its agent, as for any failed connect, reports
-  // kRemoteDisconnect with that reason in the message). A peer's stream channel holds
+  // refused after the handshake (the initiator's connect fails with kNotAllowed
+  // naming this limit). A peer's stream channel holds
   // lanes_per_peer (its own: 1..64) + 1 connections, so the default 256 leaves room for
   // a few of a peer's channels at the largest lanes_per_peer (e.g. a restarted peer's,
   // while its old connections are still open), on all transports together. 1..4096.

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <optional>
+
 #include "control/metadata_server.h"
 #include "core/affinity.h"
 #include "core/device_copier.h"
@@ -26,6 +28,17 @@ std::unique_ptr<Transport> MakeTransport(const std::string& name, AgentContext* 
   if (name == "cuda") return MakeCudaTransport(ctx);
 #endif
   return nullptr;  // not built in: skipped
+}
+
+// What a failed connect reports, from `agreed`: the code every transport that
+// tried gave, when they agree. The peer answered and refused (kNotAllowed: a
+// policy such as its connection cap, or its hello or proof failed) or speaks
+// another wire version (kNotSupported): said as such, since reconnecting with
+// the same metadata cannot help. Anything else (nothing listens, a reset, a
+// timeout, transports failing differently) reads as kRemoteDisconnect.
+Code ConnectFailureCode(std::optional<Code> agreed) {
+  if (agreed == Code::kNotAllowed || agreed == Code::kNotSupported) return *agreed;
+  return Code::kRemoteDisconnect;
 }
 
 }  // namespace
@@ -164,6 +177,8 @@ Status AgentImpl::RemovePeer(std::string_view peer) {
 Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote) {
   std::lock_guard lock(peer.mu);
   std::string tried;
+  std::optional<Code> agreed;  // the code every failed connect gave, if they agree
+  bool disagree = false;
   // Transports that move these kinds directly first, then those that stage them.
   for (bool staged : {false, true}) {
     for (auto& t : transports_) {
@@ -176,12 +191,16 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
       auto ch = t->Connect(peer.meta);
       if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
       tried += (tried.empty() ? "" : "; ") + std::string(t->name()) + ": " + ch.status().ToString();
+      disagree = disagree || (agreed && *agreed != ch.status().code());
+      agreed = ch.status().code();
     }
   }
   if (tried.empty())
-    tried = std::string("no enabled transport moves ") + MemoryKindName(local) + " to " +
-            MemoryKindName(remote) + " memory to it";
-  return Status::RemoteDisconnect("cannot connect to peer '" + peer.meta.name + "': " + tried);
+    return Status::NotSupported("cannot connect to peer '" + peer.meta.name +
+                                "': no enabled transport moves " + MemoryKindName(local) + " to " +
+                                MemoryKindName(remote) + " memory to it");
+  return Status(ConnectFailureCode(disagree ? std::nullopt : agreed),
+                "cannot connect to peer '" + peer.meta.name + "': " + tried);
 }
 
 Result<std::string> AgentImpl::PeerTransport(std::string_view name, MemoryKind kind) {

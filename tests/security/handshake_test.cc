@@ -264,9 +264,9 @@ TEST(HandshakeTcp, TargetWithoutTheSecretIsRefusedBeforeAnyFrame) {
                       reinterpret_cast<void*>(1ull << 40), 4096);
   const auto t0 = std::chrono::steady_clock::now();
   Status s = h.ok() ? PostAndWait(*a.value(), &h.value()) : h.status();
-  // The transport fails the connect with not-allowed; the agent reports a failed
-  // connect as remote-disconnect, naming each transport's reason.
-  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  // The transport fails the connect with not-allowed, and so does the agent (every
+  // transport it tried refused), naming each transport's reason.
+  EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
   EXPECT_NE(s.message().find("tcp: not-allowed: peer 'impostor' could not prove"),
             std::string::npos)
       << s.ToString();

@@ -91,10 +91,10 @@ TEST_P(PeerConnLimitTest, OnePeerIsCappedWhileOthersConnect) {
   EXPECT_EQ(Last().last_refusal(), kConnLimit);
   EXPECT_TRUE(Last().ClosedWithin(2s));
   DropLast();
-  // A real agent of that name sees the limit named: its transport's not-allowed,
-  // within the agent's remote-disconnect for a failed connect (as handshake_test).
+  // A real agent of that name sees the limit named, as not-allowed: a refusal, not
+  // a peer that went away (as handshake_test).
   Status s = Reach("evil");
-  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
   EXPECT_NE(s.message().find("not-allowed: peer 'target' refused the connection"),
             std::string::npos)
       << s.ToString();
