@@ -61,12 +61,6 @@ bool AwaitHangUp(int fd) {
   return false;
 }
 
-std::chrono::nanoseconds ProcessCpuTime() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
-}
-
 class StreamCloseTest : public ::testing::TestWithParam<std::string> {
  protected:
   // One lane, so that every post and the Close meet on it.

@@ -1,6 +1,7 @@
 #include "test_util.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -60,6 +61,12 @@ uint64_t RssBytes() {
   uint64_t size = 0, resident = 0;
   f >> size >> resident;
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::chrono::nanoseconds ProcessCpuTime() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
 }
 
 uint8_t PatternByte(uint64_t seed, uint64_t offset) {

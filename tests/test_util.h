@@ -51,6 +51,8 @@ Status PostAndWait(Agent& a, XferHandle* h);
 // Deterministic bytes for (seed, offset).
 // This process's resident set size in bytes (/proc/self/statm).
 uint64_t RssBytes();
+// CPU time this process has used so far, all threads.
+std::chrono::nanoseconds ProcessCpuTime();
 // Under ASan/TSan the allocators keep freed memory (quarantine, shadow): RSS
 // bounds do not describe kvlane there.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -343,5 +343,68 @@ TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
   }
 }
 
+// A tcp "peer" that accepts every Hello and at once sends a reply to a frame
+// it was never sent, on every connection, then keeps them open and silent.
+class UnsolicitedReplyTarget {
+ public:
+  std::string Blob() const {
+    core::AgentMeta m;
+    m.name = "unsolicited";
+    m.agent_id = agent_id_;
+    m.secret = secret_;
+    m.tcp_host = "127.0.0.1";
+    m.tcp_port = listener_.port();
+    return core::EncodeMeta(m);
+  }
+
+ private:
+  void Serve(core::Fd c) {
+    if (!AcceptAnyHello(c.get(), agent_id_, secret_)) return;
+    const core::ReplyHeader r{0, 0, 0, 0};  // the ticket the lane expects next
+    (void)core::SendAll(c.get(), &r, sizeof(r));
+    conns_.push_back(std::move(c));
+  }
+  const uint64_t agent_id_ = core::RandomU64() | 1;
+  const core::Secret secret_ = [] {
+    core::Secret s;
+    core::RandomBytes(s.data(), s.size());
+    return s;
+  }();
+  std::list<core::Fd> conns_;  // listener thread only
+  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
+};
+
+// A reply for nothing sent is a protocol violation: the lane waits io_timeout
+// for a sender that might just not have advanced its cursor yet, then latches
+// kBackend. That wait must not keep a CPU busy (it yield-spun for all of it).
+TEST(UnsolicitedReply, LatchesAfterTheIoTimeoutWithoutSpinning) {
+  UnsolicitedReplyTarget target;
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = 1500ms;
+  o.lanes_per_peer = 1;
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  Agent& a = *a_or.value();
+  ASSERT_TRUE(a.LoadPeer(target.Blob()).ok());
+  const auto cpu0 = ProcessCpuTime();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(a.PeerTransport("unsolicited").ok());  // connects: the reply is waiting
+  Status latched;
+  while (latched.ok() && std::chrono::steady_clock::now() - t0 < o.io_timeout + 5s) {
+    std::this_thread::sleep_for(10ms);
+    latched = a.PeerError("unsolicited");
+  }
+  const auto wall = std::chrono::steady_clock::now() - t0;
+  const auto cpu = ProcessCpuTime() - cpu0;
+  EXPECT_EQ(latched.code(), Code::kBackend) << latched.ToString();
+  EXPECT_NE(latched.message().find("reply out of order"), std::string::npos) << latched.ToString();
+  EXPECT_GE(wall, o.io_timeout - 100ms);
+  EXPECT_LT(cpu, wall / 4) << "the wait for a reply's request kept a CPU busy: "
+                           << std::chrono::duration_cast<std::chrono::milliseconds>(cpu).count()
+                           << " ms of CPU in "
+                           << std::chrono::duration_cast<std::chrono::milliseconds>(wall).count()
+                           << " ms";
+}
+
 }  // namespace
 }  // namespace kvlane::test

@@ -5,6 +5,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <span>
 #include <thread>
@@ -267,11 +269,21 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   WorkItem* w = q.PeekRetire();
   // The sender advances the issue cursor just after its sendmsg returns, and the
   // reply can beat it here: wait for it, bounded (a reply for nothing sent is a
-  // protocol violation).
-  for (auto until = std::chrono::steady_clock::now() + io_timeout_;
-       w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed) &&
-       std::chrono::steady_clock::now() < until;) {
-    std::this_thread::yield();
+  // protocol violation). Yielding for up to `spin_` covers that race; past it
+  // the sender was descheduled, or the peer sent a reply for nothing, and we
+  // sleep (10 us doubling to 1 ms) so that such a peer cannot keep a CPU busy
+  // for io_timeout.
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::microseconds nap(10);
+  while (w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed)) {
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (waited >= io_timeout_) break;
+    if (waited < spin_) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(1));
+    }
     w = q.PeekRetire();
   }
   if (w == nullptr || r.ticket != l.replied.load(std::memory_order_relaxed))
