@@ -284,17 +284,17 @@ TEST(AgentOptionsTest, PerPeerLimitsTakeTheirRange) {
   EXPECT_EQ(o.max_notification_bytes_per_peer, 0u);  // a quarter of max_notification_bytes
   EXPECT_EQ(o.max_conns_per_peer, 256u);
   o.max_notification_bytes = 8192;
-  for (uint64_t share : {uint64_t{0}, uint64_t{194}, uint64_t{8192}}) {
+  for (uint64_t share : {uint64_t{0}, uint64_t{202}, uint64_t{8192}}) {
     o.max_notification_bytes_per_peer = share;
     EXPECT_TRUE(o.Validate().ok()) << share;
   }
-  for (uint64_t share : {uint64_t{1}, uint64_t{193}}) {  // no notification would ever fit
+  for (uint64_t share : {uint64_t{1}, uint64_t{201}}) {  // no notification would ever fit
     o.max_notification_bytes_per_peer = share;
-    EXPECT_NE(o.Validate().message().find("must be 194..max_notification_bytes"), std::string::npos)
+    EXPECT_NE(o.Validate().message().find("must be 202..max_notification_bytes"), std::string::npos)
         << share << ": " << o.Validate().ToString();
   }
   o.max_notification_bytes_per_peer = 8193;
-  EXPECT_NE(o.Validate().message().find("194..max_notification_bytes (8192)"), std::string::npos)
+  EXPECT_NE(o.Validate().message().find("202..max_notification_bytes (8192)"), std::string::npos)
       << o.Validate().ToString();
   o.max_notification_bytes_per_peer = 0;
   for (uint32_t cap : {1u, 4096u}) {

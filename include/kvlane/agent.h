@@ -104,7 +104,8 @@ class Agent {
 
   // Standalone notification to a peer (ordered after this agent's finished WRITEs).
   Status SendNotification(std::string_view peer, std::string_view bytes);
-  // Takes every notification received so far.
+  // Takes every notification received so far, oldest first. Out of memory it
+  // takes none and returns none; they stay for a later call.
   std::vector<Notification> TakeNotifications();
 
   // First fatal error latched on the connection to `peer` (kOk when none).

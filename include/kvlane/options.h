@@ -105,7 +105,7 @@ struct AgentOptions {
   // 0..1023, no repeats.
   std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
-  // this many bytes (payload + sender name + 64 each, and sender name + 128 once per
+  // this many bytes (payload + sender name + 72 each, and sender name + 128 once per
   // name with notifications held); beyond it a peer's notification is refused and
   // its sender sees kNotAllowed. 4 KiB..16 GiB.
   uint64_t max_notification_bytes = 64ull << 20;
@@ -114,8 +114,8 @@ struct AgentOptions {
   // application takes them. A peer is the name its handshake announced, which any
   // holder of this agent's metadata may choose (docs/SECURITY.md). 0 (default): a
   // quarter of max_notification_bytes, but at least what the largest notification
-  // costs (64 KiB + 255-byte name + 64, + 255 + 128 as its name's first) or all of it;
-  // else 194..max_notification_bytes.
+  // costs (64 KiB + 255-byte name + 72, + 255 + 128 as its name's first) or all of it;
+  // else 202..max_notification_bytes.
   uint64_t max_notification_bytes_per_peer = 0;
   // Connections one peer (by the name its handshake announced) may hold at once on
   // this agent, its tcp, shm and cuda control servers counted together; more are

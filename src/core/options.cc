@@ -79,13 +79,13 @@ Status AgentOptions::Validate() const {
   }
   if (max_notification_bytes < 4096 || max_notification_bytes > (16ull << 30))
     return Bad("max_notification_bytes", "must be 4 KiB..16 GiB");
-  // Below 194 bytes no notification fits (each costs its payload, name and 64, and
+  // Below 202 bytes no notification fits (each costs its payload, name and 72, and
   // the first of a name another 128 and the name).
-  static_assert(core::NotifQueue::kSmallestCost == 194);  // the message says 194
+  static_assert(core::NotifQueue::kSmallestCost == 202);  // the message says 202
   if (max_notification_bytes_per_peer > max_notification_bytes ||
       (max_notification_bytes_per_peer != 0 &&
        max_notification_bytes_per_peer < core::NotifQueue::kSmallestCost))
-    return Bad("max_notification_bytes_per_peer", "must be 194..max_notification_bytes (" +
+    return Bad("max_notification_bytes_per_peer", "must be 202..max_notification_bytes (" +
                                                       std::to_string(max_notification_bytes) +
                                                       "), or 0 for a quarter of it");
   if (max_conns_per_peer < 1 || max_conns_per_peer > 4096)

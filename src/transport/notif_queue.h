@@ -8,6 +8,9 @@
 // that takes a new name per notification (docs/SECURITY.md). A notification that
 // does not fit is refused (the sender's transfer or SendNotification ends with
 // kNotAllowed) and nothing is dropped silently. TakeAll frees both accounts.
+// The charges cover the queue's own heap too (kOverheadBytes, kNameOverheadBytes):
+// it holds at most what it charged plus 608 bytes (64-bit libstdc++ and glibc),
+// payloads and names over 15 bytes aside (kOverheadBytes).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -15,6 +18,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
+#include <deque>
+#include <iterator>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -31,9 +36,15 @@ namespace kvlane::core {
 class NotifQueue {
  public:
   // Bytes charged per notification on top of its payload and sender name: its
-  // slot in items_ (sizeof(Notification)). The vector's spare capacity, up to as
-  // much again (briefly twice while it grows), is not charged (docs/SECURITY.md).
-  static constexpr uint64_t kOverheadBytes = 64;
+  // slot in items_. With 64-bit libstdc++ and glibc a slot is sizeof(Notification)
+  // = 64 bytes in a chunk of 8 (a 512-byte block, 528 with malloc's header: 66 a
+  // slot), plus 8-byte map pointers: up to 3 per chunk after the map doubles, 4.5
+  // while the old map is still held (under 5 bytes a slot). Not charged: an empty
+  // queue's first chunk and map (608 bytes, which also cover the last chunk's
+  // unfilled slots); nor the malloc header and rounding of a payload or name too
+  // long for std::string's own buffer (over 15 bytes: up to 24 bytes each).
+  static constexpr uint64_t kOverheadBytes = 72;
+  static_assert(sizeof(Notification) + 8 <= kOverheadBytes, "revisit the slot's cost");
   // Bytes charged once per sender name while it has notifications queued, on top
   // of the name's length (NameCost): its node in held_by_. With 64-bit libstdc++
   // that is a 56-byte node in a 64-byte malloc chunk, 8 to 16 bytes of bucket
@@ -76,18 +87,39 @@ class NotifQueue {
   }
 
   // Every notification queued, oldest first. Every name's queue is empty after
-  // it, so every node of held_by_ goes, and with them their charges.
-  std::vector<Notification> TakeAll() {
-    std::lock_guard lock(mu_);
-    held_ = 0;
-    held_by_.clear();
-    return std::exchange(items_, {});
+  // it, so every node of held_by_ goes, and with them their charges. Never
+  // throws: out of memory for the vector (or for the empty queue that replaces
+  // this one), it returns none and takes none; they stay queued and charged for a
+  // later call. While it runs the slots exist twice (64 bytes a notification in
+  // the vector); payloads and names are moved, not copied.
+  std::vector<Notification> TakeAll() noexcept {
+    try {
+      if (Empty()) return {};          // the common poll allocates nothing
+      std::deque<Notification> taken;  // libstdc++ allocates even an empty deque
+      std::vector<Notification> out;
+      {
+        std::lock_guard lock(mu_);
+        out.reserve(items_.size());  // may throw: nothing taken yet
+        items_.swap(taken);
+        held_ = 0;
+        held_by_.clear();
+      }
+      std::move(taken.begin(), taken.end(), std::back_inserter(out));  // room reserved
+      return out;
+    } catch (const std::bad_alloc&) {
+      return {};
+    }
   }
 
  private:
-  // Push, but may throw std::bad_alloc: every allocation comes before any change
-  // (items_ grows first, and a name's node is the only other allocation), so a
-  // throw leaves the queue as it was.
+  bool Empty() {
+    std::lock_guard lock(mu_);
+    return items_.empty();
+  }
+
+  // Push, but may throw std::bad_alloc: a throw leaves the queue as it was. The
+  // allocations are the name's node, then room in items_ (a chunk, perhaps a
+  // larger map); if the latter throws, a node just made is erased again.
   Status TryPush(Notification n) {
     std::lock_guard lock(mu_);
     auto mine = held_by_.find(n.peer);
@@ -99,10 +131,13 @@ class NotifQueue {
                      max_peer_bytes_);
     if (held_ + cost > max_bytes_)
       return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
-    if (items_.size() == items_.capacity())  // grows geometrically; may throw: nothing changed
-      items_.reserve(std::max<size_t>(16, 2 * items_.capacity()));
     if (fresh) mine = held_by_.emplace(n.peer, 0).first;  // may throw; then nothing changed
-    items_.push_back(std::move(n));                       // room reserved: cannot throw
+    try {
+      items_.push_back(std::move(n));  // may throw; then items_ is as it was
+    } catch (...) {
+      if (fresh) held_by_.erase(mine);
+      throw;
+    }
     held_ += cost;
     mine->second += cost;
     return Status::Ok();
@@ -125,7 +160,9 @@ class NotifQueue {
   // Bytes each name holds, its NameCost included; only names with notifications
   // queued have a node. GUARDED_BY(mu_)
   std::unordered_map<std::string, uint64_t> held_by_;
-  std::vector<Notification> items_;                    // GUARDED_BY(mu_)
+  // Oldest first. A deque, not a vector: its spare room is at most a chunk and
+  // its map's, not as much again as it holds. GUARDED_BY(mu_)
+  std::deque<Notification> items_;
 };
 
 // The sender's status for a notification its peer refused with code `raw` (as

@@ -2,13 +2,17 @@
 // allocation the call makes is failed in turn (this binary replaces the global
 // operator new to do it). PeerConnLimit::Acquire neither throws nor leaves a
 // count behind, so the peer's slots stay free; NotifQueue::Push neither throws
-// nor queues or charges anything. A server thread that runs out of memory
-// drops its connection, not the process.
+// nor queues or charges anything, and TakeAll loses nothing. A server thread that
+// runs out of memory drops its connection, not the process. The replacement also
+// counts the heap each thread holds, to check what a full NotifQueue really holds.
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <optional>
@@ -28,12 +32,27 @@ thread_local int fail_countdown = -1;
 // ones marked spared.
 std::atomic<std::size_t> fail_at_least{SIZE_MAX};
 thread_local bool spared = false;
+// Bytes malloc holds for the blocks this thread allocated and has not freed
+// (usable size and 8-byte header each; only meaningful while one thread both
+// allocates and frees), and the most since HeapMeter last reset it.
+thread_local int64_t live_bytes = 0;
+thread_local int64_t peak_bytes = 0;
+
+int64_t HeldBy(void* p) { return static_cast<int64_t>(malloc_usable_size(p) + sizeof(size_t)); }
 
 void* Allocate(std::size_t n) {
   if (fail_countdown >= 0 && fail_countdown-- == 0) throw std::bad_alloc();
   if (!spared && n >= fail_at_least.load(std::memory_order_relaxed)) throw std::bad_alloc();
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  live_bytes += HeldBy(p);
+  peak_bytes = std::max(peak_bytes, live_bytes);
+  return p;
+}
+
+void Free(void* p) noexcept {
+  if (p != nullptr) live_bytes -= HeldBy(p);
+  std::free(p);
 }
 
 }  // namespace
@@ -47,9 +66,9 @@ void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
     return nullptr;
   }
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept { Free(p); }
+void operator delete(void* p, std::size_t) noexcept { Free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { Free(p); }
 
 namespace kvlane::core {
 namespace {
@@ -116,17 +135,31 @@ void Prefill(NotifQueue& q, int n) {
     ASSERT_TRUE(q.Push({"held-peer-name-past-the-small-buffer-" + std::to_string(i), "x"}).ok());
 }
 
+// What `peer` is charged in `q` (whose share is `max`), as the refusal of a
+// notification larger than any share reports it.
+uint64_t ChargedTo(NotifQueue& q, const std::string& peer, uint64_t max) {
+  const std::string message = q.Push({peer, std::string(max, 'x')}).message();
+  const size_t at = message.find("holds ");
+  EXPECT_NE(at, std::string::npos) << message;
+  return at == std::string::npos ? 0 : std::stoull(message.substr(at + 6));
+}
+
 // Each allocation of one Push failed in turn, into a queue that holds `prefill`
-// notifications: 0 and 16 make the queue's vector grow inside the Push (its
-// first room, then doubling), 1 does not.
+// notifications: the name's node (and key, and a larger bucket array at some
+// sizes), and at some sizes a chunk of the queue's deque and a larger map.
 void PushFailingEachAllocation(int prefill) {
   SCOPED_TRACE("prefill " + std::to_string(prefill));
-  constexpr uint64_t kMax = 8192;
+  constexpr uint64_t kMax = 32 << 10;
   const std::string fresh_name(40, 'n');  // no name FillUntilRefused uses
-  int room = 0;  // how many fit after the prefill in a queue that saw no failure
+  const Notification fresh{fresh_name, std::string(100, 'p')};
+  // What `fresh` is charged as its name's first: its name's node too.
+  const uint64_t fresh_cost =
+      100 + 40 + NotifQueue::kOverheadBytes + NotifQueue::kNameOverheadBytes + 40;
+  int room = 0;  // how many fit after the prefill and `fresh` in a queue that saw no failure
   {
     NotifQueue q(kMax, kMax);
     Prefill(q, prefill);
+    ASSERT_TRUE(q.Push(fresh).ok());
     room = FillUntilRefused(q);
   }
   ASSERT_GT(room, 2);
@@ -134,27 +167,105 @@ void PushFailingEachAllocation(int prefill) {
   for (int k = 0; !completed && k < 100; ++k) {
     NotifQueue q(kMax, kMax);
     Prefill(q, prefill);
-    Notification fresh{fresh_name, std::string(100, 'p')};  // made before the failure
-    auto [got, fired] = CallFailingAllocation(k, [&] { return q.Push(std::move(fresh)); });
+    Notification copy = fresh;  // made before the failure
+    auto [got, fired] = CallFailingAllocation(k, [&] { return q.Push(std::move(copy)); });
     completed = !fired;
     if (completed) {
       ASSERT_TRUE(got.has_value() && got->ok()) << k;
       continue;
     }
     if (got.has_value()) EXPECT_EQ(got->code(), Code::kBackend) << k;
-    // Nothing of the failed push stayed: as many more fit as in a queue that
-    // saw no failure (no charge left), and the failed one is not among them.
+    // Nothing of the failed push stayed: pushed again, it pays for its name's
+    // node (none was left), as many more fit as in a queue that saw no failure
+    // (no charge left), and it is queued once.
+    ASSERT_TRUE(q.Push(fresh).ok()) << k;
+    EXPECT_EQ(ChargedTo(q, fresh_name, kMax), fresh_cost) << "allocation " << k << " left a node";
     EXPECT_EQ(FillUntilRefused(q), room) << "allocation " << k << " left a charge";
     std::vector<Notification> all = q.TakeAll();
-    EXPECT_EQ(all.size(), static_cast<size_t>(prefill + room)) << "allocation " << k;
-    for (const Notification& n : all)
-      EXPECT_NE(n.peer, fresh_name) << "allocation " << k << " queued the failed push";
+    EXPECT_EQ(all.size(), static_cast<size_t>(prefill + 1 + room)) << "allocation " << k;
+    EXPECT_EQ(std::count_if(all.begin(), all.end(),
+                            [&](const Notification& n) { return n.peer == fresh_name; }),
+              1)
+        << "allocation " << k << " queued the failed push";
   }
   EXPECT_TRUE(completed);
 }
 
+// Every size up to 41 (with libstdc++ the deque takes a chunk each 8, from the
+// 8th, and its first larger map at the 40th).
 TEST(NotifQueueAlloc, AllocationFailureNeitherThrowsNorQueuesNorCharges) {
-  for (int prefill : {0, 1, 16}) PushFailingEachAllocation(prefill);
+  for (int prefill = 0; prefill <= 41; ++prefill) PushFailingEachAllocation(prefill);
+}
+
+// Each allocation of TakeAll failed in turn: it returns none, and all stay
+// queued and charged, in order, for the next call.
+TEST(NotifQueueAlloc, AllocationFailureInTakeAllLosesNothing) {
+  constexpr uint64_t kMax = 32 << 10;
+  constexpr int kHeld = 20;
+  int room = 0;  // how many more fit after kHeld
+  {
+    NotifQueue q(kMax, kMax);
+    Prefill(q, kHeld);
+    room = FillUntilRefused(q);
+  }
+  bool completed = false;
+  for (int k = 0; !completed && k < 100; ++k) {
+    NotifQueue q(kMax, kMax);
+    Prefill(q, kHeld);
+    auto [got, fired] = CallFailingAllocation(k, [&] { return q.TakeAll(); });
+    ASSERT_TRUE(got.has_value()) << k;
+    completed = !fired;
+    if (completed) {
+      EXPECT_EQ(got->size(), static_cast<size_t>(kHeld));
+      continue;
+    }
+    EXPECT_TRUE(got->empty()) << "allocation " << k;
+    EXPECT_EQ(FillUntilRefused(q), room) << "allocation " << k << " freed a charge";
+    std::vector<Notification> all = q.TakeAll();
+    ASSERT_EQ(all.size(), static_cast<size_t>(kHeld + room)) << "allocation " << k;
+    for (int i = 0; i < kHeld; ++i)
+      EXPECT_EQ(all[i].peer, "held-peer-name-past-the-small-buffer-" + std::to_string(i));
+  }
+  EXPECT_TRUE(completed);
+}
+
+// The heap this thread holds beyond what it held when the meter was made, now
+// and at most since.
+class HeapMeter {
+ public:
+  HeapMeter() : base_(live_bytes) { peak_bytes = live_bytes; }
+  int64_t live() const { return live_bytes - base_; }
+  int64_t peak() const { return peak_bytes - base_; }
+
+ private:
+  const int64_t base_;
+};
+
+// A queue filled with the tiniest notifications (no payload, a 1-byte name)
+// until one is refused holds at most 10% (and 8 KiB) more heap than its bound,
+// at the end and at any moment while filling: each slot is charged for what it
+// costs. 4097 fit, just past a power of two, where an array that doubles holds
+// twice its elements (three times while it grows).
+TEST(NotifQueueAlloc, HeapHeldStaysWithinTheBound) {
+  constexpr int kFit = 4097;
+  const uint64_t max_bytes =
+      NotifQueue::kNameOverheadBytes + 1 + kFit * (1 + NotifQueue::kOverheadBytes);
+  const double limit = static_cast<double>(max_bytes) * 1.10 + 8192;
+  HeapMeter meter;
+  int64_t held = 0;
+  {
+    NotifQueue q(max_bytes, max_bytes);
+    int queued = 0;
+    while (q.Push({"n", ""}).ok()) ++queued;
+    ASSERT_EQ(queued, kFit);
+    held = meter.live();
+  }
+  std::printf("bound %llu bytes: queue held %lld (%.2fx), at most %lld (%.2fx)\n",
+              static_cast<unsigned long long>(max_bytes), static_cast<long long>(held),
+              static_cast<double>(held) / max_bytes, static_cast<long long>(meter.peak()),
+              static_cast<double>(meter.peak()) / max_bytes);
+  EXPECT_LE(held, limit);
+  EXPECT_LE(meter.peak(), limit);
 }
 
 // While alive, every allocation of at least `bytes` fails, on every thread but
