@@ -51,6 +51,11 @@ class Agent {
                                   int32_t device = 0, Access access = Access::kReadWrite);
   // Removes a region. Remote accesses in flight finish first; later ones fail
   // with kRemoteStale at the peer. Metadata exported earlier goes stale for it.
+  // This agent's own transfers whose local side uses the region (and prepared
+  // lists naming it) are refused from then on: Post and MakeTransfer return
+  // kInvalidArgument, the handle stays valid; registering the memory again makes
+  // a new region, which they do not use. REQUIRES: none of those transfers is
+  // in flight (wait for it first): its lanes may still be copying.
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,

@@ -32,6 +32,13 @@ Status AgentImpl::Post(XferHandle* h) {
   uint64_t w = r->record.load(std::memory_order_acquire);
   if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
+  // One load unless a region was removed since the local pieces were last
+  // found live; then they are looked up again (DeregisterMemory's contract).
+  const uint64_t removals = ctx_.registry->removals();
+  if (removals != r->local_removals) {
+    KVLANE_RETURN_IF_ERROR(CheckLocalKeys(*r));  // handle unchanged
+    r->local_removals = removals;
+  }
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire))
@@ -106,6 +113,13 @@ Status AgentImpl::AwaitSettled(const Request& r, uint32_t gen, std::chrono::stea
     std::this_thread::yield();
   }
   return Status::Ok();
+}
+
+Status AgentImpl::CheckLocalKeys(const Request& r) const {
+  if (ctx_.registry->HasKeys(r.local_keys)) return Status::Ok();
+  return Status::InvalidArgument(
+      "a local region of this transfer was deregistered: make the transfer again from a list "
+      "prepared on registered memory");
 }
 
 Status AgentImpl::Check(const XferHandle& h) const {
@@ -189,6 +203,7 @@ void AgentImpl::FreeSlot(Request* r) {
   r->channel = nullptr;
   r->segs.clear();
   r->chunks.clear();
+  r->local_keys.clear();
   r->notif.clear();
   // Poisoned: a wedged device may still read its state and write its record,
   // so both stay and the slot is never reused (a bounded leak per wedge).

@@ -42,6 +42,7 @@ Status Registry::Remove(RegionId id) {
     if (removed.empty()) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
     std::erase_if(sorted_, dead);
     std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
+    removals_.fetch_add(1, std::memory_order_release);
   }
   std::lock_guard hook_lock(hook_mu_);
   if (remove_hook_) remove_hook_(removed);
@@ -80,6 +81,14 @@ Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, 
 bool Registry::HasKey(uint64_t key) const {
   std::shared_lock lock(mu_);
   return !closed_ && by_key_.contains(key);
+}
+
+bool Registry::HasKeys(std::span<const uint64_t> keys) const {
+  std::shared_lock lock(mu_);
+  if (closed_) return false;
+  for (uint64_t key : keys)
+    if (!by_key_.contains(key)) return false;
+  return true;
 }
 
 void Registry::Close() {
