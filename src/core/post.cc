@@ -30,7 +30,8 @@ int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) con
 Status AgentImpl::Post(XferHandle* h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
   // One load unless a region was removed since the local pieces were last
   // found live; then they are looked up again (DeregisterMemory's contract).
@@ -140,7 +141,8 @@ Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
   // The plan is fixed from MakeTransfer to Release; the generation (acquire,
   // pairs with MakeTransfer's release) tells this slot's current transfer from
   // a stale handle before anything else of the slot is read.
-  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen || !r->in_use)
+  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen ||
+      !r->in_use.load(std::memory_order_relaxed))
     return Status::NotFound("stale transfer handle");
   return XferInfo{r->total_bytes, r->pairs, static_cast<uint32_t>(r->segs.size()),
                   static_cast<uint32_t>(r->chunks.size())};
@@ -166,7 +168,8 @@ Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) co
 Status AgentImpl::Cancel(const XferHandle& h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h.gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h.gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) != Code::kInProgress) return Status::Ok();  // finished: nothing to do
   uint32_t v = r->ctl.load(std::memory_order_acquire);
   for (;;) {
@@ -183,7 +186,8 @@ Status AgentImpl::Cancel(const XferHandle& h) {
 Status AgentImpl::Release(XferHandle* h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) {
     KVLANE_RETURN_IF_ERROR(Cancel(*h));
     // Canceled chunks are skipped by the lanes without touching memory.
@@ -198,7 +202,7 @@ Status AgentImpl::Release(XferHandle* h) {
 void AgentImpl::FreeSlot(Request* r) {
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->record.store(PackRecord(gen, Code::kNotFound), std::memory_order_release);  // stale for all
-  r->in_use = false;
+  r->in_use.store(false, std::memory_order_relaxed);
   r->peer.reset();
   r->channel = nullptr;
   r->segs.clear();

@@ -230,7 +230,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
     FreeSlot(r);
     return s;
   }
-  r->in_use = true;
+  r->in_use.store(true, std::memory_order_relaxed);  // before the record's release store
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->gen = gen;
   r->settled.store(gen, std::memory_order_relaxed);

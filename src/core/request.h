@@ -55,7 +55,10 @@ struct alignas(64) Request {
 
   // Fixed between MakeTransfer and Release.
   uint32_t slot = 0;
-  bool in_use = false;
+  // Taken by MakeTransfer, freed by Release. Atomic (relaxed: the record's
+  // generation orders the rest) because a stale copy of a handle may be used on
+  // one thread while another thread takes the slot for a new transfer.
+  std::atomic<bool> in_use{false};
   Op op = Op::kWrite;
   MemoryKind local_kind =
       MemoryKind::kHost;  // of the local list (a transport may stage device memory)
