@@ -40,7 +40,9 @@ class Agent {
   uint16_t metadata_port() const;
 
   // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
-  // into pieces transparently. REQUIRES: the memory outlives the registration.
+  // into pieces transparently; an agent's regions hold at most 1,048,576 pieces
+  // in all (what its metadata carries): one that would pass that is refused with
+  // kInvalidArgument. REQUIRES: the memory outlives the registration.
   // `access` is what peers may do and travels in the metadata. kReadOnly: a
   // peer's WRITE into the region fails with kNotAllowed and no byte of it
   // changes; a kvlane initiator refuses it at MakeTransfer, and this agent

@@ -26,7 +26,8 @@ class Registry {
   explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
 
   // REQUIRES: len > 0. Overlapping an existing registration is rejected, and so
-  // is an `access` that is not a value of Access.
+  // is an `access` that is not a value of Access, and a region whose pieces
+  // would bring the total past kMaxMetaPieces (what metadata carries).
   Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
                        Access access = Access::kReadWrite);
   Status Remove(RegionId id);
