@@ -65,6 +65,11 @@ class Agent {
   Result<std::string> ExportMetadata() const;
   // Loads a peer's blob (re-loading refreshes its region table). Returns its name.
   Result<std::string> LoadPeer(std::string_view blob);
+  // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
+  // naming it answer kNotFound from then on. Prepared lists and transfers made
+  // before keep it: they still post to it, and its connections close once the
+  // last of them is released. Loading its blob again makes a new entry with
+  // connections of its own.
   Status RemovePeer(std::string_view peer);
   // The transport that moves `kind` memory to and from a peer ("local", "shm",
   // "tcp", "cuda"): the first enabled one, in options order, that moves that kind
@@ -96,7 +101,8 @@ class Agent {
   // Never allocates. On error the handle stays valid and owned by the caller.
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
-  // kNotFound when the handle is stale (slot reposted or released).
+  // kNotFound when the handle is stale (slot reposted or released). A transfer
+  // never posted reads kOk (idle), as does Wait: only a Post moves bytes.
   Status Check(const XferHandle& handle) const;
   // Blocks until the request ends or `timeout` passes (then kTimeout);
   // nanoseconds::max() waits without a limit.
