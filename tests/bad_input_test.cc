@@ -1,6 +1,7 @@
 // Bad input: descriptors outside regions, zero lengths, mismatched lists,
 // unknown peers, malformed metadata. Each gets a clear status; nothing moves.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <random>
@@ -215,6 +216,42 @@ TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
   EXPECT_NE(r.status().message().find("share a key"), std::string::npos) << r.status().ToString();
   meta->pieces[1].key ^= 1;  // the same table with distinct keys loads
   EXPECT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
+}
+
+// Metadata carries at most kMaxMetaPieces pieces (peers refuse a blob with
+// more): a registration that would pass it is refused at RegisterMemory, naming
+// piece_bytes, instead of exporting a blob no peer loads. Up to the cap, the
+// blob loads. (Address space reserved, never touched: registering reads nothing.)
+TEST(RegisterMemoryTest, MorePiecesThanMetadataCarriesAreRefused) {
+  constexpr uint64_t kPiece = 4096, kHalf = core::kMaxMetaPieces / 2 * kPiece;
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.piece_bytes = kPiece;
+  auto a = Agent::Create(o);
+  o.name = "b";
+  auto b = Agent::Create(o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const uint64_t span = 2 * kHalf + 2 * kPiece;
+  void* va = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(va, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(va);
+  EXPECT_EQ(a.value()->RegisterMemory(base, ~uint64_t{0} / 2).status().code(),
+            Code::kInvalidArgument)
+      << "a wild length, refused before it allocates a piece";
+  auto too_many = a.value()->RegisterMemory(base, 2 * kHalf + 1);
+  EXPECT_EQ(too_many.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("piece_bytes"), std::string::npos)
+      << too_many.status().ToString();
+  ASSERT_TRUE(a.value()->RegisterMemory(base, kHalf).ok());
+  EXPECT_EQ(a.value()->RegisterMemory(base + kHalf, kHalf + 1).status().code(),
+            Code::kInvalidArgument)
+      << "the cap counts every registration";
+  ASSERT_TRUE(a.value()->RegisterMemory(base + kHalf, kHalf).ok()) << "exactly the cap";
+  auto blob = a.value()->ExportMetadata();
+  ASSERT_TRUE(blob.ok());
+  auto loaded = b.value()->LoadPeer(blob.value());
+  EXPECT_TRUE(loaded.ok()) << loaded.status().ToString();
+  a.value().reset();
+  munmap(va, span);
 }
 
 // Every out-of-range option is refused at Create with an error naming it.

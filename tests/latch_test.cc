@@ -62,6 +62,62 @@ TEST_P(LatchTest, DeregisteredPeerRegionFailsStaleAndReleases) {
   EXPECT_EQ(a().PrepareRemote("b", r).status().code(), Code::kInvalidArgument);
 }
 
+// a deregisters its own memory that a transfer's (or a prepared list's) local
+// side names: the next Post is refused with kInvalidArgument naming the local
+// region, the handle stays valid and releasable, and no byte moves on either
+// side (a READ would write into memory no longer registered). MakeTransfer from
+// the prepared list is refused the same way. The same memory registered again
+// is a new region: the old transfer stays refused, a new one works.
+TEST_P(LatchTest, DeregisteredLocalRegionFailsAtPostAndMovesNothing) {
+  constexpr uint64_t kSize = 64 << 10;
+  auto& local = bufs_.Make(kSize, 0xCC);
+  auto& remote = bufs_.Make(kSize, 0xEE);
+  auto lid = a().RegisterMemory(local.data(), kSize);
+  ASSERT_TRUE(lid.ok());
+  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
+  Connect(a(), b());
+  DescList l, r;
+  l.Add(local.data(), kSize);
+  r.Add(remote.data(), kSize);
+  auto lp = a().PrepareLocal(l);
+  auto rp = a().PrepareRemote("b", r);
+  ASSERT_TRUE(lp.ok() && rp.ok());
+  auto rd = a().MakeTransfer(Op::kRead, lp.value(), {}, rp.value(), {});
+  auto wr = a().MakeTransfer(Op::kWrite, lp.value(), {}, rp.value(), {});
+  ASSERT_TRUE(rd.ok() && wr.ok());
+  ASSERT_TRUE(PostAndWait(a(), &rd.value()).ok()) << "the READ works while registered";
+  std::fill(local.begin(), local.end(), 0xCC);
+
+  ASSERT_TRUE(a().DeregisterMemory(lid.value()).ok());
+  Fill(remote, 5);  // what a READ would bring
+  Fill(local, 6);   // what a WRITE would send
+  std::vector<uint8_t> sent(local);
+  for (XferHandle* h : {&rd.value(), &wr.value()}) {
+    const XferHandle before = *h;
+    Status s = a().Post(h);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("local region"), std::string::npos) << s.message();
+    EXPECT_EQ(h->gen, before.gen) << "a refused post must leave the handle unchanged";
+    EXPECT_NE(a().Check(*h).code(), Code::kInProgress);
+  }
+  auto again = a().MakeTransfer(Op::kRead, lp.value(), {}, rp.value(), {});
+  EXPECT_EQ(again.status().code(), Code::kInvalidArgument) << again.status().ToString();
+  EXPECT_TRUE(local == sent) << "a READ wrote into deregistered memory";
+  EXPECT_EQ(FirstMismatch(remote.data(), kSize, 5), -1) << "a WRITE moved deregistered bytes";
+
+  ASSERT_TRUE(a().RegisterMemory(local.data(), kSize).ok());
+  EXPECT_EQ(a().Post(&rd.value()).code(), Code::kInvalidArgument)
+      << "a new registration is a new region";
+  EXPECT_TRUE(local == sent);
+  auto fresh = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_TRUE(PostAndWait(a(), &fresh.value()).ok());
+  EXPECT_EQ(FirstMismatch(local.data(), kSize, 5), -1);
+  EXPECT_TRUE(a().Release(&rd.value()).ok());
+  EXPECT_TRUE(a().Release(&wr.value()).ok());
+  EXPECT_TRUE(a().Release(&fresh.value()).ok());
+}
+
 // Deregistering waits for a remote access in flight; the access completes.
 TEST_P(LatchTest, DeregisterWaitsForAccessInFlight) {
   constexpr uint64_t kSize = 1 << 20;

@@ -3,6 +3,7 @@
 // requests reusing the slots. Stale handles must never read as current.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -116,6 +117,47 @@ TEST_P(RingTest, SlotExhaustionIsRefused) {
   EXPECT_EQ(extra.status().code(), Code::kNotAllowed);
   for (auto& h : hs) ASSERT_TRUE(a().Release(&h).ok());
   EXPECT_TRUE(MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), kReq).ok());
+}
+
+// A careless caller keeps stale copies of released handles (and a zeroed one,
+// {0, 0}) and goes on using them on one thread while another thread makes,
+// posts and releases transfers that reuse those slots: every call on a stale
+// copy reads stale (kNotFound) and never touches the live transfer, which
+// completes every round; and it is no data race (run under TSan).
+TEST_P(RingTest, StaleCopiesStayStaleWhileAnotherThreadReusesTheSlot) {
+  Fill(src_, 9);
+  std::vector<XferHandle> stale;
+  for (int i = 0; i < 4; ++i) {
+    XferHandle h = Make(Op::kWrite, i);
+    stale.push_back(h);
+    ASSERT_TRUE(a().Release(&h).ok());
+  }
+  stale.push_back(XferHandle{0, 0});
+  std::atomic<bool> stop{false};
+  std::atomic<int> not_stale{0};  // calls on a stale copy that did not say kNotFound
+  std::thread careless([&] {
+    auto stale_code = [&](Code c) { not_stale += c != Code::kNotFound; };
+    while (!stop.load()) {
+      for (XferHandle h : stale) {
+        stale_code(a().Check(h).code());
+        stale_code(a().Post(&h).code());
+        stale_code(a().Cancel(h).code());
+        stale_code(a().Describe(h).status().code());
+        stale_code(a().Release(&h).code());
+      }
+    }
+  });
+  for (int i = 0; i < 300; ++i) {
+    XferHandle h = Make(Op::kWrite, i);
+    Status s = PostAndWait(a(), &h);
+    EXPECT_TRUE(s.ok()) << "round " << i << ": " << s.ToString();
+    EXPECT_TRUE(a().Release(&h).ok()) << "round " << i;
+    if (!s.ok()) break;
+  }
+  stop = true;
+  careless.join();
+  EXPECT_EQ(not_stale.load(), 0);
+  EXPECT_EQ(FirstMismatch(dst_.data(), dst_.size(), 9), -1);
 }
 
 // A post that finds the ring full half way: 4 of its 8 chunks fit behind the 28

@@ -40,7 +40,9 @@ class Agent {
   uint16_t metadata_port() const;
 
   // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
-  // into pieces transparently. REQUIRES: the memory outlives the registration.
+  // into pieces transparently; an agent's regions hold at most 1,048,576 pieces
+  // in all (what its metadata carries): one that would pass that is refused with
+  // kInvalidArgument. REQUIRES: the memory outlives the registration.
   // `access` is what peers may do and travels in the metadata. kReadOnly: a
   // peer's WRITE into the region fails with kNotAllowed and no byte of it
   // changes; a kvlane initiator refuses it at MakeTransfer, and this agent
@@ -51,6 +53,11 @@ class Agent {
                                   int32_t device = 0, Access access = Access::kReadWrite);
   // Removes a region. Remote accesses in flight finish first; later ones fail
   // with kRemoteStale at the peer. Metadata exported earlier goes stale for it.
+  // This agent's own transfers whose local side uses the region (and prepared
+  // lists naming it) are refused from then on: Post and MakeTransfer return
+  // kInvalidArgument, the handle stays valid; registering the memory again makes
+  // a new region, which they do not use. REQUIRES: none of those transfers is
+  // in flight (wait for it first): its lanes may still be copying.
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,
@@ -58,6 +65,11 @@ class Agent {
   Result<std::string> ExportMetadata() const;
   // Loads a peer's blob (re-loading refreshes its region table). Returns its name.
   Result<std::string> LoadPeer(std::string_view blob);
+  // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
+  // naming it answer kNotFound from then on. Prepared lists and transfers made
+  // before keep it: they still post to it, and its connections close once the
+  // last of them is released. Loading its blob again makes a new entry with
+  // connections of its own.
   Status RemovePeer(std::string_view peer);
   // The transport that moves `kind` memory to and from a peer ("local", "shm",
   // "tcp", "cuda"): the first enabled one, in options order, that moves that kind
@@ -89,7 +101,8 @@ class Agent {
   // Never allocates. On error the handle stays valid and owned by the caller.
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
-  // kNotFound when the handle is stale (slot reposted or released).
+  // kNotFound when the handle is stale (slot reposted or released). A transfer
+  // never posted reads kOk (idle), as does Wait: only a Post moves bytes.
   Status Check(const XferHandle& handle) const;
   // Blocks until the request ends or `timeout` passes (then kTimeout);
   // nanoseconds::max() waits without a limit.

@@ -69,6 +69,10 @@ class AgentImpl {
   Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
                        const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
   uint64_t ChunkSizeFor(const Request& r) const;
+  // Fills r->local_keys and r->local_removals; InvalidArgument when a local
+  // piece is no longer registered (CheckLocalKeys).
+  Status CollectLocalKeys(Request* r) const;
+  Status CheckLocalKeys(const Request& r) const;
   void FreeSlot(Request* r);
   static Status AwaitSettled(const Request& r, uint32_t gen, std::chrono::steady_clock::time_point deadline);
   bool Striped(const Request& r) const;

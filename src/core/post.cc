@@ -30,8 +30,16 @@ int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) con
 Status AgentImpl::Post(XferHandle* h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
+  // One load unless a region was removed since the local pieces were last
+  // found live; then they are looked up again (DeregisterMemory's contract).
+  const uint64_t removals = ctx_.registry->removals();
+  if (removals != r->local_removals) {
+    KVLANE_RETURN_IF_ERROR(CheckLocalKeys(*r));  // handle unchanged
+    r->local_removals = removals;
+  }
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire))
@@ -108,6 +116,13 @@ Status AgentImpl::AwaitSettled(const Request& r, uint32_t gen, std::chrono::stea
   return Status::Ok();
 }
 
+Status AgentImpl::CheckLocalKeys(const Request& r) const {
+  if (ctx_.registry->HasKeys(r.local_keys)) return Status::Ok();
+  return Status::InvalidArgument(
+      "a local region of this transfer was deregistered: make the transfer again from a list "
+      "prepared on registered memory");
+}
+
 Status AgentImpl::Check(const XferHandle& h) const {
   if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
   const Request* r = slots_[h.slot].get();
@@ -126,7 +141,8 @@ Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
   // The plan is fixed from MakeTransfer to Release; the generation (acquire,
   // pairs with MakeTransfer's release) tells this slot's current transfer from
   // a stale handle before anything else of the slot is read.
-  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen || !r->in_use)
+  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen ||
+      !r->in_use.load(std::memory_order_relaxed))
     return Status::NotFound("stale transfer handle");
   return XferInfo{r->total_bytes, r->pairs, static_cast<uint32_t>(r->segs.size()),
                   static_cast<uint32_t>(r->chunks.size())};
@@ -152,7 +168,8 @@ Status AgentImpl::Wait(const XferHandle& h, std::chrono::nanoseconds timeout) co
 Status AgentImpl::Cancel(const XferHandle& h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h.gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h.gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) != Code::kInProgress) return Status::Ok();  // finished: nothing to do
   uint32_t v = r->ctl.load(std::memory_order_acquire);
   for (;;) {
@@ -169,7 +186,8 @@ Status AgentImpl::Cancel(const XferHandle& h) {
 Status AgentImpl::Release(XferHandle* h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use || RecordGen(w) != h->gen) return Status::NotFound("stale transfer handle");
+  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
+    return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) {
     KVLANE_RETURN_IF_ERROR(Cancel(*h));
     // Canceled chunks are skipped by the lanes without touching memory.
@@ -184,11 +202,12 @@ Status AgentImpl::Release(XferHandle* h) {
 void AgentImpl::FreeSlot(Request* r) {
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->record.store(PackRecord(gen, Code::kNotFound), std::memory_order_release);  // stale for all
-  r->in_use = false;
+  r->in_use.store(false, std::memory_order_relaxed);
   r->peer.reset();
   r->channel = nullptr;
   r->segs.clear();
   r->chunks.clear();
+  r->local_keys.clear();
   r->notif.clear();
   // Poisoned: a wedged device may still read its state and write its record,
   // so both stay and the slot is never reused (a bounded leak per wedge).

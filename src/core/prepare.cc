@@ -175,6 +175,19 @@ static void PlanChunks(Request* r, uint64_t chunk_bytes, uint32_t max_segs) {
   r->chunks.push_back(cur);
 }
 
+// The local pieces of `r`'s segments, found live now: a prepared list keeps
+// the pieces it resolved, which DeregisterMemory may have removed since.
+Status AgentImpl::CollectLocalKeys(Request* r) const {
+  r->local_removals = ctx_.registry->removals();  // before the lookup: a later removal re-checks
+  r->local_keys.clear();
+  for (const Segment& s : r->segs)
+    if (r->local_keys.empty() || r->local_keys.back() != s.local_key)
+      r->local_keys.push_back(s.local_key);
+  std::sort(r->local_keys.begin(), r->local_keys.end());
+  r->local_keys.erase(std::unique(r->local_keys.begin(), r->local_keys.end()), r->local_keys.end());
+  return CheckLocalKeys(*r);
+}
+
 Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span<const uint32_t> li,
                                            PreparedId remote_id, std::span<const uint32_t> ri,
                                            std::string_view notif, XferOptions xo) {
@@ -212,7 +225,12 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
     return s;
   }
   PlanChunks(r, chunk, ctx_.options.max_segments_per_chunk);
-  r->in_use = true;
+  s = CollectLocalKeys(r);
+  if (!s.ok()) {
+    FreeSlot(r);
+    return s;
+  }
+  r->in_use.store(true, std::memory_order_relaxed);  // before the record's release store
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->gen = gen;
   r->settled.store(gen, std::memory_order_relaxed);

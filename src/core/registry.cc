@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/metadata.h"
 #include "core/random.h"
 
 namespace kvlane::core {
@@ -14,7 +15,17 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
     return Status::InvalidArgument("RegisterMemory: unknown access " +
                                    std::to_string(static_cast<int>(access)));
   if (addr + len < addr) return Status::InvalidArgument("RegisterMemory: range wraps");
+  // Every piece travels in the metadata, which carries at most kMaxMetaPieces:
+  // past that, peers would refuse the blob (and a wild length would allocate
+  // pieces without end here).
+  const uint64_t pieces = (len - 1) / piece_bytes_ + 1;
   std::unique_lock lock(mu_);
+  if (pieces > kMaxMetaPieces - sorted_.size())
+    return Status::InvalidArgument(
+        "RegisterMemory: " + std::to_string(pieces) + " pieces of AgentOptions.piece_bytes (" +
+        std::to_string(piece_bytes_) + ") would pass the " + std::to_string(kMaxMetaPieces) +
+        " pieces metadata carries (" + std::to_string(sorted_.size()) +
+        " registered); raise piece_bytes or register less");
   for (const Piece& p : sorted_) {
     if (addr < p.base + p.len && p.base < addr + len)
       return Status::InvalidArgument("RegisterMemory: range overlaps region " +
@@ -42,6 +53,7 @@ Status Registry::Remove(RegionId id) {
     if (removed.empty()) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
     std::erase_if(sorted_, dead);
     std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
+    removals_.fetch_add(1, std::memory_order_release);
   }
   std::lock_guard hook_lock(hook_mu_);
   if (remove_hook_) remove_hook_(removed);
@@ -80,6 +92,14 @@ Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, 
 bool Registry::HasKey(uint64_t key) const {
   std::shared_lock lock(mu_);
   return !closed_ && by_key_.contains(key);
+}
+
+bool Registry::HasKeys(std::span<const uint64_t> keys) const {
+  std::shared_lock lock(mu_);
+  if (closed_) return false;
+  for (uint64_t key : keys)
+    if (!by_key_.contains(key)) return false;
+  return true;
 }
 
 void Registry::Close() {

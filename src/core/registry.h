@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -25,7 +26,8 @@ class Registry {
   explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
 
   // REQUIRES: len > 0. Overlapping an existing registration is rejected, and so
-  // is an `access` that is not a value of Access.
+  // is an `access` that is not a value of Access, and a region whose pieces
+  // would bring the total past kMaxMetaPieces (what metadata carries).
   Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
                        Access access = Access::kReadWrite);
   Status Remove(RegionId id);
@@ -51,6 +53,11 @@ class Registry {
 
   // Whether `key` names a live piece (false after Close()).
   bool HasKey(uint64_t key) const;
+  // Whether every one of `keys` names a live piece (false after Close()).
+  bool HasKeys(std::span<const uint64_t> keys) const;
+  // Regions removed so far; never decreases. A transfer looks its local pieces
+  // up again (HasKeys) only when this moved since it last looked.
+  uint64_t removals() const { return removals_.load(std::memory_order_acquire); }
 
   // Agent shutting down: every later remote access fails.
   void Close();
@@ -68,6 +75,8 @@ class Registry {
   std::unordered_map<uint64_t, Piece> by_key_;       // GUARDED_BY(mu_)
   uint64_t next_region_ = 1;                         // GUARDED_BY(mu_)
   bool closed_ = false;                              // GUARDED_BY(mu_)
+  // Release, after the pieces left the table: pairs with removals()' acquire.
+  std::atomic<uint64_t> removals_{0};
   std::mutex hook_mu_;                               // held while the hook runs
   RemoveHook remove_hook_;                           // GUARDED_BY(hook_mu_)
 };

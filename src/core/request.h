@@ -55,7 +55,10 @@ struct alignas(64) Request {
 
   // Fixed between MakeTransfer and Release.
   uint32_t slot = 0;
-  bool in_use = false;
+  // Taken by MakeTransfer, freed by Release. Atomic (relaxed: the record's
+  // generation orders the rest) because a stale copy of a handle may be used on
+  // one thread while another thread takes the slot for a new transfer.
+  std::atomic<bool> in_use{false};
   Op op = Op::kWrite;
   MemoryKind local_kind =
       MemoryKind::kHost;  // of the local list (a transport may stage device memory)
@@ -63,6 +66,7 @@ struct alignas(64) Request {
   Channel* channel = nullptr;
   std::vector<Segment> segs;
   std::vector<ChunkPlan> chunks;
+  std::vector<uint64_t> local_keys;  // the local pieces segs touch, sorted, each once
   std::string notif;
   uint64_t total_bytes = 0;
   uint32_t pairs = 0;  // descriptor pairs MakeTransfer was given
@@ -85,6 +89,9 @@ struct alignas(64) Request {
 
   // Per post.
   uint32_t gen = 0;
+  // Registry::removals() when local_keys were last found live (MakeTransfer,
+  // then Post, which looks them up again only when a region was removed since).
+  uint64_t local_removals = 0;
   uint64_t seq = 0;                  // global post order (global-fifo)
   std::atomic<int64_t> pending{0};   // chunks not retired, +1 while Post runs
   std::atomic<int32_t> error{0};     // first error code of this post
