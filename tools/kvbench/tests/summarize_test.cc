@@ -114,6 +114,34 @@ TEST(Summarize, ChartsPickTheLargestIslAndSmallestBatch) {
   EXPECT_EQ(l.series[0].points.size(), 2u);  // two ISLs at batch 1
 }
 
+// A row that failed carries no timing (zeros): the charts leave it out and pick
+// the largest ISL and smallest batch among the verified rows.
+TEST(Summarize, ChartsLeaveOutFailedRows) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("failed");
+  CaseDocument doc = SampleDoc();
+  for (RowResult& r : doc.rows) {
+    if (r.op == "pull" && (r.isl == 32768 || r.batch == 1)) {
+      r.verdict = Verdict::kFail;
+      r.burst_ms = {};
+      r.gbps_p50 = 0;
+    }
+    if (r.op == "push") r.verdict = Verdict::kFail;  // nothing of push to draw
+  }
+  Write(dir / "a.json", DocumentToJson(doc));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ChartSpec f = FrontierChart(docs);
+  ASSERT_EQ(f.series.size(), 1u);
+  EXPECT_EQ(f.series[0].label, "pull kv-dsv4 shm isl 8192");
+  ASSERT_EQ(f.series[0].points.size(), 2u);  // batches 2 and 4
+  EXPECT_EQ(f.series[0].points[0].first, 2.0);
+  ChartSpec l = LatencyChart(docs);
+  ASSERT_EQ(l.series.size(), 1u);
+  EXPECT_EQ(l.series[0].label, "pull kv-dsv4 shm batch 2");
+  for (const auto& [x, y] : l.series[0].points) EXPECT_GT(y, 0.0) << x;
+}
+
 TEST(Summarize, WritesMarkdownAndSvgs) {
   TempDirs TempDir;
   fs::path in = TempDir("in"), out = TempDir("out");
