@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -143,6 +147,21 @@ kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::st
   out << DumpCompact(DocumentToJson(doc)) << "\n";
   if (!out) return kvlane::Status::Backend("cannot write " + path);
   return path;
+}
+
+kvlane::Status CheckOutputDir(const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return kvlane::Status::InvalidArgument("--out " + out_dir + ": " + ec.message());
+  std::string probe = (std::filesystem::path(out_dir) / ".kvbench-write-XXXXXX").string();
+  int fd = mkstemp(probe.data());
+  if (fd < 0) {
+    return kvlane::Status::InvalidArgument("--out " + out_dir +
+                                           ": cannot write there: " + std::strerror(errno));
+  }
+  close(fd);
+  std::filesystem::remove(probe, ec);
+  return kvlane::Status::Ok();
 }
 
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {

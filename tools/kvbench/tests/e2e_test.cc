@@ -106,6 +106,21 @@ TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
   }
 }
 
+// An --out that cannot hold the document (here below a regular file) is refused
+// before any rank starts, not after the whole grid was measured.
+TEST(KvbenchEndToEnd, UnwritableOutIsRefusedBeforeTheRun) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("unwritable"), err = FreshDir("unwritable_stderr");
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  EXPECT_EQ(Kvbench(std::string("run --transport shm ") + kTiny + " --out " +
+                    (dir / "file" / "sub").string() + " > /dev/null 2>" + err.string()),
+            2);
+  const std::string said = ReadFile(err);
+  EXPECT_EQ(said.rfind("kvbench run: --out ", 0), 0u) << said;
+  EXPECT_EQ(said.find("kvbench rank"), std::string::npos) << said;
+}
+
 // A mixed pair with no GPU visible (CUDA_VISIBLE_DEVICES empty, so also on a GPU
 // host): the rank whose pool would be on a GPU stops with NotSupported's message,
 // its peer with "peer reported:", before either sizes a pool; no document. With
