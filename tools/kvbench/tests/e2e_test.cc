@@ -280,6 +280,16 @@ TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   ExpectValid(OnlyDocument(out), "local", 2);
 }
 
+// A usage error (unknown flag, missing subcommand, a value CLI11 cannot read) exits
+// 2 like every other setup error; --help exits 0.
+TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
+  for (const char* args :
+       {"", "run --bogus", "plan --isl x", "run --samples", "summarize", "run extra_positional"}) {
+    EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
+  }
+  EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
+}
+
 TEST(KvbenchEndToEnd, PlanJsonIsOneObject) {
   Dirs FreshDir;
   fs::path out = FreshDir("plan");
