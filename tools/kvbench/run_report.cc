@@ -150,17 +150,28 @@ kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::st
 }
 
 kvlane::Status CheckOutputDir(const std::string& out_dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
+  fs::path made = fs::absolute(out_dir, ec);  // the outermost directory this check creates
+  while (made.has_parent_path() && made.parent_path() != made &&
+         !fs::exists(made.parent_path(), ec)) {
+    made = made.parent_path();
+  }
+  const bool existed = fs::exists(out_dir, ec);
+  fs::create_directories(out_dir, ec);
   if (ec) return kvlane::Status::InvalidArgument("--out " + out_dir + ": " + ec.message());
-  std::string probe = (std::filesystem::path(out_dir) / ".kvbench-write-XXXXXX").string();
+  std::string probe = (fs::path(out_dir) / ".kvbench-write-XXXXXX").string();
   int fd = mkstemp(probe.data());
+  const int err = errno;
+  if (fd >= 0) {
+    close(fd);
+    fs::remove(probe, ec);
+  }
+  if (!existed) fs::remove_all(made, ec);  // WriteDocument makes it again
   if (fd < 0) {
     return kvlane::Status::InvalidArgument("--out " + out_dir +
-                                           ": cannot write there: " + std::strerror(errno));
+                                           ": cannot write there: " + std::strerror(err));
   }
-  close(fd);
-  std::filesystem::remove(probe, ec);
   return kvlane::Status::Ok();
 }
 

@@ -58,8 +58,10 @@ TEST(RunReport, OutputDirIsCheckedBeforeTheRun) {
   fs::remove_all(base);
   fs::create_directories(base);
   EXPECT_TRUE(CheckOutputDir((base / "new" / "dir").string()).ok());
-  EXPECT_TRUE(fs::is_directory(base / "new" / "dir"));
-  EXPECT_TRUE(fs::is_empty(base / "new" / "dir"));  // the probe file is gone
+  EXPECT_FALSE(fs::exists(base / "new"));  // what the check created is gone again
+  fs::create_directories(base / "old");
+  EXPECT_TRUE(CheckOutputDir((base / "old").string()).ok());
+  EXPECT_TRUE(fs::is_empty(base / "old"));  // the probe file is gone
   std::ofstream(base / "file") << "x";
   kvlane::Status s = CheckOutputDir((base / "file" / "sub").string());
   EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument);
