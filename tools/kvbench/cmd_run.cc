@@ -8,6 +8,7 @@
 #include "launcher.h"
 #include "rank.h"
 #include "run_config.h"
+#include "run_report.h"
 
 namespace kvbench {
 
@@ -18,6 +19,8 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
   AddRunFlags(cmd, config.get());
   cmd->callback([config, exit_code] {
     kvlane::Status s = config->Resolve();
+    // The initiator writes the document (the launcher checks for it before spawning).
+    if (s.ok() && config->rank != kTargetRank) s = CheckOutputDir(config->out_dir);
     if (!s.ok()) {
       fmt::print(stderr, "kvbench run: {}\n", s.message());
       *exit_code = kExitError;

@@ -7,7 +7,9 @@
 
 namespace kvbench {
 
-// Returns the worse of the two ranks' exit codes.
+// Returns the worse of the two ranks' exit codes. A launcher stopped by SIGINT,
+// SIGTERM or SIGHUP passes the signal on to both ranks, waits for them and returns
+// 128 + the signal; one killed outright (SIGKILL) has its ranks sent SIGTERM.
 int SpawnRanks(const RunConfig& config);
 
 }  // namespace kvbench

@@ -10,6 +10,10 @@ int main(int argc, char** argv) {
   kvbench::AddPlanCommand(&app, &exit_code);
   kvbench::AddRunCommand(&app, &exit_code);
   kvbench::AddSummarizeCommand(&app, &exit_code);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {  // --help is 0; a usage error is 2 (README)
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   return exit_code;
 }

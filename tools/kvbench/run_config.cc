@@ -41,8 +41,27 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
       return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
     }
   }
-  if (c.rank > 1 || (c.rank >= 0 && c.peer.empty())) {
+  if (c.policy != "independent" && c.policy != "global-fifo") {
+    return kvlane::Status::InvalidArgument("unknown policy '" + c.policy +
+                                           "' (independent, global-fifo)");
+  }
+  if (c.rank < -1 || c.rank > 1 || (c.rank >= 0 && c.peer.empty())) {
     return kvlane::Status::InvalidArgument("--rank is 0 or 1 and needs --peer HOST:PORT");
+  }
+  if (c.rank < 0 && !c.peer.empty()) {  // Slurm sets the rank (ApplySlurm)
+    return kvlane::Status::InvalidArgument(
+        "--peer " + c.peer +
+        " needs --rank 0|1 (without --rank, both ranks are spawned on this host)");
+  }
+  if (c.control_timeout_ms.count() <= 0) {
+    return kvlane::Status::InvalidArgument("--control-timeout must be positive");
+  }
+  if (c.device < -1) {
+    return kvlane::Status::InvalidArgument("--device is a GPU index, or -1 for the default");
+  }
+  if (c.case_name.find('/') != std::string::npos || c.case_name == "." || c.case_name == "..") {
+    return kvlane::Status::InvalidArgument("--case '" + c.case_name +
+                                           "' names a file in --out: no '/'");
   }
   if (c.samples < 1 || c.trials < 1 || c.warmup < 0) {
     return kvlane::Status::InvalidArgument("need samples >= 1, trials >= 1, warmup >= 0");
@@ -95,9 +114,9 @@ kvlane::Status RunConfig::Resolve() {
   const Preset& p = grid_preset == "full" ? kFull : kQuick;
   plan_defaults.isl = p.isl;
   plan_defaults.batches = p.batches;
-  if (warmup < 0) warmup = p.warmup;
-  if (samples < 0) samples = p.samples;
-  if (trials < 0) trials = p.trials;
+  if (warmup == -1) warmup = p.warmup;  // -1: not given; any other negative is refused
+  if (samples == -1) samples = p.samples;
+  if (trials == -1) trials = p.trials;
   if (grid.pool_budget.empty() && !std::getenv("KVBENCH_POOL_BUDGET")) {
     uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
     uint64_t budget = cap ? std::min(plan_defaults.pool_budget, cap) : plan_defaults.pool_budget;

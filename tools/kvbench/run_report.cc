@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -143,6 +147,32 @@ kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::st
   out << DumpCompact(DocumentToJson(doc)) << "\n";
   if (!out) return kvlane::Status::Backend("cannot write " + path);
   return path;
+}
+
+kvlane::Status CheckOutputDir(const std::string& out_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path made = fs::absolute(out_dir, ec);  // the outermost directory this check creates
+  while (made.has_parent_path() && made.parent_path() != made &&
+         !fs::exists(made.parent_path(), ec)) {
+    made = made.parent_path();
+  }
+  const bool existed = fs::exists(out_dir, ec);
+  fs::create_directories(out_dir, ec);
+  if (ec) return kvlane::Status::InvalidArgument("--out " + out_dir + ": " + ec.message());
+  std::string probe = (fs::path(out_dir) / ".kvbench-write-XXXXXX").string();
+  int fd = mkstemp(probe.data());
+  const int err = errno;
+  if (fd >= 0) {
+    close(fd);
+    fs::remove(probe, ec);
+  }
+  if (!existed) fs::remove_all(made, ec);  // WriteDocument makes it again
+  if (fd < 0) {
+    return kvlane::Status::InvalidArgument("--out " + out_dir +
+                                           ": cannot write there: " + std::strerror(err));
+  }
+  return kvlane::Status::Ok();
 }
 
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {

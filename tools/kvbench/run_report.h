@@ -17,6 +17,10 @@ std::vector<std::string> InvalidReasons(const RunResult& result);
 CaseDocument BuildDocument(const Session& session, const RunResult& result);
 // Writes <out_dir>/<case>.json; returns the path.
 kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
+// Checks that a file can be written in out_dir (creating it for the check and
+// removing what it created), so that a run stops before measuring rather than
+// losing its document at the end.
+kvlane::Status CheckOutputDir(const std::string& out_dir);
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out);
 // "<workload>-b<block>-<transport>" unless the config names the case; the
 // transport is followed by "-<memory>" when the pool is not in its own memory,

@@ -147,17 +147,26 @@ kvlane::Status Session::SettleBudget() {
   return kvlane::Status::Ok();
 }
 
-// Everything that shapes the plan must match, or the ranks would move different bytes.
+// Everything that shapes the plan must match, or the ranks would move different bytes;
+// so must the seed, or each rank would place the requests by its own block tables and
+// every row would fail verification as if the transfer had corrupted it.
 kvlane::Status Session::AgreeOnPlan() {
   KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
   json plan = PlanToJson(plan_);
-  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"}, {"plan", plan}}));
+  KVLANE_RETURN_IF_ERROR(
+      control_->Send({{"type", "plan"}, {"plan", plan}, {"seed", config_.seed}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
   if (theirs["plan"] != plan) {
     return kvlane::Status::InvalidArgument(
         "the ranks disagree on the plan (pass the same grid flags and budgets to both); "
         "this rank: " +
         plan["options"].dump() + ", peer: " + theirs["plan"]["options"].dump());
+  }
+  const uint64_t peer_seed = theirs.value("seed", config_.seed);
+  if (peer_seed != config_.seed) {
+    return kvlane::Status::InvalidArgument(
+        fmt::format("the ranks disagree on --seed (this rank {}, peer {}): pass the same to both",
+                    config_.seed, peer_seed));
   }
   return kvlane::Status::Ok();
 }

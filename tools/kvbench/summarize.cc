@@ -31,21 +31,47 @@ std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
+std::string CaseSection(const LoadedDocument& d);
+
+// The sections the summary reads must be there with their documented types: an
+// edited or foreign document is skipped with the reason, instead of aborting the
+// whole render on the first field of an unexpected type.
+kvlane::Status CheckSections(const json& doc, const std::string& path) {
+  if (!doc["rows"].is_array()) {
+    return kvlane::Status::InvalidArgument(path + ": \"rows\" is not an array");
+  }
+  for (const char* key : {"identity", "workload", "implementation", "outcome"}) {
+    if (!doc.contains(key) || !doc[key].is_object()) {
+      return kvlane::Status::InvalidArgument(path + ": \"" + key +
+                                             "\" is missing or not an object");
+    }
+  }
+  return kvlane::Status::Ok();
+}
+
 kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
   std::ifstream in(path);
   if (!in) return kvlane::Status::NotFound("cannot open " + path);
   LoadedDocument d{path, json::parse(in, nullptr, false), {}, {}};
-  if (d.json.is_discarded() || !d.json.is_object() || !d.json.contains("rows") ||
-      !d.json["version"].is_number_integer()) {
+  if (d.json.is_discarded()) {
+    return kvlane::Status::InvalidArgument(path + " is not valid JSON (truncated?)");
+  }
+  if (!d.json.is_object() || !d.json.contains("rows") || !d.json["version"].is_number_integer()) {
     return kvlane::Status::InvalidArgument(path + " is not a kvbench case document");
   }
+  KVLANE_RETURN_IF_ERROR(CheckSections(d.json, path));
   for (const json& row : d.json["rows"]) {
     KVLANE_ASSIGN_OR_RETURN(RowResult r, RowFromJson(row));
     d.rows.push_back(std::move(r));
   }
-  const json& impl = d.json["implementation"];
-  d.series = fmt::format("{} {}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
-                         PathLabel(impl.value("transport", "?"), DocumentMemory(impl)));
+  try {
+    const json& impl = d.json["implementation"];
+    d.series = fmt::format("{} {}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
+                           PathLabel(impl.value("transport", "?"), DocumentMemory(impl)));
+    (void)CaseSection(d);  // every field it reads has the type it expects
+  } catch (const json::exception& e) {
+    return kvlane::Status::InvalidArgument(path + ": " + e.what());
+  }
   return d;
 }
 

@@ -20,9 +20,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Only a verified row has timings: a failed one carries zeros (or the time of a
+// burst that did not complete), which a chart would draw as a measurement.
+bool Charted(const RowResult& r) { return r.verdict == Verdict::kPass; }
+
 std::set<std::string> Ops(const LoadedDocument& d) {
   std::set<std::string> ops;
-  for (const RowResult& r : d.rows) ops.insert(r.op);
+  for (const RowResult& r : d.rows) {
+    if (Charted(r)) ops.insert(r.op);
+  }
   return ops;
 }
 
@@ -32,7 +38,7 @@ Series Pick(const LoadedDocument& d, const std::string& op, std::string label, K
             Y y) {
   std::map<double, double> points;
   for (const RowResult& r : d.rows) {
-    if (r.op == op && keep(r)) points[x(r)] = y(r);
+    if (r.op == op && Charted(r) && keep(r)) points[x(r)] = y(r);
   }
   return {std::move(label), {points.begin(), points.end()}};
 }
@@ -90,7 +96,7 @@ ChartSpec FrontierChart(const std::vector<LoadedDocument>& docs) {
   for (const LoadedDocument& d : docs) {
     for (const std::string& op : Ops(d)) {
       uint64_t isl = 0;
-      for (const RowResult& r : d.rows) isl = r.op == op ? std::max(isl, r.isl) : isl;
+      for (const RowResult& r : d.rows) isl = r.op == op && Charted(r) ? std::max(isl, r.isl) : isl;
       c.series.push_back(Pick(
           d, op, fmt::format("{} {} isl {}", op, d.series, isl),
           [&](const RowResult& r) { return r.isl == isl; },
@@ -111,7 +117,9 @@ ChartSpec LatencyChart(const std::vector<LoadedDocument>& docs) {
   for (const LoadedDocument& d : docs) {
     for (const std::string& op : Ops(d)) {
       uint64_t batch = UINT64_MAX;
-      for (const RowResult& r : d.rows) batch = r.op == op ? std::min(batch, r.batch) : batch;
+      for (const RowResult& r : d.rows) {
+        batch = r.op == op && Charted(r) ? std::min(batch, r.batch) : batch;
+      }
       c.series.push_back(Pick(
           d, op, fmt::format("{} {} batch {}", op, d.series, batch),
           [&](const RowResult& r) { return r.batch == batch; },

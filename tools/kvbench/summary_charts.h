@@ -25,6 +25,7 @@ struct ChartSpec {
   std::vector<Series> series;
 };
 
+// Both charts draw verified rows only (a failed row has no timing to draw).
 // GB/s p50 against batch at each case's largest ISL, one line per op and transport.
 ChartSpec FrontierChart(const std::vector<LoadedDocument>& docs);
 // Burst p50 latency against ISL at each case's smallest batch, one line per op and transport.

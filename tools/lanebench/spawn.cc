@@ -1,6 +1,7 @@
 #include "spawn.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,9 +17,14 @@ kvlane::Result<pid_t> SpawnSelf(const std::vector<std::string>& args) {
   argv.push_back(kSelf);
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  const pid_t orchestrator = getpid();
   pid_t pid = fork();
   if (pid < 0) return kvlane::Status::Backend(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
+    // An orchestrator stopped (SIGTERM, SIGINT from another group, SIGKILL) takes its
+    // workers with it instead of leaving them to run out their iterations alone.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != orchestrator) _exit(127);
     execv("/proc/self/exe", argv.data());
     _exit(127);  // exec failed; only async-signal-safe calls after fork
   }

@@ -1,12 +1,18 @@
 // End to end: `kvbench run` spawns two real rank processes on host memory with a
 // tiny grid, writes valid documents, and `kvbench summarize` renders them.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "kvbench_process.h"
 
@@ -100,6 +106,21 @@ TEST(KvbenchEndToEnd, DevicePoolOverAHostOnlyTransportIsRefused) {
   }
 }
 
+// An --out that cannot hold the document (here below a regular file) is refused
+// before any rank starts, not after the whole grid was measured.
+TEST(KvbenchEndToEnd, UnwritableOutIsRefusedBeforeTheRun) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("unwritable"), err = FreshDir("unwritable_stderr");
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";
+  EXPECT_EQ(Kvbench(std::string("run --transport shm ") + kTiny + " --out " +
+                    (dir / "file" / "sub").string() + " > /dev/null 2>" + err.string()),
+            2);
+  const std::string said = ReadFile(err);
+  EXPECT_EQ(said.rfind("kvbench run: --out ", 0), 0u) << said;
+  EXPECT_EQ(said.find("kvbench rank"), std::string::npos) << said;
+}
+
 // A mixed pair with no GPU visible (CUDA_VISIBLE_DEVICES empty, so also on a GPU
 // host): the rank whose pool would be on a GPU stops with NotSupported's message,
 // its peer with "peer reported:", before either sizes a pool; no document. With
@@ -181,6 +202,75 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The processes whose parent is `parent`, from /proc/<pid>/stat.
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = ReadFile(e.path() / "stat");
+    size_t close = stat.rfind(')');  // the command may hold spaces
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent) children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+// No such process any more, or only its zombie.
+bool Gone(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = stat.rfind(')');
+  return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
+}
+
+// A launcher stopped by SIGTERM passes it on to both ranks and exits 128 + 15; one
+// killed outright still stops them (their parent-death signal): no rank keeps
+// measuring on its own. The warm-up alone would last minutes.
+TEST(KvbenchEndToEnd, StoppingTheLauncherStopsBothRanks) {
+  for (int sig : {SIGTERM, SIGKILL}) {
+    Dirs FreshDir;
+    const std::string out = FreshDir("stop").string();
+    pid_t launcher = fork();
+    ASSERT_GE(launcher, 0);
+    if (launcher == 0) {
+      int devnull = open("/dev/null", O_WRONLY);
+      dup2(devnull, 1);
+      dup2(devnull, 2);
+      execl(KVBENCH_BINARY, "kvbench", "run", "--transport", "shm", "--isl", "8192", "--batches",
+            "1", "--warmup", "100000", "--samples", "1", "--trials", "1", "--pool-budget", "1GiB",
+            "--out", out.c_str(), nullptr);
+      _exit(127);
+    }
+    std::vector<pid_t> ranks;
+    for (int i = 0; i < 1000 && ranks.size() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ranks = ChildrenOf(launcher);
+    }
+    EXPECT_EQ(ranks.size(), 2u);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks are running
+    kill(launcher, sig);
+    int status = 0;
+    ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+    if (sig == SIGTERM) {
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+    }
+    for (pid_t rank : ranks) {
+      bool gone = Gone(rank);
+      for (int i = 0; i < 500 && !gone; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        gone = Gone(rank);
+      }
+      EXPECT_TRUE(gone) << "rank process " << rank << " outlived its launcher (signal " << sig
+                        << ")";
+      if (!gone) kill(rank, SIGKILL);
+    }
+  }
+}
+
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   Dirs FreshDir;
   fs::path out = FreshDir("local");
@@ -188,6 +278,16 @@ TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
                     out.string() + " > /dev/null"),
             0);
   ExpectValid(OnlyDocument(out), "local", 2);
+}
+
+// A usage error (unknown flag, missing subcommand, a value CLI11 cannot read) exits
+// 2 like every other setup error; --help exits 0.
+TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
+  for (const char* args :
+       {"", "run --bogus", "plan --isl x", "run --samples", "summarize", "run extra_positional"}) {
+    EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
+  }
+  EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
 }
 
 TEST(KvbenchEndToEnd, PlanJsonIsOneObject) {

@@ -135,13 +135,23 @@ TEST(RunConfig, RejectsBadChoices) {
                                        {"--lanes", "65"},
                                        {"--memory", "gpu"},
                                        {"--memory", "cuda,auto"},
-                                       {"--memory", "cuda,gpu"}}) {
+                                       {"--memory", "cuda,gpu"},
+                                       {"--policy", "fifo"},
+                                       {"--peer", "127.0.0.1:7000"},
+                                       {"--rank", "-2", "--peer", "127.0.0.1:7000"},
+                                       {"--control-timeout", "0"},
+                                       {"--warmup", "-2"},
+                                       {"--trials", "-3"},
+                                       {"--device", "-7"},
+                                       {"--case", "a/b"},
+                                       {"--case", ".."}}) {
+    const std::string flags = bad[0] + " " + bad[1];  // parse() consumes the vector
     RunConfig c;
     CLI::App app;
     AddRunFlags(&app, &c);
     std::reverse(bad.begin(), bad.end());
     app.parse(bad);
-    EXPECT_FALSE(c.Resolve().ok()) << bad.back();
+    EXPECT_FALSE(c.Resolve().ok()) << flags;
   }
 }
 

@@ -1,6 +1,10 @@
 #include "run_report.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace kvbench {
 namespace {
@@ -44,6 +48,31 @@ TEST(RunReport, ProgressLineNamesTheRow) {
   EXPECT_NE(line.find("push"), std::string::npos);
   EXPECT_NE(line.find("8192"), std::string::npos);
   EXPECT_NE(line.find("verified pass"), std::string::npos);
+}
+
+// An --out that cannot hold the document is found before the run, not after it:
+// below a regular file, or a directory without write permission.
+TEST(RunReport, OutputDirIsCheckedBeforeTheRun) {
+  namespace fs = std::filesystem;
+  const fs::path base = fs::temp_directory_path() / ("kvbench_out_" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  EXPECT_TRUE(CheckOutputDir((base / "new" / "dir").string()).ok());
+  EXPECT_FALSE(fs::exists(base / "new"));  // what the check created is gone again
+  fs::create_directories(base / "old");
+  EXPECT_TRUE(CheckOutputDir((base / "old").string()).ok());
+  EXPECT_TRUE(fs::is_empty(base / "old"));  // the probe file is gone
+  std::ofstream(base / "file") << "x";
+  kvlane::Status s = CheckOutputDir((base / "file" / "sub").string());
+  EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("--out "), std::string::npos) << s.message();
+  if (geteuid() != 0) {  // root writes anywhere
+    fs::create_directories(base / "ro");
+    fs::permissions(base / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_FALSE(CheckOutputDir((base / "ro").string()).ok());
+    fs::permissions(base / "ro", fs::perms::owner_all);
+  }
+  fs::remove_all(base);
 }
 
 }  // namespace

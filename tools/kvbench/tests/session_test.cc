@@ -70,6 +70,19 @@ TEST(Session, RanksThatDisagreeOnTheStagingCopyStop) {
   EXPECT_EQ(same.initiator.value()->agent().options().staging_copy, kvlane::StagingCopy::kEach);
 }
 
+// Each rank places the requests by block tables from its own --seed: ranks given
+// different seeds stop before any pool instead of failing every row's verification.
+TEST(Session, RanksThatDisagreeOnTheSeedStop) {
+  SessionPair p =
+      OpenBoth({"--transport", "shm", "--seed", "1"}, {"--transport", "shm", "--seed", "2"});
+  for (const auto* side : {&p.target, &p.initiator}) {
+    ASSERT_FALSE(side->ok());
+    EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
+    EXPECT_NE(side->status().message().find("--seed"), std::string::npos)
+        << side->status().message();
+  }
+}
+
 // cuda,host: the target's pool on a GPU, the initiator's in host memory. Without a
 // GPU the target cannot place its pool (NotSupported) and the initiator hears why;
 // with one both open, each on its own kind of memory.

@@ -69,6 +69,36 @@ TEST(Summarize, LoadsDocumentsAndSkipsOtherJson) {
   EXPECT_NE(log.str().find("other.json"), std::string::npos);
 }
 
+// Truncated, edited or foreign documents are skipped with a note naming the file:
+// a missing section or a field of another type must not abort the whole summary.
+TEST(Summarize, SkipsTruncatedAndEditedDocuments) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("edited");
+  const nlohmann::json good = DocumentToJson(SampleDoc());
+  Write(dir / "a.json", good);
+  std::vector<nlohmann::json> bad = {
+      {{"version", 1}, {"rows", nlohmann::json::array()}}, good, good, good, good, good};
+  bad[1]["implementation"] = "x";
+  bad[2]["outcome"]["valid"] = "yes";
+  bad[3]["implementation"]["lanes"] = "two";
+  bad[4]["identity"]["case"] = 7;
+  bad[5]["rows"] = {{"op", "pull"}};
+  for (size_t i = 0; i < bad.size(); ++i) {
+    Write(dir / ("bad" + std::to_string(i) + ".json"), bad[i]);
+  }
+  std::string text = good.dump();
+  std::ofstream(dir / "truncated.json") << text.substr(0, text.size() / 2);
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log);
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 1u) << log.str();
+  EXPECT_EQ(fs::path((*docs)[0].path).filename(), "a.json");
+  for (size_t i = 0; i < bad.size(); ++i) {
+    EXPECT_NE(log.str().find("bad" + std::to_string(i) + ".json"), std::string::npos) << log.str();
+  }
+  EXPECT_NE(log.str().find("truncated.json is not valid JSON"), std::string::npos) << log.str();
+}
+
 TEST(Summarize, ChartsPickTheLargestIslAndSmallestBatch) {
   TempDirs TempDir;
   fs::path dir = TempDir("charts");
@@ -82,6 +112,34 @@ TEST(Summarize, ChartsPickTheLargestIslAndSmallestBatch) {
   ChartSpec l = LatencyChart(docs);
   ASSERT_EQ(l.series.size(), 2u);
   EXPECT_EQ(l.series[0].points.size(), 2u);  // two ISLs at batch 1
+}
+
+// A row that failed carries no timing (zeros): the charts leave it out and pick
+// the largest ISL and smallest batch among the verified rows.
+TEST(Summarize, ChartsLeaveOutFailedRows) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("failed");
+  CaseDocument doc = SampleDoc();
+  for (RowResult& r : doc.rows) {
+    if (r.op == "pull" && (r.isl == 32768 || r.batch == 1)) {
+      r.verdict = Verdict::kFail;
+      r.burst_ms = {};
+      r.gbps_p50 = 0;
+    }
+    if (r.op == "push") r.verdict = Verdict::kFail;  // nothing of push to draw
+  }
+  Write(dir / "a.json", DocumentToJson(doc));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ChartSpec f = FrontierChart(docs);
+  ASSERT_EQ(f.series.size(), 1u);
+  EXPECT_EQ(f.series[0].label, "pull kv-dsv4 shm isl 8192");
+  ASSERT_EQ(f.series[0].points.size(), 2u);  // batches 2 and 4
+  EXPECT_EQ(f.series[0].points[0].first, 2.0);
+  ChartSpec l = LatencyChart(docs);
+  ASSERT_EQ(l.series.size(), 1u);
+  EXPECT_EQ(l.series[0].label, "pull kv-dsv4 shm batch 2");
+  for (const auto& [x, y] : l.series[0].points) EXPECT_GT(y, 0.0) << x;
 }
 
 TEST(Summarize, WritesMarkdownAndSvgs) {
