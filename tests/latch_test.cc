@@ -2,7 +2,9 @@
 // latched on the channel (before posting, and with work queued behind it).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "test_util.h"
@@ -62,6 +64,55 @@ TEST_P(LatchTest, DeregisteredPeerRegionFailsStaleAndReleases) {
   EXPECT_EQ(a().PrepareRemote("b", r).status().code(), Code::kInvalidArgument);
 }
 
+// One thread posts a transfer that fails every time (its peer region is gone)
+// again and again, publishing its handle after each post; another Checks copies
+// of that handle all along. Each Check says the post's own error with its
+// message, in flight, or stale (kNotFound) once the copy was re-posted: never a
+// torn or foreign message, and no data race on it (TSan: the message was a plain
+// string that the next post's error replaced under the reader).
+TEST_P(LatchTest, CheckOfACopyWhileTheOwnerRepostsReadsWholeMessages) {
+  constexpr uint64_t kSize = 4096;
+  auto& back = bufs_.Make(kSize, 0xCC);
+  auto& gone = bufs_.Make(kSize, 0xEE);
+  ASSERT_TRUE(a().RegisterMemory(back.data(), kSize).ok());
+  auto gone_id = b().RegisterMemory(gone.data(), kSize);
+  ASSERT_TRUE(gone_id.ok());
+  Connect(a(), b());
+  auto rd = MakeSimple(a(), "b", Op::kRead, back.data(), gone.data(), kSize);
+  ASSERT_TRUE(rd.ok());
+  ASSERT_TRUE(b().DeregisterMemory(gone_id.value()).ok());
+  XferHandle h = rd.value();
+  Status first = PostAndWait(a(), &h);
+  ASSERT_TRUE(IsStale(first.code())) << first.ToString();
+  const std::string expected = first.message();
+  std::atomic<uint64_t> published{uint64_t{h.gen} << 32 | h.slot};
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors_read{0}, bad{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      const uint64_t v = published.load();
+      const XferHandle copy{static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32)};
+      const Status s = a().Check(copy);
+      std::this_thread::yield();  // two cores: leave room for the poster and its lane
+      if (s.in_progress() || s.code() == Code::kNotFound) continue;
+      ++errors_read;
+      bad += !IsStale(s.code()) || s.message() != expected;
+    }
+  });
+  for (int i = 0; i < 600; ++i) {
+    const Status s = PostAndWait(a(), &h);
+    ASSERT_TRUE(IsStale(s.code())) << i << ": " << s.ToString();
+    published.store(uint64_t{h.gen} << 32 | h.slot);
+    if (i % 4 == 0) std::this_thread::sleep_for(100us);  // lets the reader find it finished
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(errors_read.load(), 0) << "the reader never saw a finished post";
+  EXPECT_EQ(FirstNot(back.data(), kSize, 0xCC), -1);
+  EXPECT_TRUE(a().Release(&h).ok());
+}
+
 // a deregisters its own memory that a transfer's (or a prepared list's) local
 // side names: the next Post is refused with kInvalidArgument naming the local
 // region, the handle stays valid and releasable, and no byte moves on either
@@ -116,6 +167,38 @@ TEST_P(LatchTest, DeregisteredLocalRegionFailsAtPostAndMovesNothing) {
   EXPECT_TRUE(a().Release(&rd.value()).ok());
   EXPECT_TRUE(a().Release(&wr.value()).ok());
   EXPECT_TRUE(a().Release(&fresh.value()).ok());
+}
+
+// a deregisters its own memory while a READ into it is in flight: the call
+// returns only once that READ ended (its record is terminal), and after it no
+// byte of the memory changes, so the caller may free it.
+TEST_P(LatchTest, DeregisterWaitsForOwnTransferInFlight) {
+  constexpr uint64_t kSize = 32 << 20;
+  auto& local = bufs_.Make(kSize, 0xCC);
+  auto& remote = bufs_.Make(kSize, 0xEE);
+  Fill(remote, 8);
+  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
+  int caught_in_flight = 0;
+  for (int attempt = 0; attempt < 6 && caught_in_flight < 2; ++attempt) {
+    SCOPED_TRACE(attempt);
+    auto lid = a().RegisterMemory(local.data(), kSize);
+    ASSERT_TRUE(lid.ok());
+    Connect(a(), b());
+    auto rd = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
+    ASSERT_TRUE(rd.ok()) << rd.status().ToString();
+    XferHandle h = rd.value();
+    ASSERT_FALSE(a().Post(&h).is_error());
+    caught_in_flight += a().Check(h).in_progress();
+    ASSERT_TRUE(a().DeregisterMemory(lid.value()).ok());
+    const Status end = a().Check(h);
+    EXPECT_FALSE(end.in_progress()) << "DeregisterMemory returned with its READ in flight";
+    std::memset(local.data(), 0xD5, kSize);  // the caller's memory again
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(FirstNot(local.data(), kSize, 0xD5), -1) << "written after DeregisterMemory returned";
+    EXPECT_TRUE(a().Wait(h, 10s).ok());
+    EXPECT_TRUE(a().Release(&h).ok());
+  }
+  EXPECT_GE(caught_in_flight, 1) << "no post was still in flight at DeregisterMemory";
 }
 
 // Deregistering waits for a remote access in flight; the access completes.

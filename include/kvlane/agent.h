@@ -56,8 +56,10 @@ class Agent {
   // This agent's own transfers whose local side uses the region (and prepared
   // lists naming it) are refused from then on: Post and MakeTransfer return
   // kInvalidArgument, the handle stays valid; registering the memory again makes
-  // a new region, which they do not use. REQUIRES: none of those transfers is
-  // in flight (wait for it first): its lanes may still be copying.
+  // a new region, which they do not use. Those in flight when it is called are
+  // waited for, so the memory may be freed once it returns; one still in flight
+  // after 2 x io_timeout (a wedged device) gives kTimeout (the region is gone
+  // for new posts all the same, but its memory is not yet free to reuse).
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,

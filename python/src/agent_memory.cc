@@ -43,7 +43,8 @@ PyRegion PyAgent::Register(py::handle target, std::optional<uint64_t> length, Me
 
 void PyAgent::Deregister(const PyRegion& region) {
   CheckOwner(region.owner, "this region");
-  // Waits for remote accesses in flight; only then may the buffer go.
+  // Waits for remote accesses in flight, and for this agent's own transfers in
+  // flight on the region; only then may the buffer go (kept on an error).
   RaiseIfError(Blocking([&](Agent& a) { return a.DeregisterMemory(region.id); }));
   pins_.erase(region.id.value);
 }

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "control/metadata_server.h"
 #include "core/affinity.h"
@@ -129,7 +132,30 @@ Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind 
   return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device, access);
 }
 
-Status AgentImpl::DeregisterMemory(RegionId region) { return ctx_.registry->Remove(region); }
+Status AgentImpl::DeregisterMemory(RegionId region) {
+  KVLANE_ASSIGN_OR_RETURN(std::vector<uint64_t> keys, ctx_.registry->Remove(region));
+  std::sort(keys.begin(), keys.end());
+  // Posts from now on refuse the region (Post reads the removal count after it
+  // marks itself in flight); those already in flight on it are waited for here,
+  // so that the caller may free the memory once this returns. A stuck peer ends
+  // its posts by io_timeout; past twice that (a wedged device), kTimeout.
+  const auto deadline = std::chrono::steady_clock::now() + 2 * ctx_.options.io_timeout;
+  for (const auto& r : slots_) {
+    const uint64_t w = r->record.load(std::memory_order_seq_cst);
+    if (RecordCode(w) != Code::kInProgress || !r->UsesAnyOf(keys)) continue;
+    std::chrono::microseconds nap(10);
+    while (r->record.load(std::memory_order_acquire) == w) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        return Status::Timeout(
+            "DeregisterMemory: a transfer of this agent using the region is still in flight "
+            "after 2 x io_timeout; the region is gone for new posts, but do not free its memory "
+            "before that transfer ends");
+      std::this_thread::sleep_for(nap);
+      nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(1));
+    }
+  }
+  return Status::Ok();
+}
 
 AgentMeta AgentImpl::SelfMeta() const {
   AgentMeta m;

@@ -8,7 +8,8 @@ void Request::SetError(const Status& s) {
   int32_t expected = 0;
   if (error.compare_exchange_strong(expected, static_cast<int32_t>(s.code()),
                                     std::memory_order_acq_rel)) {
-    error_message = s.message();  // read only after the record is published
+    std::lock_guard lock(error_mu);
+    error_message = s.message();  // Check reads it once the record is published
   }
 }
 

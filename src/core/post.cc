@@ -33,13 +33,6 @@ Status AgentImpl::Post(XferHandle* h) {
   if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
     return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
-  // One load unless a region was removed since the local pieces were last
-  // found live; then they are looked up again (DeregisterMemory's contract).
-  const uint64_t removals = ctx_.registry->removals();
-  if (removals != r->local_removals) {
-    KVLANE_RETURN_IF_ERROR(CheckLocalKeys(*r));  // handle unchanged
-    r->local_removals = removals;
-  }
   Channel* ch = r->channel;
   KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
   if (ch->closing().load(std::memory_order_acquire))
@@ -54,7 +47,22 @@ Status AgentImpl::Post(XferHandle* h) {
   r->error.store(0, std::memory_order_relaxed);
   r->ctl.store(0, std::memory_order_relaxed);
   r->pending.store(int64_t{nchunks} + 1, std::memory_order_relaxed);
-  r->record.store(PackRecord(r->gen, Code::kInProgress), std::memory_order_release);
+  // In flight from here, then a look for removed regions: both sequentially
+  // consistent, as are DeregisterMemory's removal and then its look for posts in
+  // flight, so that either this post sees the removal or DeregisterMemory sees
+  // this post (and waits for it). One load unless a region was removed since
+  // the local pieces were last found live; then they are looked up again.
+  r->record.store(PackRecord(r->gen, Code::kInProgress), std::memory_order_seq_cst);
+  const uint64_t removals = ctx_.registry->removals();
+  if (removals != r->local_removals) {
+    Status live = CheckLocalKeys(*r);
+    if (!live.ok()) {  // not posted: the record and the handle as they were
+      r->gen = h->gen;
+      r->record.store(w, std::memory_order_release);
+      return live;
+    }
+    r->local_removals = removals;
+  }
   h->gen = r->gen;
   completer_.OnPost(r);
 
@@ -132,7 +140,12 @@ Status AgentImpl::Check(const XferHandle& h) const {
   Code c = RecordCode(w);
   if (c == Code::kOk) return Status::Ok();
   if (c == Code::kInProgress) return Status::InProgress();
-  return Status(c, r->error_message);
+  std::string message = r->ErrorMessage();
+  // A post of the same slot since the load (the owner re-posting, this being a
+  // copy of its handle) may have replaced the message: then this handle is stale.
+  if (RecordGen(r->record.load(std::memory_order_acquire)) != h.gen)
+    return Status::NotFound("stale transfer handle");
+  return Status(c, std::move(message));
 }
 
 Result<XferInfo> AgentImpl::Describe(const XferHandle& h) const {
@@ -207,7 +220,10 @@ void AgentImpl::FreeSlot(Request* r) {
   r->channel = nullptr;
   r->segs.clear();
   r->chunks.clear();
-  r->local_keys.clear();
+  {
+    std::lock_guard lock(r->keys_mu);
+    r->local_keys.clear();
+  }
   r->notif.clear();
   // Poisoned: a wedged device may still read its state and write its record,
   // so both stay and the slot is never reused (a bounded leak per wedge).

@@ -179,12 +179,15 @@ static void PlanChunks(Request* r, uint64_t chunk_bytes, uint32_t max_segs) {
 // the pieces it resolved, which DeregisterMemory may have removed since.
 Status AgentImpl::CollectLocalKeys(Request* r) const {
   r->local_removals = ctx_.registry->removals();  // before the lookup: a later removal re-checks
-  r->local_keys.clear();
+  std::vector<uint64_t> keys;
   for (const Segment& s : r->segs)
-    if (r->local_keys.empty() || r->local_keys.back() != s.local_key)
-      r->local_keys.push_back(s.local_key);
-  std::sort(r->local_keys.begin(), r->local_keys.end());
-  r->local_keys.erase(std::unique(r->local_keys.begin(), r->local_keys.end()), r->local_keys.end());
+    if (keys.empty() || keys.back() != s.local_key) keys.push_back(s.local_key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  {
+    std::lock_guard lock(r->keys_mu);
+    r->local_keys.swap(keys);
+  }
   return CheckLocalKeys(*r);
 }
 

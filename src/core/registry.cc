@@ -43,7 +43,7 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
   return id;
 }
 
-Status Registry::Remove(RegionId id) {
+Result<std::vector<uint64_t>> Registry::Remove(RegionId id) {
   std::vector<Piece> removed;
   {
     std::unique_lock lock(mu_);  // waits for remote accesses in flight
@@ -53,11 +53,16 @@ Status Registry::Remove(RegionId id) {
     if (removed.empty()) return Status::NotFound("DeregisterMemory: unknown region " + std::to_string(id.value));
     std::erase_if(sorted_, dead);
     std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
-    removals_.fetch_add(1, std::memory_order_release);
+    removals_.fetch_add(1, std::memory_order_seq_cst);
   }
-  std::lock_guard hook_lock(hook_mu_);
-  if (remove_hook_) remove_hook_(removed);
-  return Status::Ok();
+  {
+    std::lock_guard hook_lock(hook_mu_);
+    if (remove_hook_) remove_hook_(removed);
+  }
+  std::vector<uint64_t> keys;
+  keys.reserve(removed.size());
+  for (const Piece& p : removed) keys.push_back(p.key);
+  return keys;
 }
 
 void Registry::SetRemoveHook(RemoveHook hook) {

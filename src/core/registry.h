@@ -30,7 +30,9 @@ class Registry {
   // would bring the total past kMaxMetaPieces (what metadata carries).
   Result<RegionId> Add(uint64_t addr, uint64_t len, MemoryKind kind, int32_t device,
                        Access access = Access::kReadWrite);
-  Status Remove(RegionId id);
+  // Removes the region's pieces; returns their keys. Waits for remote accesses
+  // in flight (they hold the shared lock).
+  Result<std::vector<uint64_t>> Remove(RegionId id);
 
   // Copy of the live pieces, sorted by base.
   std::vector<Piece> Pieces() const;
@@ -56,8 +58,10 @@ class Registry {
   // Whether every one of `keys` names a live piece (false after Close()).
   bool HasKeys(std::span<const uint64_t> keys) const;
   // Regions removed so far; never decreases. A transfer looks its local pieces
-  // up again (HasKeys) only when this moved since it last looked.
-  uint64_t removals() const { return removals_.load(std::memory_order_acquire); }
+  // up again (HasKeys) only when this moved since it last looked. Sequentially
+  // consistent, with Remove's increment: Post marks itself in flight and then
+  // reads this; DeregisterMemory removes and then looks for posts in flight.
+  uint64_t removals() const { return removals_.load(std::memory_order_seq_cst); }
 
   // Agent shutting down: every later remote access fails.
   void Close();
@@ -75,7 +79,7 @@ class Registry {
   std::unordered_map<uint64_t, Piece> by_key_;       // GUARDED_BY(mu_)
   uint64_t next_region_ = 1;                         // GUARDED_BY(mu_)
   bool closed_ = false;                              // GUARDED_BY(mu_)
-  // Release, after the pieces left the table: pairs with removals()' acquire.
+  // Incremented after the pieces left the table (seq_cst: see removals()).
   std::atomic<uint64_t> removals_{0};
   std::mutex hook_mu_;                               // held while the hook runs
   RemoveHook remove_hook_;                           // GUARDED_BY(hook_mu_)

@@ -2,9 +2,12 @@
 // by each Post, finished by the lanes, read by Check through `record`.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -66,7 +69,17 @@ struct alignas(64) Request {
   Channel* channel = nullptr;
   std::vector<Segment> segs;
   std::vector<ChunkPlan> chunks;
-  std::vector<uint64_t> local_keys;  // the local pieces segs touch, sorted, each once
+  // The local pieces segs touch, sorted, each once. Written under keys_mu (by
+  // MakeTransfer and Release, on the owner's thread); DeregisterMemory reads it
+  // under keys_mu from another thread, the owner without.
+  mutable std::mutex keys_mu;
+  std::vector<uint64_t> local_keys;
+  bool UsesAnyOf(std::span<const uint64_t> sorted_keys) const {
+    std::lock_guard lock(keys_mu);
+    for (uint64_t k : sorted_keys)
+      if (std::binary_search(local_keys.begin(), local_keys.end(), k)) return true;
+    return false;
+  }
   std::string notif;
   uint64_t total_bytes = 0;
   uint32_t pairs = 0;  // descriptor pairs MakeTransfer was given
@@ -96,7 +109,16 @@ struct alignas(64) Request {
   std::atomic<int64_t> pending{0};   // chunks not retired, +1 while Post runs
   std::atomic<int32_t> error{0};     // first error code of this post
   std::atomic<uint32_t> ctl{0};      // chunks started by lanes | kCanceledBit
-  std::string error_message;         // written by whoever set `error`
+  // Written by whoever set `error`; read by Check on the error path. Guarded:
+  // a caller may Check a copy of a handle while its owner posts it again, and
+  // that post's error replaces the message under the reader (Check then finds
+  // its generation gone and reads the handle as stale).
+  mutable std::mutex error_mu;
+  std::string error_message;  // GUARDED_BY(error_mu)
+  std::string ErrorMessage() const {
+    std::lock_guard lock(error_mu);
+    return error_message;
+  }
   std::atomic<bool> done_unpublished{false};  // global-fifo: finished, waiting for order
   // The generation of the last post the lanes have let go of: equal to the
   // record's generation except for a moment after a device published a post
