@@ -1,5 +1,7 @@
 #include "orchestrate.h"
 
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -45,13 +47,23 @@ std::function<bool()> ExistedFor(const std::string& path, std::chrono::seconds g
   };
 }
 
+// Why a source left no result: killed at the deadline of --timeout, or its exit code.
+std::string NoResultError(const RunSpec& spec, int code, Clock::duration ran, bool timed_out) {
+  if (timed_out && code == -1)
+    return fmt::format("the source timed out (--timeout {:g} s): killed after {:.1f} s",
+                       spec.timeout_s, std::chrono::duration<double>(ran).count());
+  return fmt::format("the source left no result (exit code {})", code);
+}
+
 // Waits for the source (a few seconds past its result at most), then for the
 // targets. A process that had to be killed after a complete result is a warning.
 nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const std::string& dir) {
   constexpr std::chrono::seconds kGrace(5);
-  auto deadline = Clock::now() + SpecTimeout(spec);
+  const auto start = Clock::now();
+  const auto deadline = start + SpecTimeout(spec);
   nlohmann::json codes = {
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace))}};
+  const auto ran = Clock::now() - start;
   bool clean = codes["source"] == 0;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
     codes["targets"].push_back(WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace)));
@@ -59,7 +71,7 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
   }
   auto res = ReadJsonFile(ResultPath(dir));
   nlohmann::json out = res.ok() ? res.value() : nlohmann::json{{"ok", false}};
-  if (!res.ok()) out["error"] = "the source left no result";
+  if (!res.ok()) out["error"] = NoResultError(spec, codes["source"], ran, start + ran >= deadline);
   if (res.ok() && !clean) out["warning"] = "a process did not exit cleanly after the result";
   out["exit_codes"] = codes;
   return out;
