@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "control.h"
 #include "orchestrate.h"
 #include "pinning.h"
 #include "report.h"
@@ -110,7 +111,9 @@ std::string JoinArgs(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace lanebench;
   CLI::App app{"lanebench: completion isolation between lanes, global-fifo vs independent"};
-  app.footer("exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags, 77 not available");
+  app.footer(
+      "exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags or an unwritable --json, "
+      "77 not available");
   BenchConfig cfg;
   AddBenchFlags(app, cfg);
   std::string role = "bench", dir;
@@ -127,6 +130,11 @@ int main(int argc, char** argv) {
   if (role == "source") return RunSource(dir);
   if (kvlane::Status s = cfg.Validate(); !s.ok()) {
     std::fprintf(stderr, "lanebench: %s\n", s.message().c_str());
+    return 2;
+  }
+  // Before any measurement: a document that cannot be written is found now, not at the end.
+  if (kvlane::Status s = CheckWritable(cfg.json); !s.ok()) {
+    std::fprintf(stderr, "lanebench: --json %s: %s\n", cfg.json.c_str(), s.message().c_str());
     return 2;
   }
   return RunBench(cfg, JoinArgs(argc, argv));
