@@ -2,12 +2,14 @@
 // side against global-fifo in one run. See tools/lanebench/README.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "control.h"
 #include "orchestrate.h"
 #include "pinning.h"
 #include "report.h"
+#include "stop_signal.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -75,7 +77,15 @@ int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& w
   return kExitUnavailable;
 }
 
+// After a stop signal: the workers are reaped and the run directory is gone.
+int Stopped(int sig) {
+  std::fprintf(stderr, "lanebench: stopped by signal %d (%s); no document written\n", sig,
+               strsignal(sig));
+  return 128 + sig;
+}
+
 int RunBench(const BenchConfig& cfg, const std::string& command) {
+  CatchStopSignals();
   const std::vector<Case> cases = BuildCases(cfg);
   const Doc env = Environment();
   const Doc base = BuildDocument(cfg, cases, {}, command, env);
@@ -89,6 +99,7 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
                    s.ToString().c_str());
   }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
+  if (int sig = StopSignal(); sig != 0) return Stopped(sig);
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();
   const Doc doc = BuildDocument(cfg, cases, records, command, end_env);
