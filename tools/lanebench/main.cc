@@ -32,8 +32,9 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--small-bytes", cfg.small_bytes, "mixed small size")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  app.add_option("--single-ops", cfg.single_ops, "single shape ops")->delimiter(',');
-  app.add_option("--single-bytes", cfg.single_bytes, "single shape sizes (e.g. 4KiB,2MiB)")
+  app.add_option("--single-ops", cfg.single_ops, "single shape ops (default read,write)")
+      ->delimiter(',');
+  app.add_option("--single-bytes", cfg.single_bytes, "single shape sizes (default 4KiB,2MiB)")
       ->delimiter(',')
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--warmup", cfg.warmup, "warm-up iterations per run")->capture_default_str();
