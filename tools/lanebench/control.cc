@@ -1,7 +1,10 @@
 #include "control.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -27,8 +30,21 @@ kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     if (!out) return kvlane::Status::Backend("cannot write " + tmp);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
     return kvlane::Status::Backend("cannot rename " + tmp);
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status CheckWritable(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return kvlane::Status::InvalidArgument(path + " is a directory");
+  const std::string tmp = path + ".tmp";
+  if (!std::ofstream(tmp, std::ios::binary | std::ios::trunc))
+    return kvlane::Status::Backend("cannot write " + tmp + ": " + std::strerror(errno));
+  std::filesystem::remove(tmp, ec);
   return kvlane::Status::Ok();
 }
 

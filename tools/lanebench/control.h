@@ -14,6 +14,9 @@ namespace lanebench {
 
 // Writes `bytes` to `path` through a temporary file and a rename.
 kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes);
+// Whether WriteFileAtomic(path, ...) can succeed now: creates and removes its
+// temporary file; `path` itself is neither created nor changed.
+kvlane::Status CheckWritable(const std::string& path);
 // Waits until `path` exists, then reads it whole.
 kvlane::Result<std::string> AwaitFile(const std::string& path, std::chrono::milliseconds timeout);
 

@@ -2,11 +2,14 @@
 // side against global-fifo in one run. See tools/lanebench/README.md.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
+#include "control.h"
 #include "orchestrate.h"
 #include "pinning.h"
 #include "report.h"
+#include "stop_signal.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -29,8 +32,9 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--small-bytes", cfg.small_bytes, "mixed small size")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  app.add_option("--single-ops", cfg.single_ops, "single shape ops")->delimiter(',');
-  app.add_option("--single-bytes", cfg.single_bytes, "single shape sizes (e.g. 4KiB,2MiB)")
+  app.add_option("--single-ops", cfg.single_ops, "single shape ops (default read,write)")
+      ->delimiter(',');
+  app.add_option("--single-bytes", cfg.single_bytes, "single shape sizes (default 4KiB,2MiB)")
       ->delimiter(',')
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--warmup", cfg.warmup, "warm-up iterations per run")->capture_default_str();
@@ -74,7 +78,15 @@ int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& w
   return kExitUnavailable;
 }
 
+// After a stop signal: the workers are reaped and the run directory is gone.
+int Stopped(int sig) {
+  std::fprintf(stderr, "lanebench: stopped by signal %d (%s); no document written\n", sig,
+               strsignal(sig));
+  return 128 + sig;
+}
+
 int RunBench(const BenchConfig& cfg, const std::string& command) {
+  CatchStopSignals();
   const std::vector<Case> cases = BuildCases(cfg);
   const Doc env = Environment();
   const Doc base = BuildDocument(cfg, cases, {}, command, env);
@@ -88,6 +100,7 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
                    s.ToString().c_str());
   }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
+  if (int sig = StopSignal(); sig != 0) return Stopped(sig);
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();
   const Doc doc = BuildDocument(cfg, cases, records, command, end_env);
@@ -110,7 +123,9 @@ std::string JoinArgs(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace lanebench;
   CLI::App app{"lanebench: completion isolation between lanes, global-fifo vs independent"};
-  app.footer("exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags, 77 not available");
+  app.footer(
+      "exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags or an unwritable --json, "
+      "77 not available");
   BenchConfig cfg;
   AddBenchFlags(app, cfg);
   std::string role = "bench", dir;
@@ -127,6 +142,11 @@ int main(int argc, char** argv) {
   if (role == "source") return RunSource(dir);
   if (kvlane::Status s = cfg.Validate(); !s.ok()) {
     std::fprintf(stderr, "lanebench: %s\n", s.message().c_str());
+    return 2;
+  }
+  // Before any measurement: a document that cannot be written is found now, not at the end.
+  if (kvlane::Status s = CheckWritable(cfg.json); !s.ok()) {
+    std::fprintf(stderr, "lanebench: --json %s: %s\n", cfg.json.c_str(), s.message().c_str());
     return 2;
   }
   return RunBench(cfg, JoinArgs(argc, argv));

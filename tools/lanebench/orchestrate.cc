@@ -1,12 +1,17 @@
 #include "orchestrate.h"
 
+#include <fmt/format.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
 #include "buffers.h"
 #include "spawn.h"
+#include "stop_signal.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -14,11 +19,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-kvlane::Result<std::string> MakeRunDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "lanebench-XXXXXX").string();
-  if (mkdtemp(tmpl.data()) == nullptr) return kvlane::Status::Backend("mkdtemp failed");
-  return tmpl;
-}
+// A run's temporary directory ($TMPDIR/lanebench-XXXXXX), removed with everything
+// in it when this goes out of scope: on every way out of RunGroup.
+class RunDir {
+ public:
+  static kvlane::Result<std::unique_ptr<RunDir>> Make() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "lanebench-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr)
+      return kvlane::Status::Backend("mkdtemp " + tmpl + ": " + std::strerror(errno));
+    return std::unique_ptr<RunDir>(new RunDir(tmpl));
+  }
+  ~RunDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  RunDir(const RunDir&) = delete;
+  RunDir& operator=(const RunDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit RunDir(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
 
 // Spawns the targets, then the source; returns their pids (source last).
 kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::string& dir) {
@@ -36,30 +58,45 @@ kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::st
   return pids;
 }
 
-// True once `path` has existed for `grace`: the process had its say.
+// True once this process was asked to stop: its workers are killed at once.
+bool Stopping() { return StopSignal() != 0; }
+
+// True once `path` has existed for `grace` (the process had its say), or Stopping().
 std::function<bool()> ExistedFor(const std::string& path, std::chrono::seconds grace) {
   auto seen = std::make_shared<Clock::time_point>(Clock::time_point::max());
   return [=] {
+    if (Stopping()) return true;
     if (*seen == Clock::time_point::max() && std::filesystem::exists(path)) *seen = Clock::now();
     return *seen != Clock::time_point::max() && Clock::now() - *seen >= grace;
   };
+}
+
+// Why a source left no result: killed at the deadline of --timeout, or its exit code.
+std::string NoResultError(const RunSpec& spec, int code, Clock::duration ran, bool timed_out) {
+  if (timed_out && code == -1)
+    return fmt::format("the source timed out (--timeout {:g} s): killed after {:.1f} s",
+                       spec.timeout_s, std::chrono::duration<double>(ran).count());
+  return fmt::format("the source left no result (exit code {})", code);
 }
 
 // Waits for the source (a few seconds past its result at most), then for the
 // targets. A process that had to be killed after a complete result is a warning.
 nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const std::string& dir) {
   constexpr std::chrono::seconds kGrace(5);
-  auto deadline = Clock::now() + SpecTimeout(spec);
+  const auto start = Clock::now();
+  const auto deadline = start + SpecTimeout(spec);
   nlohmann::json codes = {
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace))}};
+  const auto ran = Clock::now() - start;
   bool clean = codes["source"] == 0;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
-    codes["targets"].push_back(WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace)));
+    codes["targets"].push_back(
+        WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace), Stopping));
     clean = clean && codes["targets"].back() == 0;
   }
   auto res = ReadJsonFile(ResultPath(dir));
   nlohmann::json out = res.ok() ? res.value() : nlohmann::json{{"ok", false}};
-  if (!res.ok()) out["error"] = "the source left no result";
+  if (!res.ok()) out["error"] = NoResultError(spec, codes["source"], ran, start + ran >= deadline);
   if (res.ok() && !clean) out["warning"] = "a process did not exit cleanly after the result";
   out["exit_codes"] = codes;
   return out;
@@ -69,15 +106,12 @@ nlohmann::json RunGroup(const RunSpec& spec) {
   auto fail = [](const kvlane::Status& s) {
     return nlohmann::json{{"ok", false}, {"error", s.ToString()}};
   };
-  auto dir = MakeRunDir();
+  auto dir = RunDir::Make();
   if (!dir.ok()) return fail(dir.status());
-  nlohmann::json out;
-  kvlane::Status s = WriteJsonFile(SpecPath(dir.value()), spec);
-  auto pids = s.ok() ? SpawnGroup(spec, dir.value()) : kvlane::Result<std::vector<pid_t>>(s);
-  out = pids.ok() ? Reap(pids.value(), spec, dir.value()) : fail(pids.status());
-  std::error_code ec;
-  std::filesystem::remove_all(dir.value(), ec);
-  return out;
+  const std::string& path = dir.value()->path();
+  kvlane::Status s = WriteJsonFile(SpecPath(path), spec);
+  auto pids = s.ok() ? SpawnGroup(spec, path) : kvlane::Result<std::vector<pid_t>>(s);
+  return pids.ok() ? Reap(pids.value(), spec, path) : fail(pids.status());
 }
 
 void PrintProgress(const RunRecord& r, size_t index, size_t total) {
@@ -119,7 +153,10 @@ std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& 
       for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
         RunSpec spec = c.spec;
         spec.policy = order[pos];
-        records.push_back({c.id, order[pos], pair, pos, RunGroup(spec)});
+        if (Stopping()) return records;
+        nlohmann::json result = RunGroup(spec);
+        if (Stopping()) return records;  // a run stopped part-way is no result
+        records.push_back({c.id, order[pos], pair, pos, std::move(result)});
         PrintProgress(records.back(), records.size(), total);
       }
     }

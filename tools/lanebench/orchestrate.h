@@ -23,7 +23,9 @@ struct RunRecord {
 // error means "not available".
 kvlane::Status ProbeTransport(const BenchConfig& cfg);
 
-// Runs the whole plan; one progress line per run on stderr.
+// Runs the whole plan; one progress line per run on stderr. Once StopSignal()
+// is set, stops and reaps the workers of the run in progress, removes its
+// directory and returns the runs completed before it.
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases);
 
 }  // namespace lanebench

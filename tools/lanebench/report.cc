@@ -37,6 +37,9 @@ std::string Num(double v) {
   return std::fabs(v) < 10 ? fmt::format("{:.3f}", v) : fmt::format("{:.1f}", v);
 }
 
+// Num(v) followed by `unit` ("x", "/s", "%"); a missing value is "n/a" alone.
+std::string NumUnit(double v, const char* unit) { return std::isnan(v) ? Num(v) : Num(v) + unit; }
+
 double Get(const Doc& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
@@ -69,16 +72,16 @@ void PrintIsolation(const Doc& doc, std::FILE* out) {
   fmt::print(out, "\nisolation: mixed small p99 / {} p99 (same op, single lane)\n",
              doc["isolation"][0]["single_case"].get<std::string>());
   for (const Doc& r : doc["isolation"])
-    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}x\n", r["arm"].get<std::string>(),
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}\n", r["arm"].get<std::string>(),
                Num(Get(r, "mixed_small_p99_us")), Num(Get(r, "single_p99_us")),
-               Num(Get(r, "ratio")));
+               NumUnit(Get(r, "ratio"), "x"));
   fmt::print(out,
              "  diagnostic, not the target: the same over iterations whose poller did not "
              "stall (see tail)\n");
   for (const Doc& r : doc["isolation"])
-    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}x\n", r["arm"].get<std::string>(),
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}\n", r["arm"].get<std::string>(),
                Num(Get(r, "mixed_small_p99_unstalled_us")), Num(Get(r, "single_p99_unstalled_us")),
-               Num(Get(r, "ratio_unstalled")));
+               NumUnit(Get(r, "ratio_unstalled"), "x"));
 }
 
 // One line per case and arm: the slow iterations and what the source saw in them.
@@ -92,11 +95,12 @@ void PrintTail(const Doc& doc, std::FILE* out) {
       const Doc& t = a["tail"];
       fmt::print(out,
                  "  {:<18} {:<12} {:>3}/{:<4} slow: poller stalled {}, Post() slow {}, "
-                 "neither {}; host stalls {}/s, {}/s, {}%\n",
+                 "neither {}; host stalls {}, {}, {}\n",
                  c["id"].get<std::string>(), arm, t.value("slow", 0), t.value("measured", 0),
                  t.value("slow_stalled", 0), t.value("slow_post", 0), t.value("slow_other", 0),
-                 Num(Get(t, "host_stalls_5us_per_s")), Num(Get(t, "host_stalls_10us_per_s")),
-                 Num(Get(t, "host_stalled_pct")));
+                 NumUnit(Get(t, "host_stalls_5us_per_s"), "/s"),
+                 NumUnit(Get(t, "host_stalls_10us_per_s"), "/s"),
+                 NumUnit(Get(t, "host_stalled_pct"), "%"));
     }
 }
 

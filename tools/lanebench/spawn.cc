@@ -21,8 +21,8 @@ kvlane::Result<pid_t> SpawnSelf(const std::vector<std::string>& args) {
   pid_t pid = fork();
   if (pid < 0) return kvlane::Status::Backend(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
-    // An orchestrator stopped (SIGTERM, SIGINT from another group, SIGKILL) takes its
-    // workers with it instead of leaving them to run out their iterations alone.
+    // An orchestrator killed (SIGKILL, or a signal it does not catch: stop_signal.h) takes
+    // its workers with it instead of leaving them to run out their iterations alone.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != orchestrator) _exit(127);
     execv("/proc/self/exe", argv.data());

@@ -1,0 +1,72 @@
+// The printed report from hand-made documents: what a reader sees when values are missing.
+#include "report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace lanebench {
+namespace {
+
+std::string Render(const Doc& doc) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* out = open_memstream(&buf, &len);
+  PrintResults(doc, out);
+  std::fclose(out);
+  std::string s(buf, len);
+  std::free(buf);
+  return s;
+}
+
+// One single-shape case whose runs all failed and had no host-stall probe: every
+// number of the tail and the isolation ratio is missing (NaN, stored as null).
+Doc NothingMeasured() {
+  Doc tail = {{"measured", 0},
+              {"slow", 0},
+              {"host_stalls_5us_per_s", NAN},
+              {"host_stalls_10us_per_s", NAN},
+              {"host_stalled_pct", NAN}};
+  Doc arm = {{"median", Doc::object()}, {"tail", tail}, {"runs", Doc::array()}};
+  Doc iso = {{"arm", "independent"},
+             {"mixed_small_p99_us", NAN},
+             {"single_case", "single-write-4KiB"},
+             {"single_p99_us", NAN},
+             {"ratio", NAN},
+             {"mixed_small_p99_unstalled_us", NAN},
+             {"single_p99_unstalled_us", NAN},
+             {"ratio_unstalled", NAN}};
+  return {
+      {"baseline", "global-fifo"},
+      {"candidate", "independent"},
+      {"environment", {{"loadavg_end", "0 0 0"}}},
+      {"cases", {{{"id", "single-write-4KiB"}, {"arms", {{"independent", arm}}}}}},
+      {"table", Doc::array()},
+      {"isolation", {iso}},
+      {"verification",
+       {{"verified_iterations", 0}, {"measured_iterations", 0}, {"valid_runs", 0}, {"runs", 1}}},
+      {"outcome", "invalid"}};
+}
+
+TEST(Report, MissingValueIsNaAloneWithoutItsUnit) {
+  const std::string text = Render(Doc::parse(NothingMeasured().dump()));  // NaN -> null
+  EXPECT_NE(text.find("host stalls n/a, n/a, n/a"), std::string::npos) << text;
+  EXPECT_NE(text.find("= n/a\n"), std::string::npos) << text;
+  for (const char* glued : {"n/ax", "n/a/s", "n/a%"})
+    EXPECT_EQ(text.find(glued), std::string::npos) << glued << " in:\n" << text;
+}
+
+TEST(Report, PresentValueKeepsItsUnit) {
+  Doc doc = NothingMeasured();
+  doc["cases"][0]["arms"]["independent"]["tail"]["host_stalls_5us_per_s"] = 1000.0;
+  doc["cases"][0]["arms"]["independent"]["tail"]["host_stalled_pct"] = 1.0;
+  doc["isolation"][0]["ratio"] = 1.25;
+  const std::string text = Render(doc);
+  EXPECT_NE(text.find("host stalls 1000.0/s, n/a, 1.000%"), std::string::npos) << text;
+  EXPECT_NE(text.find("= 1.250x\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace lanebench
