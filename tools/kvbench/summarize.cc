@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "atomic_file.h"
 #include "path_choice.h"
 #include "summary_charts.h"
 
@@ -144,9 +145,10 @@ kvlane::Status WriteSummary(const std::vector<std::string>& inputs, const std::s
     if (s.ok()) files.push_back(c.name + ".svg");
     if (!s.ok() && charts.ok()) charts = s;
   }
-  std::ofstream md(fs::path(out_dir) / "summary.md");
-  md << RenderMarkdown(docs, files);
-  if (!md) return kvlane::Status::Backend("cannot write " + out_dir + "/summary.md");
+  // Whole or not at all: a reader never sees half a page, nor a failed render's.
+  KVLANE_RETURN_IF_ERROR(
+      WriteFileAtomically((fs::path(out_dir) / "summary.md").string(), RenderMarkdown(docs, files))
+          .status());
   fmt::print(log, "kvbench summarize: {} document(s) -> {}/summary.md, {} chart(s)\n", docs.size(),
              out_dir, files.size());
   return charts;

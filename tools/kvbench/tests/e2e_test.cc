@@ -280,6 +280,24 @@ TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   ExpectValid(OnlyDocument(out), "local", 2);
 }
 
+// A second run into the same --out writes over the first's document (same case
+// name) and says so on its "wrote" line; the first run's line does not.
+TEST(KvbenchEndToEnd, ASecondRunSaysItReplacedTheDocument) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("again"), err = FreshDir("again_stderr");
+  const std::string run = std::string("run --transport local --ops push ") + kTiny + " --out " +
+                          out.string() + " > /dev/null 2>" + err.string();
+  ASSERT_EQ(Kvbench(run), 0);
+  const std::string doc = (out / "kv-dsv4-b256-local.json").string();
+  EXPECT_NE(ReadFile(err).find("[kvbench] wrote " + doc + "\n"), std::string::npos)
+      << ReadFile(err);
+  ASSERT_EQ(Kvbench(run), 0);
+  EXPECT_NE(ReadFile(err).find("[kvbench] wrote " + doc + " (replaced an earlier document)\n"),
+            std::string::npos)
+      << ReadFile(err);
+  ExpectValid(OnlyDocument(out), "local", 2);  // one document, no temporary file beside it
+}
+
 // A usage error (unknown flag, missing subcommand, a value CLI11 cannot read) exits
 // 2 like every other setup error; --help exits 0.
 TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {

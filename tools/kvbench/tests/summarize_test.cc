@@ -158,6 +158,23 @@ TEST(Summarize, WritesMarkdownAndSvgs) {
   EXPECT_NE(text.find("frontier.svg"), std::string::npos);
 }
 
+// A render that draws nothing (every row failed) leaves no chart of an earlier
+// summary in --out beside the new summary.md.
+TEST(Summarize, AFailedRenderLeavesNoEarlierChart) {
+  TempDirs TempDir;
+  fs::path in = TempDir("stale_in"), out = TempDir("stale_out");
+  CaseDocument doc = SampleDoc();
+  for (RowResult& r : doc.rows) r.verdict = Verdict::kFail;
+  Write(in / "a.json", DocumentToJson(doc));
+  std::ofstream(out / "frontier.svg") << "<svg>earlier</svg>";
+  std::ofstream(out / "latency_vs_isl.svg") << "<svg>earlier</svg>";
+  std::ostringstream log;
+  EXPECT_FALSE(WriteSummary({in.string()}, out.string(), log).ok());
+  EXPECT_TRUE(fs::exists(out / "summary.md"));
+  EXPECT_FALSE(fs::exists(out / "frontier.svg"));
+  EXPECT_FALSE(fs::exists(out / "latency_vs_isl.svg"));
+}
+
 // A tcp case on device pools is told apart from one on host pools in the chart
 // series and the case section; a document without the memory fields reads as host.
 TEST(Summarize, NamesTheMemoryAndItsStaging) {
