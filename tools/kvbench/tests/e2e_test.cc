@@ -39,6 +39,20 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
   EXPECT_TRUE(fs::exists(summary / "summary.md"));
   EXPECT_TRUE(fs::exists(summary / "frontier.svg"));
   EXPECT_TRUE(fs::exists(summary / "latency_vs_isl.svg"));
+  // Exit codes (README): 3 a chart not rendered (no gnuplot on PATH), summary.md
+  // still written; 4 nothing to summarize; 2 an input that does not exist.
+  fs::remove_all(summary);
+  EXPECT_EQ(kvbench::testing::RunBinary(
+                "PATH=/nonexistent " KVBENCH_BINARY,
+                "summarize " + out.string() + " --out " + summary.string() + " 2>/dev/null"),
+            3);
+  EXPECT_TRUE(fs::exists(summary / "summary.md"));
+  EXPECT_EQ(
+      Kvbench("summarize " + summary.string() + " --out " + summary.string() + " 2>/dev/null"),
+      4);  // summary.md is no case document
+  EXPECT_EQ(Kvbench("summarize " + (out / "missing").string() + " --out " + summary.string() +
+                    " 2>/dev/null"),
+            2);
 }
 
 TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
