@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "kvlane/options.h"
@@ -11,17 +10,6 @@
 
 namespace kvbench {
 namespace {
-
-struct Preset {
-  std::vector<uint64_t> isl;
-  std::vector<uint64_t> batches;
-  int warmup, samples, trials;
-};
-
-// quick: the embedded default, about one minute on a 2-core host over shm.
-const Preset kQuick{{8192, 32768}, {1, 2, 4}, 2, 12, 2};
-// full: DESIGN.md's grid and sampling (2 warm-up, 16 samples x 3 trials).
-const Preset kFull{{8192, 32768, 131072, 524288}, {1, 2, 4, 8, 16, 32}, 2, 16, 3};
 
 std::string Join(const std::vector<uint64_t>& v) {
   std::string s;
@@ -75,17 +63,6 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
 
 }  // namespace
 
-uint64_t MemAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 uint64_t DevicePoolBudget(uint64_t default_budget, uint64_t free_bytes, int ranks_on_device) {
   if (free_bytes == 0) return default_budget;
   uint64_t cap = free_bytes / 5 * 4 / std::max(ranks_on_device, 1);
@@ -108,21 +85,11 @@ kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text)
 
 kvlane::Status RunConfig::Resolve() {
   KVLANE_RETURN_IF_ERROR(ApplySlurm(this));  // srun -n 2: rank and peer from Slurm
-  if (grid_preset != "quick" && grid_preset != "full") {
-    return kvlane::Status::InvalidArgument("--grid is quick or full");
-  }
-  const Preset& p = grid_preset == "full" ? kFull : kQuick;
-  plan_defaults.isl = p.isl;
-  plan_defaults.batches = p.batches;
+  KVLANE_ASSIGN_OR_RETURN(pool_budget_auto, ApplyGridDefaults(&grid, &plan_defaults));
+  const GridPreset p = GridPresetNamed(grid.preset).value();
   if (warmup == -1) warmup = p.warmup;  // -1: not given; any other negative is refused
   if (samples == -1) samples = p.samples;
   if (trials == -1) trials = p.trials;
-  if (grid.pool_budget.empty() && !std::getenv("KVBENCH_POOL_BUDGET")) {
-    uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
-    uint64_t budget = cap ? std::min(plan_defaults.pool_budget, cap) : plan_defaults.pool_budget;
-    grid.pool_budget = std::to_string(budget);
-    pool_budget_auto = true;
-  }
   std::string timeout = control_timeout;
   if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
     timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
@@ -141,7 +108,7 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 "--dtype",
                                 grid.workload.dtype,
                                 "--grid",
-                                grid_preset,
+                                grid.preset,
                                 "--transport",
                                 transport,
                                 "--memory",
@@ -184,9 +151,6 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
 
 void AddRunFlags(CLI::App* app, RunConfig* c) {
   AddGridFlags(app, &c->grid);
-  app->add_option("--grid", c->grid_preset,
-                  "quick (embedded default: isl 8192,32768 batches 1,2,4) or full (DESIGN.md)")
-      ->capture_default_str();
   app->add_option("--transport", c->transport,
                   "auto (tcp across hosts; on one host cuda between two GPUs or for --memory "
                   "cuda, else shm) | local | shm | tcp | cuda")

@@ -322,6 +322,39 @@ TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
 }
 
+nlohmann::json PlanJson(const std::string& flags, const fs::path& file) {
+  EXPECT_EQ(Kvbench("plan --json " + flags + " > " + file.string()), 0) << flags;
+  std::ifstream in(file);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// `plan` with no flags shows what `run` with no flags measures: the quick grid and
+// a pool budget capped at a quarter of MemAvailable, not the full grid at 64 GiB;
+// and with the same grid flags it prints the very plan the run's document records.
+TEST(KvbenchEndToEnd, PlanShowsWhatRunMeasures) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("plan_run"), out = FreshDir("plan_run_out");
+  fs::create_directories(dir);
+  nlohmann::json plain = PlanJson("", dir / "plain.json");
+  EXPECT_EQ(plain["options"]["isl"], nlohmann::json({8192, 32768}));
+  EXPECT_EQ(plain["options"]["batches"], nlohmann::json({1, 2, 4}));
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib && key != "MemAvailable:") meminfo.ignore(256, '\n');
+  if (key == "MemAvailable:" && kib * 1024 / 4 < (60ull << 30)) {
+    EXPECT_LT(plain["options"]["pool_budget"].get<uint64_t>(), 64ull << 30);
+  }
+  EXPECT_EQ(PlanJson("--grid full", dir / "full.json")["options"]["isl"].size(), 4u);
+  EXPECT_EQ(Kvbench("plan --grid huge 2>/dev/null"), 2);
+  const std::string grid = "--workload contig --pool-budget 1GiB";
+  nlohmann::json plan = PlanJson(grid, dir / "plan.json");
+  ASSERT_EQ(Kvbench("run --transport local --ops push --warmup 0 --samples 1 --trials 1 " + grid +
+                    " --out " + out.string() + " > /dev/null 2>&1"),
+            0);
+  EXPECT_EQ(OnlyDocument(out)["workload"], plan);
+}
+
 TEST(KvbenchEndToEnd, PlanJsonIsOneObject) {
   Dirs FreshDir;
   fs::path out = FreshDir("plan");
