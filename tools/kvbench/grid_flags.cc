@@ -64,8 +64,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--block", flags->workload.block,
                   "model block in tokens (kv-dsv4/contig, default 256) or page_tokens (kv-mla: "
                   "16|64, default 64)");
-  app->add_option("--dtype", flags->workload.dtype, "kv-mla element type: bf16 | fp8")
-      ->capture_default_str();
+  app->add_option("--dtype", flags->workload.dtype,
+                  "kv-mla element type: bf16 (default) | fp8; refused for kv-dsv4 and contig");
   app->add_option("--grid", flags->preset,
                   "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full "
                   "(DESIGN.md); --isl and --batches replace its ladders")

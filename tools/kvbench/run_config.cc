@@ -22,6 +22,7 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   if (std::find(kTransports.begin(), kTransports.end(), c.transport) == kTransports.end()) {
     return kvlane::Status::InvalidArgument("unknown transport '" + c.transport + "'");
   }
+  KVLANE_RETURN_IF_ERROR(Workload::Make(c.grid.workload).status());  // before any rank starts
   KVLANE_RETURN_IF_ERROR(CheckTransportMemory(c.transport, c.memory));
   KVLANE_RETURN_IF_ERROR(kvlane::ParseStagingCopy(c.staging_copy).status());
   for (const std::string& op : c.ops) {
@@ -105,8 +106,6 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 grid.workload.name,
                                 "--block",
                                 std::to_string(grid.workload.block),
-                                "--dtype",
-                                grid.workload.dtype,
                                 "--grid",
                                 grid.preset,
                                 "--transport",
@@ -138,6 +137,7 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
   std::string ops_list;
   for (const std::string& op : ops) ops_list += (ops_list.empty() ? "" : ",") + op;
   a.insert(a.end(), {"--ops", ops_list});
+  if (!grid.workload.dtype.empty()) a.insert(a.end(), {"--dtype", grid.workload.dtype});
   if (!grid.isl.empty()) a.insert(a.end(), {"--isl", Join(grid.isl)});
   if (!grid.batches.empty()) a.insert(a.end(), {"--batches", Join(grid.batches)});
   if (!grid.desc_budget.empty()) a.insert(a.end(), {"--desc-budget", grid.desc_budget});
