@@ -28,11 +28,14 @@ Group Dsv4Group(std::string name, int layers, int block, int tokens_per_state, i
   return g;
 }
 
-kvlane::Result<std::vector<Group>> Dsv4Groups(int block) {
+// `workload` (kv-dsv4, or contig, which carries a kv-dsv4 request's bytes) names
+// the workload the user asked for in the error.
+kvlane::Result<std::vector<Group>> Dsv4Groups(int block, const std::string& workload) {
   if (block <= 0 || block % 128 != 0) {
     return kvlane::Status::InvalidArgument(
-        "kv-dsv4: block " + std::to_string(block) +
-        " splits an HCA state (c128a folds 128 tokens into one state); use a multiple of 128");
+        workload + ": block " + std::to_string(block) + " splits an HCA state" +
+        (workload == "kv-dsv4" ? "" : " of the kv-dsv4 request it carries") +
+        " (c128a folds 128 tokens into one state); use a multiple of 128");
   }
   return std::vector<Group>{
       Dsv4Group("c4a", 30, block, 4, kDsv4StateBytes, 0),
@@ -86,7 +89,7 @@ kvlane::Result<Workload> Workload::Make(const WorkloadSpec& spec) {
           (spec.name == "contig" ? " (contig carries a kv-dsv4 request's bytes)" : ""));
     }
     w.block_ = spec.block == 0 ? 256 : spec.block;
-    KVLANE_ASSIGN_OR_RETURN(w.groups_, Dsv4Groups(w.block_));
+    KVLANE_ASSIGN_OR_RETURN(w.groups_, Dsv4Groups(w.block_, spec.name));
     if (spec.name == "contig") w.MakeContig();
   } else if (spec.name == "kv-mla") {
     w.block_ = spec.block == 0 ? 64 : spec.block;

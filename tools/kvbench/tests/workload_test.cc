@@ -111,5 +111,13 @@ TEST(Workload, DtypeIsRefusedWhereItChangesNothing) {
   EXPECT_EQ(Workload::Make({"kv-mla", 64, "fp8"}).value().dtype(), "fp8");
 }
 
+TEST(Workload, ContigBlockErrorNamesContig) {
+  auto w = Workload::Make({"contig", 1, ""});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message().rfind("contig: block 1 ", 0), 0u) << w.status().message();
+  EXPECT_EQ(Workload::Make({"kv-dsv4", 1, ""}).status().message().rfind("kv-dsv4: block 1 ", 0),
+            0u);
+}
+
 }  // namespace
 }  // namespace kvbench
