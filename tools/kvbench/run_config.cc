@@ -25,9 +25,12 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   KVLANE_RETURN_IF_ERROR(Workload::Make(c.grid.workload).status());  // before any rank starts
   KVLANE_RETURN_IF_ERROR(CheckTransportMemory(c.transport, c.memory));
   KVLANE_RETURN_IF_ERROR(kvlane::ParseStagingCopy(c.staging_copy).status());
-  for (const std::string& op : c.ops) {
-    if (op != "pull" && op != "push") {
-      return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
+  for (auto op = c.ops.begin(); op != c.ops.end(); ++op) {
+    if (*op != "pull" && *op != "push") {
+      return kvlane::Status::InvalidArgument("unknown op '" + *op + "' (pull, push)");
+    }
+    if (std::find(c.ops.begin(), op, *op) != op) {  // it would measure every row twice
+      return kvlane::Status::InvalidArgument("--ops names " + *op + " twice");
     }
   }
   if (c.policy != "independent" && c.policy != "global-fifo") {

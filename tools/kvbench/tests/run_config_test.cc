@@ -132,6 +132,8 @@ TEST(RunConfig, RejectsAMemoryPairOverLocalShmOrCuda) {
 TEST(RunConfig, RejectsBadChoices) {
   for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
                                        {"--ops", "pull,fetch"},
+                                       {"--ops", "pull,pull"},
+                                       {"--ops", "push,pull,push"},
                                        {"--dtype", "fp8"},  // kv-dsv4: refused before any rank
                                        {"--block", "1"},
                                        {"--rank", "1"},
