@@ -1,8 +1,11 @@
 // End to end: `kvbench run` spawns two real rank processes on host memory with a
 // tiny grid, writes valid documents, and `kvbench summarize` renders them.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -310,6 +313,53 @@ TEST(KvbenchEndToEnd, ASecondRunSaysItReplacedTheDocument) {
             std::string::npos)
       << ReadFile(err);
   ExpectValid(OnlyDocument(out), "local", 2);  // one document, no temporary file beside it
+}
+
+// A loopback port nobody listens on now (the kernel's pick for a bind to port 0).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Hand-started ranks: the initiator drives the run (README). The target's --ops,
+// sampling, --lanes and --policy go unused, so ranks that differ in them run, and
+// the document records what the initiator ran; the target writes no document.
+TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("hand"), target_out = FreshDir("hand_target");
+  const std::string common =
+      "run --transport shm --isl 8192 --batches 1 --pool-budget 1GiB "
+      "--control-timeout 30s --peer 127.0.0.1:" +
+      std::to_string(FreePort());
+  const std::string target = std::string(KVBENCH_BINARY) + " " + common +
+                             " --rank 0 --ops pull --warmup 0 --samples 5 --trials 2 --lanes 1 "
+                             "--policy independent --out " +
+                             target_out.string();
+  const std::string initiator = std::string(KVBENCH_BINARY) + " " + common +
+                                " --rank 1 --ops push --warmup 1 --samples 3 --trials 1 --lanes 3 "
+                                "--policy global-fifo --out " +
+                                out.string();
+  // Exits 16 x the target's code + the initiator's.
+  const std::string both = target + " >/dev/null 2>&1 & t=$!; " + initiator +
+                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
+  ASSERT_EQ(kvbench::testing::RunBinary("sh -c", "'" + both + "'"), 0);
+  nlohmann::json doc = OnlyDocument(out);
+  ExpectValid(doc, "shm", 1);
+  EXPECT_EQ(doc["rows"][0]["op"], "push");
+  EXPECT_EQ(doc["rows"][0]["burst_ms"]["n"], 3);
+  EXPECT_EQ(doc["sampling"]["warmup"], 1);
+  EXPECT_EQ(doc["sampling"]["samples"], 3);
+  EXPECT_EQ(doc["sampling"]["trials"], 1);
+  EXPECT_EQ(doc["implementation"]["lanes"], 3);
+  EXPECT_EQ(doc["implementation"]["policy"], "global-fifo");
+  EXPECT_FALSE(fs::exists(target_out));
 }
 
 // A usage error (unknown flag, missing subcommand, a value CLI11 cannot read) exits
