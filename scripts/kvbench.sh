@@ -29,11 +29,14 @@ if compgen -G "$out/*.json" >/dev/null; then
   "$kvbench" summarize "$out" --out "$summary"
   src=$?
   echo "[kvbench.sh] documents: $out/*.json"
-  echo "[kvbench.sh] tables:    $summary/summary.md"
+  case $src in  # summarize's exit codes: tools/kvbench/README.md
+    0|3) echo "[kvbench.sh] tables:    $summary/summary.md" ;;
+    *) echo "[kvbench.sh] no summary (summarize exit $src, see above)" >&2 ;;
+  esac
   if [ $src = 0 ]; then
     echo "[kvbench.sh] charts:    $summary/frontier.svg $summary/latency_vs_isl.svg"
-  else
-    echo "[kvbench.sh] charts:    not rendered (summarize exit $src, see above; gnuplot installed?)" >&2
+  elif [ $src = 3 ]; then
+    echo "[kvbench.sh] charts:    not rendered (summarize exit 3, see above; gnuplot installed?)" >&2
   fi
 else
   echo "[kvbench.sh] no case document in $out: nothing to summarize" >&2

@@ -1,4 +1,5 @@
-// `kvbench plan`: prints the grid, the shedding and the pool layout; moves no byte.
+// `kvbench plan`: prints the grid, the shedding and the pool layout that `kvbench run`
+// with the same flags measures; moves no byte.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,6 +10,14 @@
 #include "plan_report.h"
 
 namespace kvbench {
+namespace {
+
+constexpr const char* kAutomaticBudgetNote =
+    "pool budget: 64 GiB capped at MemAvailable / 4 here, as `kvbench run` sets it for a pool "
+    "in host memory; a run derives a GPU pool's from that GPU's free memory, and two ranks "
+    "take the smaller of their budgets (--pool-budget fixes it)";
+
+}  // namespace
 
 void AddPlanCommand(CLI::App* app, int* exit_code) {
   struct Flags {
@@ -20,7 +29,11 @@ void AddPlanCommand(CLI::App* app, int* exit_code) {
   AddGridFlags(cmd, &flags->grid);
   cmd->add_flag("--json", flags->json, "print one JSON object");
   cmd->callback([flags, exit_code] {
-    auto plan = PlanFromFlags(flags->grid, PlanOptions{});
+    // The same grid, defaults and budget rule as `kvbench run` (ApplyGridDefaults).
+    PlanOptions defaults;
+    auto automatic = ApplyGridDefaults(&flags->grid, &defaults);
+    auto plan = automatic.ok() ? PlanFromFlags(flags->grid, defaults)
+                               : kvlane::Result<Plan>(automatic.status());
     if (!plan.ok()) {
       fmt::print(stderr, "kvbench plan: {}\n", plan.status().message());
       *exit_code = 2;
@@ -30,6 +43,7 @@ void AddPlanCommand(CLI::App* app, int* exit_code) {
       std::cout << PlanToJson(plan.value()).dump(2) << "\n";
     } else {
       PrintPlan(plan.value(), std::cout);
+      if (automatic.value()) std::cout << kAutomaticBudgetNote << "\n";
     }
     *exit_code = 0;
   });

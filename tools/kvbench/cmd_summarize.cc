@@ -20,9 +20,10 @@ void AddSummarizeCommand(CLI::App* app, int* exit_code) {
   cmd->add_option("inputs", flags->inputs, "directories or .json case documents")->required();
   cmd->add_option("--out", flags->out, "output directory")->capture_default_str();
   cmd->callback([flags, exit_code] {
-    kvlane::Status s = WriteSummary(flags->inputs, flags->out, std::cerr);
-    if (!s.ok()) fmt::print(stderr, "kvbench summarize: {}\n", s.message());
-    *exit_code = s.ok() ? 0 : 3;
+    SummaryOutcome outcome = WriteSummary(flags->inputs, flags->out, std::cerr);
+    if (!outcome.status.ok())
+      fmt::print(stderr, "kvbench summarize: {}\n", outcome.status.message());
+    *exit_code = outcome.exit_code;
   });
 }
 

@@ -1,7 +1,9 @@
 #include "grid_flags.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 
 namespace kvbench {
 namespace {
@@ -23,7 +25,38 @@ int SuffixShift(const std::string& suffix) {
   return -1;
 }
 
+const GridPreset kQuick{{8192, 32768}, {1, 2, 4}, 2, 12, 2};
+const GridPreset kFull{{8192, 32768, 131072, 524288}, {1, 2, 4, 8, 16, 32}, 2, 16, 3};
+
 }  // namespace
+
+kvlane::Result<GridPreset> GridPresetNamed(const std::string& name) {
+  if (name == "quick") return kQuick;
+  if (name == "full") return kFull;
+  return kvlane::Status::InvalidArgument("--grid is quick or full, not '" + name + "'");
+}
+
+uint64_t MemAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
+kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) {
+  KVLANE_ASSIGN_OR_RETURN(GridPreset p, GridPresetNamed(flags->preset));
+  defaults->isl = p.isl;
+  defaults->batches = p.batches;
+  if (!flags->pool_budget.empty() || std::getenv("KVBENCH_POOL_BUDGET")) return false;
+  uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
+  flags->pool_budget =
+      std::to_string(cap ? std::min(defaults->pool_budget, cap) : defaults->pool_budget);
+  return true;
+}
 
 void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--workload", flags->workload.name, "kv-dsv4 | kv-mla | contig")
@@ -31,7 +64,11 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--block", flags->workload.block,
                   "model block in tokens (kv-dsv4/contig, default 256) or page_tokens (kv-mla: "
                   "16|64, default 64)");
-  app->add_option("--dtype", flags->workload.dtype, "kv-mla element type: bf16 | fp8")
+  app->add_option("--dtype", flags->workload.dtype,
+                  "kv-mla element type: bf16 (default) | fp8; refused for kv-dsv4 and contig");
+  app->add_option("--grid", flags->preset,
+                  "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full "
+                  "(DESIGN.md); --isl and --batches replace its ladders")
       ->capture_default_str();
   app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
   app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');
@@ -39,8 +76,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
                   "descriptors per burst before shedding (env KVBENCH_DESC_BUDGET; default 65536)");
   app->add_option(
       "--pool-budget", flags->pool_budget,
-      "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB, and for run "
-      "at most 1/4 of MemAvailable)");
+      "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB capped at 1/4 "
+      "of MemAvailable; run takes a device pool's from its GPU's free memory)");
 }
 
 kvlane::Result<uint64_t> ParseBytes(const std::string& text) {

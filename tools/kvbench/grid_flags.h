@@ -15,14 +15,35 @@ namespace kvbench {
 
 struct GridFlags {
   WorkloadSpec workload;
+  std::string preset = "quick";   // --grid: quick | full (GridPresetNamed)
   std::vector<uint64_t> isl;      // empty: the command's default ladder
   std::vector<uint64_t> batches;  // empty: the command's default ladder
   std::string desc_budget;        // empty: env KVBENCH_DESC_BUDGET, else the default
   std::string pool_budget;        // empty: env KVBENCH_POOL_BUDGET, else the default
 };
 
-// Registers --workload --block --dtype --isl --batches --desc-budget --pool-budget.
+// A named grid and its sampling. quick: the embedded default, about one minute on
+// a 2-core host over shm; full: DESIGN.md's grid (2 warm-up, 16 samples x 3 trials).
+struct GridPreset {
+  std::vector<uint64_t> isl;
+  std::vector<uint64_t> batches;
+  int warmup = 0, samples = 0, trials = 0;
+};
+kvlane::Result<GridPreset> GridPresetNamed(const std::string& name);
+
+// Registers --workload --block --dtype --grid --isl --batches --desc-budget --pool-budget.
 void AddGridFlags(CLI::App* app, GridFlags* flags);
+
+// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
+uint64_t MemAvailableBytes();
+
+// What `plan` and `run` both do before planning, so that `plan` shows what `run`
+// measures: the ladders of flags->preset become the defaults' and, with neither
+// --pool-budget nor KVBENCH_POOL_BUDGET, flags->pool_budget becomes the defaults'
+// (64 GiB) capped at a quarter of MemAvailable (two ranks may share this host).
+// Returns whether the pool budget is that automatic one (a run on a device pool
+// then derives its own from the GPU's free memory: session.h).
+kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults);
 
 // Parses "68719476736", "64GiB", "64G", "512MiB", "1T" (K/M/G/T are binary).
 kvlane::Result<uint64_t> ParseBytes(const std::string& text);

@@ -67,10 +67,9 @@ json PlanToJson(const Plan& plan) {
   json points = json::array();
   for (const PlanPoint& p : plan.points) points.push_back(PointToJson(p));
   const PlanOptions& o = plan.options;
-  return {{"workload",
-           {{"name", plan.workload.name()},
-            {"block", plan.workload.block()},
-            {"dtype", plan.workload.dtype()}}},
+  json workload = {{"name", plan.workload.name()}, {"block", plan.workload.block()}};
+  if (!plan.workload.dtype().empty()) workload["dtype"] = plan.workload.dtype();  // kv-mla only
+  return {{"workload", workload},
           {"options",
            {{"isl", o.isl},
             {"batches", o.batches},
@@ -85,8 +84,10 @@ json PlanToJson(const Plan& plan) {
 
 void PrintPlan(const Plan& plan, std::ostream& out) {
   const PlanOptions& o = plan.options;
-  fmt::print(out, "workload {} block {}  desc budget {}  pool budget {}\n\n", plan.workload.name(),
-             plan.workload.block(), o.desc_budget, Bytes(o.pool_budget));
+  const std::string& dtype = plan.workload.dtype();
+  fmt::print(out, "workload {} block {}{}  desc budget {}  pool budget {}\n\n",
+             plan.workload.name(), plan.workload.block(), dtype.empty() ? "" : " dtype " + dtype,
+             o.desc_budget, Bytes(o.pool_budget));
   fmt::print(out, "{:<8} {:>6} {:>6} {:>12} {:>14}\n", "group", "layers", "block", "page_B",
              "descriptor_B");
   for (const Group& g : plan.workload.groups()) {

@@ -40,7 +40,9 @@ int RunInitiator(Session* s) {
     fmt::print(stderr, "kvbench: {}\n", path.status().message());
     return kExitError;
   }
-  fmt::print(stderr, "[kvbench] wrote {}\n", path.value());
+  // A second run into the same --out with the same case name replaces the first's.
+  fmt::print(stderr, "[kvbench] wrote {}{}\n", path->path,
+             path->replaced ? " (replaced an earlier document)" : "");
   return doc.invalid_reasons.empty() ? kExitValid : kExitInvalid;
 }
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "kvlane/options.h"
@@ -11,17 +10,6 @@
 
 namespace kvbench {
 namespace {
-
-struct Preset {
-  std::vector<uint64_t> isl;
-  std::vector<uint64_t> batches;
-  int warmup, samples, trials;
-};
-
-// quick: the embedded default, about one minute on a 2-core host over shm.
-const Preset kQuick{{8192, 32768}, {1, 2, 4}, 2, 12, 2};
-// full: DESIGN.md's grid and sampling (2 warm-up, 16 samples x 3 trials).
-const Preset kFull{{8192, 32768, 131072, 524288}, {1, 2, 4, 8, 16, 32}, 2, 16, 3};
 
 std::string Join(const std::vector<uint64_t>& v) {
   std::string s;
@@ -34,11 +22,15 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   if (std::find(kTransports.begin(), kTransports.end(), c.transport) == kTransports.end()) {
     return kvlane::Status::InvalidArgument("unknown transport '" + c.transport + "'");
   }
+  KVLANE_RETURN_IF_ERROR(Workload::Make(c.grid.workload).status());  // before any rank starts
   KVLANE_RETURN_IF_ERROR(CheckTransportMemory(c.transport, c.memory));
   KVLANE_RETURN_IF_ERROR(kvlane::ParseStagingCopy(c.staging_copy).status());
-  for (const std::string& op : c.ops) {
-    if (op != "pull" && op != "push") {
-      return kvlane::Status::InvalidArgument("unknown op '" + op + "' (pull, push)");
+  for (auto op = c.ops.begin(); op != c.ops.end(); ++op) {
+    if (*op != "pull" && *op != "push") {
+      return kvlane::Status::InvalidArgument("unknown op '" + *op + "' (pull, push)");
+    }
+    if (std::find(c.ops.begin(), op, *op) != op) {  // it would measure every row twice
+      return kvlane::Status::InvalidArgument("--ops names " + *op + " twice");
     }
   }
   if (c.policy != "independent" && c.policy != "global-fifo") {
@@ -75,17 +67,6 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
 
 }  // namespace
 
-uint64_t MemAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 uint64_t DevicePoolBudget(uint64_t default_budget, uint64_t free_bytes, int ranks_on_device) {
   if (free_bytes == 0) return default_budget;
   uint64_t cap = free_bytes / 5 * 4 / std::max(ranks_on_device, 1);
@@ -108,21 +89,11 @@ kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text)
 
 kvlane::Status RunConfig::Resolve() {
   KVLANE_RETURN_IF_ERROR(ApplySlurm(this));  // srun -n 2: rank and peer from Slurm
-  if (grid_preset != "quick" && grid_preset != "full") {
-    return kvlane::Status::InvalidArgument("--grid is quick or full");
-  }
-  const Preset& p = grid_preset == "full" ? kFull : kQuick;
-  plan_defaults.isl = p.isl;
-  plan_defaults.batches = p.batches;
+  KVLANE_ASSIGN_OR_RETURN(pool_budget_auto, ApplyGridDefaults(&grid, &plan_defaults));
+  const GridPreset p = GridPresetNamed(grid.preset).value();
   if (warmup == -1) warmup = p.warmup;  // -1: not given; any other negative is refused
   if (samples == -1) samples = p.samples;
   if (trials == -1) trials = p.trials;
-  if (grid.pool_budget.empty() && !std::getenv("KVBENCH_POOL_BUDGET")) {
-    uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
-    uint64_t budget = cap ? std::min(plan_defaults.pool_budget, cap) : plan_defaults.pool_budget;
-    grid.pool_budget = std::to_string(budget);
-    pool_budget_auto = true;
-  }
   std::string timeout = control_timeout;
   if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
     timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
@@ -138,10 +109,8 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 grid.workload.name,
                                 "--block",
                                 std::to_string(grid.workload.block),
-                                "--dtype",
-                                grid.workload.dtype,
                                 "--grid",
-                                grid_preset,
+                                grid.preset,
                                 "--transport",
                                 transport,
                                 "--memory",
@@ -171,6 +140,7 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
   std::string ops_list;
   for (const std::string& op : ops) ops_list += (ops_list.empty() ? "" : ",") + op;
   a.insert(a.end(), {"--ops", ops_list});
+  if (!grid.workload.dtype.empty()) a.insert(a.end(), {"--dtype", grid.workload.dtype});
   if (!grid.isl.empty()) a.insert(a.end(), {"--isl", Join(grid.isl)});
   if (!grid.batches.empty()) a.insert(a.end(), {"--batches", Join(grid.batches)});
   if (!grid.desc_budget.empty()) a.insert(a.end(), {"--desc-budget", grid.desc_budget});
@@ -184,9 +154,6 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
 
 void AddRunFlags(CLI::App* app, RunConfig* c) {
   AddGridFlags(app, &c->grid);
-  app->add_option("--grid", c->grid_preset,
-                  "quick (embedded default: isl 8192,32768 batches 1,2,4) or full (DESIGN.md)")
-      ->capture_default_str();
   app->add_option("--transport", c->transport,
                   "auto (tcp across hosts; on one host cuda between two GPUs or for --memory "
                   "cuda, else shm) | local | shm | tcp | cuda")

@@ -15,7 +15,6 @@ namespace kvbench {
 
 struct RunConfig {
   GridFlags grid;
-  std::string grid_preset = "quick";  // quick: the one-minute embedded grid; full: DESIGN's
   std::string transport = "auto";     // auto | local | shm | tcp | cuda
   // Where each rank's pool lives: auto (cuda for the cuda transport, else host) |
   // host | cuda (the cuda transport, or tcp staging through pinned host buffers),
@@ -59,9 +58,6 @@ struct RunConfig {
 };
 
 void AddRunFlags(CLI::App* app, RunConfig* config);
-
-// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
-uint64_t MemAvailableBytes();
 
 // The automatic pool budget of a rank whose pool is on a GPU with `free_bytes`
 // free (cudaMemGetInfo): 80 % of it, the rest left to the CUDA context and the

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
+#include "atomic_file.h"
 #include "plan_report.h"
 
 namespace kvbench {
@@ -139,14 +139,11 @@ CaseDocument BuildDocument(const Session& s, const RunResult& result) {
   return doc;
 }
 
-kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir) {
+kvlane::Result<WrittenFile> WriteDocument(const CaseDocument& doc, const std::string& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   std::string path = (std::filesystem::path(out_dir) / (doc.case_name + ".json")).string();
-  std::ofstream out(path);
-  out << DumpCompact(DocumentToJson(doc)) << "\n";
-  if (!out) return kvlane::Status::Backend("cannot write " + path);
-  return path;
+  return WriteFileAtomically(path, DumpCompact(DocumentToJson(doc)) + "\n");
 }
 
 kvlane::Status CheckOutputDir(const std::string& out_dir) {

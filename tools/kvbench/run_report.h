@@ -5,6 +5,7 @@
 #include <ostream>
 #include <string>
 
+#include "atomic_file.h"
 #include "document.h"
 #include "row_runner.h"
 #include "session.h"
@@ -15,8 +16,9 @@ std::string ProgressLine(const RowResult& row);
 // Why the run is invalid (failed or unverified rows, run-level errors); empty: valid.
 std::vector<std::string> InvalidReasons(const RunResult& result);
 CaseDocument BuildDocument(const Session& session, const RunResult& result);
-// Writes <out_dir>/<case>.json; returns the path.
-kvlane::Result<std::string> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
+// Writes <out_dir>/<case>.json atomically (atomic_file.h): a document of that name
+// from an earlier run is replaced whole, and the result says so.
+kvlane::Result<WrittenFile> WriteDocument(const CaseDocument& doc, const std::string& out_dir);
 // Checks that a file can be written in out_dir (creating it for the check and
 // removing what it created), so that a run stops before measuring rather than
 // losing its document at the end.

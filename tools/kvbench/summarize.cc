@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "atomic_file.h"
 #include "path_choice.h"
 #include "summary_charts.h"
 
@@ -16,16 +17,24 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::vector<std::string> ExpandInputs(const std::vector<std::string>& inputs) {
+// The files named, and the *.json files in the directories named. An input that
+// does not exist, or a directory that cannot be listed, is an error: a mistyped
+// path is not the same as a directory without documents.
+kvlane::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   for (const std::string& in : inputs) {
-    if (!fs::is_directory(in)) {
+    std::error_code ec;
+    if (!fs::exists(in, ec)) {
+      return kvlane::Status::InvalidArgument(in + ": no such file or directory");
+    }
+    if (!fs::is_directory(in, ec)) {
       files.push_back(in);
       continue;
     }
-    for (const auto& e : fs::directory_iterator(in)) {
-      if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+    for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
     }
+    if (ec) return kvlane::Status::InvalidArgument(in + ": cannot list: " + ec.message());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -108,7 +117,8 @@ std::string CaseSection(const LoadedDocument& d) {
 kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
                                                           std::ostream& log) {
   std::vector<LoadedDocument> docs;
-  for (const std::string& path : ExpandInputs(inputs)) {
+  KVLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs));
+  for (const std::string& path : files) {
     auto d = LoadOne(path);
     if (!d.ok()) {
       fmt::print(log, "kvbench summarize: skipping {}: {}\n", path, d.status().message());
@@ -132,24 +142,46 @@ std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
   return s;
 }
 
-kvlane::Status WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
-                            std::ostream& log) {
-  KVLANE_ASSIGN_OR_RETURN(std::vector<LoadedDocument> docs, LoadDocuments(inputs, log));
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  kvlane::Status charts;
-  std::vector<std::string> files;
+namespace {
+
+// Renders every chart under out_dir; the first failure, and the charts drawn.
+kvlane::Status RenderCharts(const std::vector<LoadedDocument>& docs, const std::string& out_dir,
+                            std::vector<std::string>* files) {
+  kvlane::Status first;
   for (const ChartSpec& c : {FrontierChart(docs), LatencyChart(docs)}) {
     kvlane::Status s = RenderChart(c, out_dir);
-    if (s.ok()) files.push_back(c.name + ".svg");
-    if (!s.ok() && charts.ok()) charts = s;
+    if (s.ok()) files->push_back(c.name + ".svg");
+    if (!s.ok() && first.ok()) first = s;
   }
-  std::ofstream md(fs::path(out_dir) / "summary.md");
-  md << RenderMarkdown(docs, files);
-  if (!md) return kvlane::Status::Backend("cannot write " + out_dir + "/summary.md");
-  fmt::print(log, "kvbench summarize: {} document(s) -> {}/summary.md, {} chart(s)\n", docs.size(),
+  return first;
+}
+
+SummaryOutcome Fail(int exit_code, kvlane::Status why) { return {exit_code, std::move(why)}; }
+
+}  // namespace
+
+SummaryOutcome WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
+                            std::ostream& log) {
+  auto docs = LoadDocuments(inputs, log);
+  if (!docs.ok()) {
+    const bool none = docs.status().code() == kvlane::Code::kNotFound;
+    return Fail(none ? kSummaryNoDocuments : kSummaryError, docs.status());
+  }
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec)
+    return Fail(kSummaryError,
+                kvlane::Status::InvalidArgument("--out " + out_dir + ": " + ec.message()));
+  std::vector<std::string> files;
+  kvlane::Status charts = RenderCharts(docs.value(), out_dir, &files);
+  // Whole or not at all: a reader never sees half a page, nor a failed render's.
+  auto md = WriteFileAtomically((fs::path(out_dir) / "summary.md").string(),
+                                RenderMarkdown(docs.value(), files));
+  if (!md.ok()) return Fail(kSummaryError, md.status());
+  fmt::print(log, "kvbench summarize: {} document(s) -> {}/summary.md, {} chart(s)\n", docs->size(),
              out_dir, files.size());
-  return charts;
+  if (!charts.ok()) return Fail(kSummaryChartFailed, charts);
+  return {};
 }
 
 }  // namespace kvbench

@@ -21,6 +21,8 @@ struct LoadedDocument {
 
 // Reads every *.json case document in the given files or directories (sorted by
 // path). Files without an integer "version" and "rows" are skipped with a note.
+// kInvalidArgument when an input does not exist or cannot be listed; kNotFound
+// when no document was found.
 kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
                                                           std::ostream& log);
 
@@ -28,9 +30,20 @@ kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std:
 std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
                            const std::vector<std::string>& chart_files);
 
-// Loads, writes summary.md and the charts under out_dir. Returns an error when no
-// document was found or a chart could not be rendered (summary.md is still written).
-kvlane::Status WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
+// The exit codes of `kvbench summarize` (README), apart for a calling script.
+inline constexpr int kSummaryWritten = 0;      // summary.md and every chart
+inline constexpr int kSummaryError = 2;        // an input missing, --out not writable
+inline constexpr int kSummaryChartFailed = 3;  // summary.md written, a chart not
+inline constexpr int kSummaryNoDocuments = 4;  // no case document in the inputs: nothing written
+
+struct SummaryOutcome {
+  int exit_code = kSummaryWritten;
+  kvlane::Status status;  // why, for any other exit code
+};
+
+// Loads, writes summary.md and the charts under out_dir. summary.md is written
+// even when a chart could not be rendered (kSummaryChartFailed).
+SummaryOutcome WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
                             std::ostream& log);
 
 }  // namespace kvbench

@@ -145,6 +145,10 @@ std::string FindOnPath(const std::string& name) {
 
 kvlane::Status RenderChart(const ChartSpec& chart, const std::string& dir) {
   fs::path d(dir);
+  // An earlier summary's chart would otherwise stay beside this one's summary.md,
+  // drawn from other documents, whenever this render fails.
+  std::error_code ec;
+  fs::remove(d / (chart.name + ".svg"), ec);
   WriteData(chart, d / (chart.name + ".dat"));
   WriteScript(chart, d);
   if (chart.series.empty()) return kvlane::Status::NotFound("no data for chart " + chart.name);

@@ -33,6 +33,7 @@ ChartSpec LatencyChart(const std::vector<LoadedDocument>& docs);
 
 // Writes name.dat and name.gp under dir and runs gnuplot. kNotFound (with the
 // reason) when gnuplot is not on PATH; the .dat and .gp are written regardless.
+// A name.svg already in dir is removed first: after a failure there is none.
 kvlane::Status RenderChart(const ChartSpec& chart, const std::string& dir);
 
 // The first executable called `name` on PATH, or empty.

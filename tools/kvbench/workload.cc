@@ -28,11 +28,14 @@ Group Dsv4Group(std::string name, int layers, int block, int tokens_per_state, i
   return g;
 }
 
-kvlane::Result<std::vector<Group>> Dsv4Groups(int block) {
+// `workload` (kv-dsv4, or contig, which carries a kv-dsv4 request's bytes) names
+// the workload the user asked for in the error.
+kvlane::Result<std::vector<Group>> Dsv4Groups(int block, const std::string& workload) {
   if (block <= 0 || block % 128 != 0) {
     return kvlane::Status::InvalidArgument(
-        "kv-dsv4: block " + std::to_string(block) +
-        " splits an HCA state (c128a folds 128 tokens into one state); use a multiple of 128");
+        workload + ": block " + std::to_string(block) + " splits an HCA state" +
+        (workload == "kv-dsv4" ? "" : " of the kv-dsv4 request it carries") +
+        " (c128a folds 128 tokens into one state); use a multiple of 128");
   }
   return std::vector<Group>{
       Dsv4Group("c4a", 30, block, 4, kDsv4StateBytes, 0),
@@ -78,14 +81,20 @@ uint64_t BlocksFor(uint64_t isl, uint64_t block_tokens, uint64_t window_tokens) 
 kvlane::Result<Workload> Workload::Make(const WorkloadSpec& spec) {
   Workload w;
   w.name_ = spec.name;
-  w.dtype_ = spec.dtype;
   if (spec.name == "kv-dsv4" || spec.name == "contig") {
+    if (!spec.dtype.empty()) {  // it would change nothing, yet read as if it had
+      return kvlane::Status::InvalidArgument(
+          spec.name + ": --dtype " + spec.dtype +
+          " applies to kv-mla only; the model fixes kv-dsv4's state sizes" +
+          (spec.name == "contig" ? " (contig carries a kv-dsv4 request's bytes)" : ""));
+    }
     w.block_ = spec.block == 0 ? 256 : spec.block;
-    KVLANE_ASSIGN_OR_RETURN(w.groups_, Dsv4Groups(w.block_));
+    KVLANE_ASSIGN_OR_RETURN(w.groups_, Dsv4Groups(w.block_, spec.name));
     if (spec.name == "contig") w.MakeContig();
   } else if (spec.name == "kv-mla") {
     w.block_ = spec.block == 0 ? 64 : spec.block;
-    KVLANE_ASSIGN_OR_RETURN(w.groups_, MlaGroups(w.block_, spec.dtype));
+    w.dtype_ = spec.dtype.empty() ? "bf16" : spec.dtype;
+    KVLANE_ASSIGN_OR_RETURN(w.groups_, MlaGroups(w.block_, w.dtype_));
   } else {
     return kvlane::Status::InvalidArgument("unknown workload '" + spec.name +
                                            "' (kv-dsv4, kv-mla, contig)");

@@ -33,7 +33,9 @@ struct GroupDemand {
 struct WorkloadSpec {
   std::string name = "kv-dsv4";  // kv-dsv4 | kv-mla | contig
   int block = 0;               // model block (kv-dsv4, contig) or page_tokens (kv-mla); 0 = default
-  std::string dtype = "bf16";  // kv-mla only: bf16 | fp8
+  // kv-mla only: bf16 | fp8; empty: bf16. Refused for kv-dsv4 and contig, whose
+  // state sizes the model fixes (docs/METHODOLOGY.md).
+  std::string dtype;
 };
 
 class Workload {
@@ -43,7 +45,7 @@ class Workload {
 
   const std::string& name() const { return name_; }
   int block() const { return block_; }
-  const std::string& dtype() const { return dtype_; }
+  const std::string& dtype() const { return dtype_; }  // kv-mla's; empty for the others
   const std::vector<Group>& groups() const { return groups_; }
   // Per group (same order as groups()): the request's descriptors at `isl` tokens.
   std::vector<GroupDemand> Demand(uint64_t isl) const;

@@ -17,7 +17,7 @@ struct Fixture {
 };
 
 Fixture Make(uint64_t isl, uint64_t batch) {
-  Workload w = Workload::Make({"kv-dsv4", 256, "bf16"}).value();
+  Workload w = Workload::Make({"kv-dsv4", 256, ""}).value();
   PlanOptions o;
   o.isl = {isl};
   o.batches = {batch};

@@ -1,8 +1,11 @@
 // End to end: `kvbench run` spawns two real rank processes on host memory with a
 // tiny grid, writes valid documents, and `kvbench summarize` renders them.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +42,20 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
   EXPECT_TRUE(fs::exists(summary / "summary.md"));
   EXPECT_TRUE(fs::exists(summary / "frontier.svg"));
   EXPECT_TRUE(fs::exists(summary / "latency_vs_isl.svg"));
+  // Exit codes (README): 3 a chart not rendered (no gnuplot on PATH), summary.md
+  // still written; 4 nothing to summarize; 2 an input that does not exist.
+  fs::remove_all(summary);
+  EXPECT_EQ(kvbench::testing::RunBinary(
+                "PATH=/nonexistent " KVBENCH_BINARY,
+                "summarize " + out.string() + " --out " + summary.string() + " 2>/dev/null"),
+            3);
+  EXPECT_TRUE(fs::exists(summary / "summary.md"));
+  EXPECT_EQ(
+      Kvbench("summarize " + summary.string() + " --out " + summary.string() + " 2>/dev/null"),
+      4);  // summary.md is no case document
+  EXPECT_EQ(Kvbench("summarize " + (out / "missing").string() + " --out " + summary.string() +
+                    " 2>/dev/null"),
+            2);
 }
 
 TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
@@ -280,6 +297,71 @@ TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   ExpectValid(OnlyDocument(out), "local", 2);
 }
 
+// A second run into the same --out writes over the first's document (same case
+// name) and says so on its "wrote" line; the first run's line does not.
+TEST(KvbenchEndToEnd, ASecondRunSaysItReplacedTheDocument) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("again"), err = FreshDir("again_stderr");
+  const std::string run = std::string("run --transport local --ops push ") + kTiny + " --out " +
+                          out.string() + " > /dev/null 2>" + err.string();
+  ASSERT_EQ(Kvbench(run), 0);
+  const std::string doc = (out / "kv-dsv4-b256-local.json").string();
+  EXPECT_NE(ReadFile(err).find("[kvbench] wrote " + doc + "\n"), std::string::npos)
+      << ReadFile(err);
+  ASSERT_EQ(Kvbench(run), 0);
+  EXPECT_NE(ReadFile(err).find("[kvbench] wrote " + doc + " (replaced an earlier document)\n"),
+            std::string::npos)
+      << ReadFile(err);
+  ExpectValid(OnlyDocument(out), "local", 2);  // one document, no temporary file beside it
+}
+
+// A loopback port nobody listens on now (the kernel's pick for a bind to port 0).
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Hand-started ranks: the initiator drives the run (README). The target's --ops,
+// sampling, --lanes and --policy go unused, so ranks that differ in them run, and
+// the document records what the initiator ran; the target writes no document.
+TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("hand"), target_out = FreshDir("hand_target");
+  const std::string common =
+      "run --transport shm --isl 8192 --batches 1 --pool-budget 1GiB "
+      "--control-timeout 30s --peer 127.0.0.1:" +
+      std::to_string(FreePort());
+  const std::string target = std::string(KVBENCH_BINARY) + " " + common +
+                             " --rank 0 --ops pull --warmup 0 --samples 5 --trials 2 --lanes 1 "
+                             "--policy independent --out " +
+                             target_out.string();
+  const std::string initiator = std::string(KVBENCH_BINARY) + " " + common +
+                                " --rank 1 --ops push --warmup 1 --samples 3 --trials 1 --lanes 3 "
+                                "--policy global-fifo --out " +
+                                out.string();
+  // Exits 16 x the target's code + the initiator's.
+  const std::string both = target + " >/dev/null 2>&1 & t=$!; " + initiator +
+                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
+  ASSERT_EQ(kvbench::testing::RunBinary("sh -c", "'" + both + "'"), 0);
+  nlohmann::json doc = OnlyDocument(out);
+  ExpectValid(doc, "shm", 1);
+  EXPECT_EQ(doc["rows"][0]["op"], "push");
+  EXPECT_EQ(doc["rows"][0]["burst_ms"]["n"], 3);
+  EXPECT_EQ(doc["sampling"]["warmup"], 1);
+  EXPECT_EQ(doc["sampling"]["samples"], 3);
+  EXPECT_EQ(doc["sampling"]["trials"], 1);
+  EXPECT_EQ(doc["implementation"]["lanes"], 3);
+  EXPECT_EQ(doc["implementation"]["policy"], "global-fifo");
+  EXPECT_FALSE(fs::exists(target_out));
+}
+
 // A usage error (unknown flag, missing subcommand, a value CLI11 cannot read) exits
 // 2 like every other setup error; --help exits 0.
 TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
@@ -288,6 +370,39 @@ TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
     EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
   }
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
+}
+
+nlohmann::json PlanJson(const std::string& flags, const fs::path& file) {
+  EXPECT_EQ(Kvbench("plan --json " + flags + " > " + file.string()), 0) << flags;
+  std::ifstream in(file);
+  return nlohmann::json::parse(in, nullptr, false);
+}
+
+// `plan` with no flags shows what `run` with no flags measures: the quick grid and
+// a pool budget capped at a quarter of MemAvailable, not the full grid at 64 GiB;
+// and with the same grid flags it prints the very plan the run's document records.
+TEST(KvbenchEndToEnd, PlanShowsWhatRunMeasures) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("plan_run"), out = FreshDir("plan_run_out");
+  fs::create_directories(dir);
+  nlohmann::json plain = PlanJson("", dir / "plain.json");
+  EXPECT_EQ(plain["options"]["isl"], nlohmann::json({8192, 32768}));
+  EXPECT_EQ(plain["options"]["batches"], nlohmann::json({1, 2, 4}));
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  while (meminfo >> key >> kib && key != "MemAvailable:") meminfo.ignore(256, '\n');
+  if (key == "MemAvailable:" && kib * 1024 / 4 < (60ull << 30)) {
+    EXPECT_LT(plain["options"]["pool_budget"].get<uint64_t>(), 64ull << 30);
+  }
+  EXPECT_EQ(PlanJson("--grid full", dir / "full.json")["options"]["isl"].size(), 4u);
+  EXPECT_EQ(Kvbench("plan --grid huge 2>/dev/null"), 2);
+  const std::string grid = "--workload contig --pool-budget 1GiB";
+  nlohmann::json plan = PlanJson(grid, dir / "plan.json");
+  ASSERT_EQ(Kvbench("run --transport local --ops push --warmup 0 --samples 1 --trials 1 " + grid +
+                    " --out " + out.string() + " > /dev/null 2>&1"),
+            0);
+  EXPECT_EQ(OnlyDocument(out)["workload"], plan);
 }
 
 TEST(KvbenchEndToEnd, PlanJsonIsOneObject) {

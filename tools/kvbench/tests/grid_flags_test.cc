@@ -41,5 +41,32 @@ TEST(GridFlags, PlanFromFlagsFailsClosedOnBadBlock) {
   EXPECT_NE(plan.status().message().find("HCA"), std::string::npos);
 }
 
+// `plan` and `run` start from the same grid and budget (ApplyGridDefaults): the
+// quick preset, and 64 GiB capped at a quarter of MemAvailable unless given.
+TEST(GridFlags, DefaultsAreTheQuickGridAndTheHostBudget) {
+  ::unsetenv("KVBENCH_POOL_BUDGET");
+  GridFlags flags;
+  PlanOptions defaults;
+  ASSERT_TRUE(ApplyGridDefaults(&flags, &defaults).value());  // automatic
+  EXPECT_EQ(defaults.isl, (std::vector<uint64_t>{8192, 32768}));
+  EXPECT_EQ(defaults.batches, (std::vector<uint64_t>{1, 2, 4}));
+  const uint64_t budget = std::stoull(flags.pool_budget);
+  EXPECT_LE(budget, 64ull << 30);
+  const uint64_t quarter = MemAvailableBytes() / 4;
+  if (quarter > 0 && quarter < (60ull << 30)) {  // MemAvailable moves a little between reads
+    EXPECT_NEAR(double(budget), double(quarter), 0.1 * quarter);
+  }
+  GridFlags full;
+  full.preset = "full";
+  full.pool_budget = "2GiB";
+  ASSERT_FALSE(ApplyGridDefaults(&full, &defaults).value());  // given: kept
+  EXPECT_EQ(full.pool_budget, "2GiB");
+  EXPECT_EQ(defaults.isl.size(), 4u);
+  EXPECT_EQ(defaults.batches.back(), 32u);
+  GridFlags bad;
+  bad.preset = "huge";
+  EXPECT_FALSE(ApplyGridDefaults(&bad, &defaults).ok());
+}
+
 }  // namespace
 }  // namespace kvbench

@@ -2,10 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "plan_report.h"
+
 namespace kvbench {
 namespace {
 
-Workload Dsv4() { return Workload::Make({"kv-dsv4", 256, "bf16"}).value(); }
+Workload Dsv4() { return Workload::Make({"kv-dsv4", 256, ""}).value(); }
 
 const PlanPoint& At(const Plan& plan, uint64_t isl) {
   for (const PlanPoint& p : plan.points) {
@@ -109,7 +111,7 @@ TEST(Plan, PiecesAreCutBetweenDescriptors) {
 }
 
 TEST(Plan, ContigPoolPacksWholeRequestsIntoPieces) {
-  auto w = Workload::Make({"contig", 256, "bf16"}).value();
+  auto w = Workload::Make({"contig", 256, ""}).value();
   PlanOptions o;
   o.isl = {524288};
   o.batches = {3};
@@ -128,6 +130,17 @@ TEST(Plan, RejectsEmptyLadders) {
   PlanOptions o;
   o.isl = {};
   EXPECT_FALSE(BuildPlan(Dsv4(), o).ok());
+}
+
+// The plan (and so the document's workload) records a dtype only where it was
+// used: kv-mla's element type.
+TEST(Plan, RecordsTheDtypeOfKvMlaOnly) {
+  Plan dsv4 = BuildPlan(Dsv4(), PlanOptions{}).value();
+  EXPECT_FALSE(PlanToJson(dsv4)["workload"].contains("dtype"));
+  PlanOptions small;
+  small.isl = {8192};
+  Plan mla = BuildPlan(Workload::Make({"kv-mla", 16, "fp8"}).value(), small).value();
+  EXPECT_EQ(PlanToJson(mla)["workload"]["dtype"], "fp8");
 }
 
 }  // namespace

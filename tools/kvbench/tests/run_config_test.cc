@@ -49,6 +49,9 @@ TEST(RunConfig, ForwardedArgumentsReproduceTheConfig) {
   EXPECT_EQ(again.samples, 5);
   EXPECT_EQ(again.control_timeout_ms.count(), 90000);
   EXPECT_FALSE(again.pool_budget_auto);
+  EXPECT_EQ(again.grid.workload.dtype, "fp8");
+  std::vector<std::string> dsv4 = Parse({}).ForwardArgs();  // no --dtype given, none forwarded
+  EXPECT_EQ(std::find(dsv4.begin(), dsv4.end(), "--dtype"), dsv4.end());
 }
 
 TEST(RunConfig, AutomaticBudgetIsNotForwarded) {
@@ -129,6 +132,10 @@ TEST(RunConfig, RejectsAMemoryPairOverLocalShmOrCuda) {
 TEST(RunConfig, RejectsBadChoices) {
   for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
                                        {"--ops", "pull,fetch"},
+                                       {"--ops", "pull,pull"},
+                                       {"--ops", "push,pull,push"},
+                                       {"--dtype", "fp8"},  // kv-dsv4: refused before any rank
+                                       {"--block", "1"},
                                        {"--rank", "1"},
                                        {"--samples", "0"},
                                        {"--lanes", "-1"},

@@ -1,10 +1,13 @@
 #include "run_report.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 namespace kvbench {
 namespace {
@@ -50,10 +53,69 @@ TEST(RunReport, ProgressLineNamesTheRow) {
   EXPECT_NE(line.find("verified pass"), std::string::npos);
 }
 
+namespace fs = std::filesystem;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+CaseDocument DocWithRows(size_t rows) {
+  CaseDocument doc;
+  doc.case_name = "kv-dsv4-b256-shm";
+  doc.workload = nlohmann::json::object();
+  doc.implementation = nlohmann::json::object();
+  for (size_t i = 0; i < rows; ++i) doc.rows.push_back(Row("pull", Verdict::kPass));
+  return doc;
+}
+
+// A second run into the same --out replaces the first's document whole and says
+// so; no temporary file is left beside it.
+TEST(RunReport, WriteDocumentSaysWhenItReplacedOne) {
+  const fs::path dir = fs::temp_directory_path() / ("kvbench_doc_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto first = WriteDocument(DocWithRows(1), dir.string());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_FALSE(first->replaced);
+  EXPECT_EQ(first->path, (dir / "kv-dsv4-b256-shm.json").string());
+  auto second = WriteDocument(DocWithRows(2), dir.string());
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_TRUE(second->replaced);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  EXPECT_EQ(nlohmann::json::parse(ReadFile(second->path))["rows"].size(), 2u);
+  fs::remove_all(dir);
+}
+
+// A write that fails partway (here: the file size limit, as a full disk would)
+// reports the failure and leaves the earlier document as it was, not truncated.
+TEST(RunReport, AFailedWriteLeavesTheEarlierDocumentWhole) {
+  const fs::path dir = fs::temp_directory_path() / ("kvbench_doc_fail_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  auto first = WriteDocument(DocWithRows(1), dir.string());
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  const std::string before = ReadFile(first->path);
+  const CaseDocument big = DocWithRows(400);
+  ASSERT_GT(DumpCompact(DocumentToJson(big)).size(), 64u << 10);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 16 << 10;
+  auto old_handler = signal(SIGXFSZ, SIG_IGN);  // write(2) fails with EFBIG instead
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  auto second = WriteDocument(big, dir.string());
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(second.ok());
+  const std::string after = ReadFile(first->path);
+  EXPECT_TRUE(after == before) << "the earlier document changed: " << before.size() << " B before, "
+                               << after.size() << " B after";
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  fs::remove_all(dir);
+}
+
 // An --out that cannot hold the document is found before the run, not after it:
 // below a regular file, or a directory without write permission.
 TEST(RunReport, OutputDirIsCheckedBeforeTheRun) {
-  namespace fs = std::filesystem;
   const fs::path base = fs::temp_directory_path() / ("kvbench_out_" + std::to_string(getpid()));
   fs::remove_all(base);
   fs::create_directories(base);

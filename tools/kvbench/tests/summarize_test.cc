@@ -147,8 +147,8 @@ TEST(Summarize, WritesMarkdownAndSvgs) {
   fs::path in = TempDir("in"), out = TempDir("out");
   Write(in / "a.json", DocumentToJson(SampleDoc()));
   std::ostringstream log;
-  kvlane::Status s = WriteSummary({in.string()}, out.string(), log);
-  ASSERT_TRUE(s.ok()) << s.message();  // gnuplot is required (CI installs gnuplot-nox)
+  SummaryOutcome s = WriteSummary({in.string()}, out.string(), log);
+  ASSERT_EQ(s.exit_code, kSummaryWritten) << s.status.message();  // needs gnuplot (gnuplot-nox)
   EXPECT_TRUE(fs::exists(out / "summary.md"));
   EXPECT_TRUE(fs::exists(out / "frontier.svg"));
   EXPECT_TRUE(fs::exists(out / "latency_vs_isl.svg"));
@@ -156,6 +156,23 @@ TEST(Summarize, WritesMarkdownAndSvgs) {
   std::string text((std::istreambuf_iterator<char>(md)), {});
   EXPECT_NE(text.find("| pull | 8192 | 1 |"), std::string::npos);
   EXPECT_NE(text.find("frontier.svg"), std::string::npos);
+}
+
+// A render that draws nothing (every row failed) leaves no chart of an earlier
+// summary in --out beside the new summary.md.
+TEST(Summarize, AFailedRenderLeavesNoEarlierChart) {
+  TempDirs TempDir;
+  fs::path in = TempDir("stale_in"), out = TempDir("stale_out");
+  CaseDocument doc = SampleDoc();
+  for (RowResult& r : doc.rows) r.verdict = Verdict::kFail;
+  Write(in / "a.json", DocumentToJson(doc));
+  std::ofstream(out / "frontier.svg") << "<svg>earlier</svg>";
+  std::ofstream(out / "latency_vs_isl.svg") << "<svg>earlier</svg>";
+  std::ostringstream log;
+  EXPECT_EQ(WriteSummary({in.string()}, out.string(), log).exit_code, kSummaryChartFailed);
+  EXPECT_TRUE(fs::exists(out / "summary.md"));
+  EXPECT_FALSE(fs::exists(out / "frontier.svg"));
+  EXPECT_FALSE(fs::exists(out / "latency_vs_isl.svg"));
 }
 
 // A tcp case on device pools is told apart from one on host pools in the chart
@@ -233,6 +250,25 @@ TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;
   EXPECT_FALSE(LoadDocuments({TempDir("empty").string()}, log).ok());
+}
+
+// A script tells "nothing to summarize" (4) from "a chart failed" (3) and from a
+// path that does not exist (2); only a failed chart leaves a summary.md.
+TEST(Summarize, ExitCodesTellWhatWentWrong) {
+  TempDirs TempDir;
+  fs::path empty = TempDir("codes_empty"), out = TempDir("codes_out");
+  std::ostringstream log;
+  SummaryOutcome none = WriteSummary({empty.string()}, out.string(), log);
+  EXPECT_EQ(none.exit_code, kSummaryNoDocuments);
+  EXPECT_EQ(none.status.code(), kvlane::Code::kNotFound);
+  SummaryOutcome missing = WriteSummary({(empty / "nope").string()}, out.string(), log);
+  EXPECT_EQ(missing.exit_code, kSummaryError);
+  EXPECT_NE(missing.status.message().find("nope: no such file or directory"), std::string::npos)
+      << missing.status.message();
+  EXPECT_FALSE(fs::exists(out / "summary.md"));
+  SummaryOutcome ok_and_missing =
+      WriteSummary({empty.string(), "/nonexistent-kvbench"}, out.string(), log);
+  EXPECT_EQ(ok_and_missing.exit_code, kSummaryError);  // not skipped: a mistyped path
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ namespace kvbench {
 namespace {
 
 Workload Dsv4(int block) {
-  auto w = Workload::Make({"kv-dsv4", block, "bf16"});
+  auto w = Workload::Make({"kv-dsv4", block, ""});
   EXPECT_TRUE(w.ok()) << w.status().message();
   return w.value();
 }
@@ -53,13 +53,13 @@ TEST(Workload, Dsv4RequestBytesAt8k) {
 
 TEST(Workload, Dsv4RejectsBlocksThatSplitAnHcaState) {
   for (int block : {64, 192, 100, 0, -128}) {
-    auto w = Workload::Make({"kv-dsv4", block, "bf16"});
+    auto w = Workload::Make({"kv-dsv4", block, ""});
     if (block == 0) continue;  // 0 selects the default
     ASSERT_FALSE(w.ok()) << block;
     EXPECT_NE(w.status().message().find("splits an HCA state"), std::string::npos);
   }
-  EXPECT_TRUE(Workload::Make({"kv-dsv4", 128, "bf16"}).ok());
-  EXPECT_TRUE(Workload::Make({"kv-dsv4", 512, "bf16"}).ok());
+  EXPECT_TRUE(Workload::Make({"kv-dsv4", 128, ""}).ok());
+  EXPECT_TRUE(Workload::Make({"kv-dsv4", 512, ""}).ok());
 }
 
 TEST(Workload, SwaWindowCoversTheLastTokens) {
@@ -84,14 +84,40 @@ TEST(Workload, MlaIsPerLayerPerPage) {
 }
 
 TEST(Workload, ContigIsOneDescriptorOfTheSameBytes) {
-  auto c = Workload::Make({"contig", 256, "bf16"});
+  auto c = Workload::Make({"contig", 256, ""});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->RequestDescs(32768), 1u);
   EXPECT_EQ(c->RequestBytes(32768), Dsv4(256).RequestBytes(32768));
   EXPECT_EQ(c->groups().size(), 1u);
 }
 
-TEST(Workload, UnknownNameFails) { EXPECT_FALSE(Workload::Make({"kv-foo", 0, "bf16"}).ok()); }
+TEST(Workload, UnknownNameFails) { EXPECT_FALSE(Workload::Make({"kv-foo", 0, ""}).ok()); }
+
+// --dtype changes only kv-mla's pages: elsewhere it is refused rather than
+// recorded as if it had been used; kv-mla's default is bf16.
+TEST(Workload, DtypeIsRefusedWhereItChangesNothing) {
+  for (const char* name : {"kv-dsv4", "contig"}) {
+    for (const char* dtype : {"fp8", "bf16"}) {
+      auto w = Workload::Make({name, 256, dtype});
+      ASSERT_FALSE(w.ok()) << name << " " << dtype;
+      EXPECT_EQ(w.status().message().rfind(
+                    std::string(name) + ": --dtype " + dtype + " applies to kv-mla only", 0),
+                0u)
+          << w.status().message();
+    }
+    EXPECT_EQ(Workload::Make({name, 256, ""}).value().dtype(), "");
+  }
+  EXPECT_EQ(Workload::Make({"kv-mla", 64, ""}).value().dtype(), "bf16");
+  EXPECT_EQ(Workload::Make({"kv-mla", 64, "fp8"}).value().dtype(), "fp8");
+}
+
+TEST(Workload, ContigBlockErrorNamesContig) {
+  auto w = Workload::Make({"contig", 1, ""});
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().message().rfind("contig: block 1 ", 0), 0u) << w.status().message();
+  EXPECT_EQ(Workload::Make({"kv-dsv4", 1, ""}).status().message().rfind("kv-dsv4: block 1 ", 0),
+            0u);
+}
 
 }  // namespace
 }  // namespace kvbench
