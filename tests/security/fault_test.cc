@@ -87,27 +87,16 @@ class StalledTarget {
  public:
   // Metadata naming this endpoint, with one large fake region.
   std::string Blob() const {
-    core::AgentMeta m;
-    m.name = "stalled";
-    m.agent_id = agent_id_;
-    m.secret = secret_;
-    m.tcp_host = "127.0.0.1";
-    m.tcp_port = listener_.port();
-    m.pieces = {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
-    return core::EncodeMeta(m);
+    return id_.Blob("stalled", listener_.port(),
+                    {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}});
   }
 
  private:
   void Serve(core::Fd c) {
-    if (AcceptAnyHello(c.get(), agent_id_, secret_))
+    if (AcceptAnyHello(c.get(), id_.agent_id, id_.secret))
       conns_.push_back(std::move(c));  // never read again
   }
-  const uint64_t agent_id_ = core::RandomU64() | 1;
-  const core::Secret secret_ = [] {
-    core::Secret s;
-    core::RandomBytes(s.data(), s.size());
-    return s;
-  }();
+  const FakeTargetId id_;
   std::list<core::Fd> conns_;  // listener thread only
   LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
@@ -196,14 +185,8 @@ class HalfReplyTarget {
   ~HalfReplyTarget() { Release(); }
 
   std::string Blob() const {
-    core::AgentMeta m;
-    m.name = "half";
-    m.agent_id = agent_id_;
-    m.secret = secret_;
-    m.tcp_host = "127.0.0.1";
-    m.tcp_port = listener_.port();
-    m.pieces = {{0x52, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}};
-    return core::EncodeMeta(m);
+    return id_.Blob("half", listener_.port(),
+                    {{0x52, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}});
   }
   // Closes every connection (a hung initiator then sees EOF) and joins.
   void Release() {
@@ -216,7 +199,7 @@ class HalfReplyTarget {
 
  private:
   void Serve(core::Fd c) {
-    if (!AcceptAnyHello(c.get(), agent_id_, secret_)) return;
+    if (!AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) return;
     std::lock_guard lock(mu_);
     if (!deaf_) threads_.emplace_back([fd = c.get()] { AnswerHalf(fd); });
     conns_.push_back(std::move(c));
@@ -238,12 +221,7 @@ class HalfReplyTarget {
   }
 
   const bool deaf_;
-  const uint64_t agent_id_ = core::RandomU64() | 1;
-  const core::Secret secret_ = [] {
-    core::Secret s;
-    core::RandomBytes(s.data(), s.size());
-    return s;
-  }();
+  const FakeTargetId id_;
   std::mutex mu_;
   std::list<core::Fd> conns_;       // GUARDED_BY(mu_)
   std::list<std::thread> threads_;  // GUARDED_BY(mu_)
@@ -347,29 +325,16 @@ TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
 // it was never sent, on every connection, then keeps them open and silent.
 class UnsolicitedReplyTarget {
  public:
-  std::string Blob() const {
-    core::AgentMeta m;
-    m.name = "unsolicited";
-    m.agent_id = agent_id_;
-    m.secret = secret_;
-    m.tcp_host = "127.0.0.1";
-    m.tcp_port = listener_.port();
-    return core::EncodeMeta(m);
-  }
+  std::string Blob() const { return id_.Blob("unsolicited", listener_.port()); }
 
  private:
   void Serve(core::Fd c) {
-    if (!AcceptAnyHello(c.get(), agent_id_, secret_)) return;
+    if (!AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) return;
     const core::ReplyHeader r{0, 0, 0, 0};  // the ticket the lane expects next
     (void)core::SendAll(c.get(), &r, sizeof(r));
     conns_.push_back(std::move(c));
   }
-  const uint64_t agent_id_ = core::RandomU64() | 1;
-  const core::Secret secret_ = [] {
-    core::Secret s;
-    core::RandomBytes(s.data(), s.size());
-    return s;
-  }();
+  const FakeTargetId id_;
   std::list<core::Fd> conns_;  // listener thread only
   LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };

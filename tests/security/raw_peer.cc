@@ -141,6 +141,22 @@ void GuardedBuffer::ResetBody() {
   for (uint64_t i = 0; i < body_; ++i) buf_[guard_ + i] = PatternByte(seed_, guard_ + i);
 }
 
+FakeTargetId::FakeTargetId() : agent_id(core::RandomU64() | 1) {
+  core::RandomBytes(secret.data(), secret.size());
+}
+
+std::string FakeTargetId::Blob(const std::string& name, uint16_t port,
+                               std::vector<core::Piece> pieces) const {
+  core::AgentMeta m;
+  m.name = name;
+  m.agent_id = agent_id;
+  m.secret = secret;
+  m.tcp_host = "127.0.0.1";
+  m.tcp_port = port;
+  m.pieces = std::move(pieces);
+  return core::EncodeMeta(m);
+}
+
 bool AcceptAnyHello(int fd, uint64_t agent_id, const core::Secret& secret) {
   core::ChallengeFrame c{core::kChallengeMagic, core::kWireVersion, 0, {}};
   core::RandomBytes(c.nonce.data(), c.nonce.size());

@@ -78,6 +78,16 @@ class RawPeer {
 // the blob the initiator loaded, an impostor. False when the connection broke.
 bool AcceptAnyHello(int fd, uint64_t agent_id, const core::Secret& secret);
 
+// Who a fake tcp target is: a random agent id and secret (for AcceptAnyHello),
+// and the blob an initiator loads to reach it at 127.0.0.1:`port`.
+struct FakeTargetId {
+  FakeTargetId();
+  std::string Blob(const std::string& name, uint16_t port,
+                   std::vector<core::Piece> pieces = {}) const;
+  uint64_t agent_id;
+  core::Secret secret;
+};
+
 // [guard][body][guard], each guard `guard` bytes, all filled with a pattern.
 class GuardedBuffer {
  public:
