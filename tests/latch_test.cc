@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "test_util.h"
 #include "two_agents.h"
@@ -199,6 +200,77 @@ TEST_P(LatchTest, DeregisterWaitsForOwnTransferInFlight) {
     EXPECT_TRUE(a().Release(&h).ok());
   }
   EXPECT_GE(caught_in_flight, 1) << "no post was still in flight at DeregisterMemory";
+}
+
+// Many READs into one region queue on one healthy lane, far longer than 2 x
+// io_timeout in all: DeregisterMemory waits for every one (it once gave up
+// after 2 x io_timeout with kTimeout, and the region was gone, so a second
+// call said kNotFound and the caller could not wait any more).
+TEST_P(LatchTest, DeregisterWaitsOutABusyHealthyLane) {
+  AgentOptions o;
+  o.io_timeout = std::chrono::milliseconds(250);
+  o.lanes_per_peer = 1;
+  ASSERT_NO_FATAL_FAILURE(MakeAgents(o, /*connect=*/false));
+  constexpr uint64_t kSize = 16 << 20;
+  constexpr int kReads = 64;
+  auto& local = bufs_.Make(kSize, 0xCC);
+  auto& remote = bufs_.Make(kSize, 0xEE);
+  auto lid = a().RegisterMemory(local.data(), kSize);
+  ASSERT_TRUE(lid.ok());
+  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
+  Connect(a(), b());
+  std::vector<XferHandle> hs;
+  for (int i = 0; i < kReads; ++i) {
+    auto h = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    hs.push_back(h.value());
+  }
+  for (auto& h : hs) ASSERT_FALSE(a().Post(&h).is_error());
+  const Status d = a().DeregisterMemory(lid.value());
+  int in_flight = 0;
+  for (auto& h : hs) in_flight += a().Check(h).in_progress();
+  EXPECT_TRUE(d.ok()) << d.ToString();
+  EXPECT_EQ(in_flight, 0) << "DeregisterMemory returned with READs into the region in flight";
+  int ok = 0;
+  for (auto& h : hs) ok += a().Wait(h, 30s).ok();
+  EXPECT_EQ(ok, kReads) << "the lane was healthy: every READ ends ok";
+  for (auto& h : hs) EXPECT_TRUE(a().Release(&h).ok());
+}
+
+// Posts refused because their local region is gone, over and over, while another
+// thread Checks a copy of the (current) handle: the copy never reads stale. A
+// refused post once stored its in-flight record and then restored the old one.
+TEST_P(LatchTest, RefusedPostsLeaveACurrentCopyCurrent) {
+  constexpr uint64_t kSize = 4096;
+  auto& local = bufs_.Make(kSize, 0xCC);
+  auto& remote = bufs_.Make(kSize, 0xEE);
+  auto lid = a().RegisterMemory(local.data(), kSize);
+  ASSERT_TRUE(lid.ok());
+  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
+  Connect(a(), b());
+  auto rd = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
+  ASSERT_TRUE(rd.ok());
+  XferHandle h = rd.value();
+  ASSERT_TRUE(PostAndWait(a(), &h).ok());
+  ASSERT_TRUE(a().DeregisterMemory(lid.value()).ok());
+  const XferHandle copy = h;
+  std::atomic<bool> stop{false};
+  std::atomic<int> reads{0}, stale{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      ++reads;
+      stale += a().Check(copy).code() == Code::kNotFound;
+    }
+  });
+  for (int i = 0; i < 100000; ++i) {
+    ASSERT_EQ(a().Post(&h).code(), Code::kInvalidArgument);
+    ASSERT_EQ(h.gen, copy.gen);
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(stale.load(), 0) << "of " << reads.load() << " Checks of a current handle";
+  EXPECT_TRUE(a().Check(copy).ok());
+  EXPECT_TRUE(a().Release(&h).ok());
 }
 
 // Deregistering waits for a remote access in flight; the access completes.

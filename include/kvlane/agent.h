@@ -2,8 +2,9 @@
 // peers, lanes and request slots.
 //
 // Thread-safety: every method may be called from any thread, except that one
-// XferHandle is used by one thread at a time. Check() takes no lock and makes no
-// transport call. The transports' own threads drive progress.
+// XferHandle is used by one thread at a time. Check() makes no transport call and
+// takes no lock, except to copy a failed post's message (a per-transfer mutex,
+// never held for long). The transports' own threads drive progress.
 #pragma once
 
 #include <chrono>
@@ -57,9 +58,10 @@ class Agent {
   // lists naming it) are refused from then on: Post and MakeTransfer return
   // kInvalidArgument, the handle stays valid; registering the memory again makes
   // a new region, which they do not use. Those in flight when it is called are
-  // waited for, so the memory may be freed once it returns; one still in flight
-  // after 2 x io_timeout (a wedged device) gives kTimeout (the region is gone
-  // for new posts all the same, but its memory is not yet free to reuse).
+  // waited for (each ends by itself: it completes, or its lane fails after
+  // io_timeout without progress), so the memory may be freed once it returns.
+  // kBackend when a GPU that stopped answering (wedged) was left with a copy of
+  // the region: it is gone for new posts all the same, but its memory must stay.
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,

@@ -136,24 +136,30 @@ Status AgentImpl::DeregisterMemory(RegionId region) {
   KVLANE_ASSIGN_OR_RETURN(std::vector<uint64_t> keys, ctx_.registry->Remove(region));
   std::sort(keys.begin(), keys.end());
   // Posts from now on refuse the region (Post reads the removal count after it
-  // marks itself in flight); those already in flight on it are waited for here,
-  // so that the caller may free the memory once this returns. A stuck peer ends
-  // its posts by io_timeout; past twice that (a wedged device), kTimeout.
-  const auto deadline = std::chrono::steady_clock::now() + 2 * ctx_.options.io_timeout;
+  // marks itself posting); those posting or in flight on it are waited for
+  // here, so that the caller may free the memory once this returns. No
+  // deadline: each ends by itself (it completes, or its lane fails after
+  // io_timeout without progress). A post a wedged GPU gave up on (poisoned)
+  // may still move data: then kBackend, and the memory must stay.
+  bool wedged = false;
   for (const auto& r : slots_) {
+    while (r->posting.load(std::memory_order_seq_cst)) std::this_thread::yield();  // a lookup
     const uint64_t w = r->record.load(std::memory_order_seq_cst);
-    if (RecordCode(w) != Code::kInProgress || !r->UsesAnyOf(keys)) continue;
+    const bool uses =
+        (RecordCode(w) == Code::kInProgress || r->poisoned.load(std::memory_order_acquire)) &&
+        r->UsesAnyOf(keys);
+    if (!uses) continue;
     std::chrono::microseconds nap(10);
-    while (r->record.load(std::memory_order_acquire) == w) {
-      if (std::chrono::steady_clock::now() >= deadline)
-        return Status::Timeout(
-            "DeregisterMemory: a transfer of this agent using the region is still in flight "
-            "after 2 x io_timeout; the region is gone for new posts, but do not free its memory "
-            "before that transfer ends");
+    while (r->record.load(std::memory_order_acquire) == w && RecordCode(w) == Code::kInProgress) {
       std::this_thread::sleep_for(nap);
       nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(1));
     }
+    wedged = wedged || r->poisoned.load(std::memory_order_acquire);
   }
+  if (wedged)
+    return Status::Backend(
+        "DeregisterMemory: a GPU that stopped answering (wedged) may still copy into or out of "
+        "the region; it is gone for new posts, but do not free or reuse its memory");
   return Status::Ok();
 }
 

@@ -42,27 +42,31 @@ Status AgentImpl::Post(XferHandle* h) {
   // retire), or, when a device published it, once the data moved; that lane
   // then only retires its own queue slot and settles (Channel::TakeDirect).
 
+  // Posting from here, then a look for removed regions: both sequentially
+  // consistent, as are DeregisterMemory's removal and then its look for posts
+  // posting or in flight, so that either this post sees the removal or
+  // DeregisterMemory sees this post (and waits for it). One load unless a region
+  // was removed since the local pieces were last found live; then they are
+  // looked up again. A refused post never touched the record.
+  r->posting.store(true, std::memory_order_seq_cst);
+  const uint64_t removals = ctx_.registry->removals();
+  if (removals != r->local_removals) {
+    Status live = CheckLocalKeys(*r);
+    if (!live.ok()) {
+      r->posting.store(false, std::memory_order_release);
+      return live;  // handle unchanged
+    }
+    r->local_removals = removals;
+  }
   const uint32_t nchunks = static_cast<uint32_t>(r->chunks.size());
   r->gen = h->gen + 1;
   r->error.store(0, std::memory_order_relaxed);
   r->ctl.store(0, std::memory_order_relaxed);
   r->pending.store(int64_t{nchunks} + 1, std::memory_order_relaxed);
-  // In flight from here, then a look for removed regions: both sequentially
-  // consistent, as are DeregisterMemory's removal and then its look for posts in
-  // flight, so that either this post sees the removal or DeregisterMemory sees
-  // this post (and waits for it). One load unless a region was removed since
-  // the local pieces were last found live; then they are looked up again.
-  r->record.store(PackRecord(r->gen, Code::kInProgress), std::memory_order_seq_cst);
-  const uint64_t removals = ctx_.registry->removals();
-  if (removals != r->local_removals) {
-    Status live = CheckLocalKeys(*r);
-    if (!live.ok()) {  // not posted: the record and the handle as they were
-      r->gen = h->gen;
-      r->record.store(w, std::memory_order_release);
-      return live;
-    }
-    r->local_removals = removals;
-  }
+  r->record.store(PackRecord(r->gen, Code::kInProgress), std::memory_order_release);
+  // Release, after the record: a DeregisterMemory that reads it false reads the
+  // record in flight.
+  r->posting.store(false, std::memory_order_release);
   h->gen = r->gen;
   completer_.OnPost(r);
 
@@ -220,14 +224,15 @@ void AgentImpl::FreeSlot(Request* r) {
   r->channel = nullptr;
   r->segs.clear();
   r->chunks.clear();
+  r->notif.clear();
+  // Poisoned: a wedged device may still read its state, move its data and write
+  // its record, so its state and local_keys (for DeregisterMemory) stay and the
+  // slot is never reused (a bounded leak per wedge).
+  if (r->poisoned.load(std::memory_order_acquire)) return;
   {
     std::lock_guard lock(r->keys_mu);
     r->local_keys.clear();
   }
-  r->notif.clear();
-  // Poisoned: a wedged device may still read its state and write its record,
-  // so both stay and the slot is never reused (a bounded leak per wedge).
-  if (r->poisoned.load(std::memory_order_acquire)) return;
   r->transport_state.reset();
   r->transport_ready.store(nullptr, std::memory_order_relaxed);
   std::lock_guard lock(free_mu_);

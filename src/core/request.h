@@ -96,11 +96,15 @@ struct alignas(64) Request {
   // lane reads the state through this (acquire), since a record the device
   // wrote orders nothing on the host.
   std::atomic<void*> transport_ready{nullptr};
-  // A post of this slot ended with an error while a device might still write
-  // its record (a wedged GPU): Release does not reuse the slot.
+  // A post of this slot ended with an error while a device might still move
+  // its data or write its record (a wedged GPU): Release does not reuse the
+  // slot, and DeregisterMemory of a region it uses fails (kBackend).
   std::atomic<bool> poisoned{false};
 
   // Per post.
+  // True from the start of Post's look for removed local regions until its
+  // record says in flight (or it refused): DeregisterMemory waits it out.
+  std::atomic<bool> posting{false};
   uint32_t gen = 0;
   // Registry::removals() when local_keys were last found live (MakeTransfer,
   // then Post, which looks them up again only when a region was removed since).

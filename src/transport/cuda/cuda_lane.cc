@@ -446,8 +446,18 @@ void CudaChannel::RetireLoop(int i) {
       Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
       if (l.wedged) r->poisoned.store(true, std::memory_order_release);
     }
-    if (b.items == 0) RetireWhole(b.whole, s);
-    for (uint32_t k = 0; k < b.items; ++k) RetireHead(i, s);
+    // A launched batch given up on while the GPU is wedged may still move its
+    // data later: its requests are poisoned (never reused; DeregisterMemory of
+    // their regions fails instead of letting the memory go).
+    const bool abandoned = !s.ok() && l.wedged && b.launched.load(std::memory_order_acquire);
+    if (b.items == 0) {
+      if (abandoned) b.whole.req->poisoned.store(true, std::memory_order_release);
+      RetireWhole(b.whole, s);
+    }
+    for (uint32_t k = 0; k < b.items; ++k) {
+      if (abandoned) queue(i).PeekRetire()->req->poisoned.store(true, std::memory_order_release);
+      RetireHead(i, s);
+    }
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
