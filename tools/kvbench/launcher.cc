@@ -30,22 +30,28 @@ int RunThreads(const RunConfig& config, const std::string& peer) {
   return std::max(codes[0], codes[1]);
 }
 
-// The spawned ranks, for ForwardStop; set while the stop signals are blocked.
-pid_t g_ranks[2] = {-1, -1};
+// The spawned ranks not yet reaped, for ForwardStop; set and cleared while the
+// stop signals are blocked.
+volatile sig_atomic_t g_ranks[2] = {-1, -1};
 volatile sig_atomic_t g_stop_signal = 0;
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // A launcher stopped by SIGINT, SIGTERM or SIGHUP passes the signal on to both
 // ranks (async-signal-safe: kill only), so that none keeps running on its own.
 extern "C" void ForwardStop(int sig) {
+  const int saved = errno;
   g_stop_signal = sig;
-  for (pid_t pid : g_ranks) {
+  for (int i = 0; i < 2; ++i) {
+    const pid_t pid = g_ranks[i];
     if (pid > 0) kill(pid, sig);
   }
+  errno = saved;
 }
 
 // Blocks the stop signals and installs ForwardStop; restores both when it goes.
 // Spawn happens while they are blocked, so a signal waits until the pids are known.
+// A signal ignored when kvbench started (nohup, a background job in a script)
+// stays ignored, for the launcher and its ranks.
 class StopForwarding {
  public:
   StopForwarding() {
@@ -57,23 +63,30 @@ class StopForwarding {
     forward.sa_handler = ForwardStop;
     sigemptyset(&forward.sa_mask);
     for (size_t i = 0; i < std::size(kStopSignals); ++i) {
-      sigaction(kStopSignals[i], &forward, &old_[i]);
+      sigaction(kStopSignals[i], nullptr, &old_[i]);
+      if (old_[i].sa_handler != SIG_IGN) sigaction(kStopSignals[i], &forward, nullptr);
     }
   }
   ~StopForwarding() {
     for (size_t i = 0; i < std::size(kStopSignals); ++i)
       sigaction(kStopSignals[i], &old_[i], nullptr);
     sigprocmask(SIG_SETMASK, &mask_, nullptr);
-    g_ranks[0] = g_ranks[1] = -1;
+    g_ranks[0] = -1;
+    g_ranks[1] = -1;
   }
-  // The mask before the stop signals were blocked (a spawned rank starts with it).
-  const sigset_t& mask() const { return mask_; }
-  // Delivers a stop signal that arrived while blocked: the ranks are known now.
-  void Unblock() const {
+  // In a spawned rank, before exec: the dispositions and the mask kvbench
+  // started with (async-signal-safe calls only).
+  void RestoreInChild() const {
+    for (size_t i = 0; i < std::size(kStopSignals); ++i)
+      sigaction(kStopSignals[i], &old_[i], nullptr);
+    sigprocmask(SIG_SETMASK, &mask_, nullptr);
+  }
+  // Blocks (true) or unblocks the stop signals.
+  static void Block(bool block) {
     sigset_t stop;
     sigemptyset(&stop);
     for (int sig : kStopSignals) sigaddset(&stop, sig);
-    sigprocmask(SIG_UNBLOCK, &stop, nullptr);
+    sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &stop, nullptr);
   }
 
  private:
@@ -81,7 +94,8 @@ class StopForwarding {
   struct sigaction old_[std::size(kStopSignals)];
 };
 
-pid_t Spawn(const RunConfig& config, int rank, const std::string& peer, const sigset_t& mask) {
+pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
+            const StopForwarding& forwarding) {
   std::vector<std::string> args = {"kvbench", "run"};
   for (std::string& a : config.ForwardArgs()) args.push_back(std::move(a));
   args.insert(args.end(), {"--rank", std::to_string(rank), "--peer", peer});
@@ -91,7 +105,7 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer, const si
   // A launcher killed outright (SIGKILL: nothing to forward) still stops its ranks.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != launcher) _exit(kExitError);
-  sigprocmask(SIG_SETMASK, &mask, nullptr);
+  forwarding.RestoreInChild();
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -100,10 +114,19 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer, const si
   _exit(kExitError);
 }
 
-int WaitExit(pid_t pid) {
+// Waits for rank `rank` to end, then reaps it with the stop signals blocked and
+// its pid cleared first, so ForwardStop never signals a reaped (reusable) pid.
+int WaitExit(int rank) {
+  const pid_t pid = g_ranks[rank];
+  siginfo_t info{};
+  while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  StopForwarding::Block(true);
+  g_ranks[rank] = -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  StopForwarding::Block(false);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   if (sig != g_stop_signal)
@@ -123,18 +146,19 @@ int SpawnRanks(const RunConfig& config) {
   if (config.transport == "local") return RunThreads(config, peer);
   StopForwarding forwarding;
   g_stop_signal = 0;
-  g_ranks[0] = Spawn(config, 0, peer, forwarding.mask());
-  g_ranks[1] = Spawn(config, 1, peer, forwarding.mask());
-  forwarding.Unblock();
-  const bool forked = g_ranks[0] > 0 && g_ranks[1] > 0;
+  g_ranks[0] = Spawn(config, 0, peer, forwarding);
+  g_ranks[1] = Spawn(config, 1, peer, forwarding);
+  StopForwarding::Block(false);  // delivers a stop that came meanwhile: the ranks are known
+  const pid_t spawned[2] = {g_ranks[0], g_ranks[1]};
+  const bool forked = spawned[0] > 0 && spawned[1] > 0;
   if (!forked) {
     fmt::print(stderr, "kvbench: fork failed\n");
-    for (pid_t pid : g_ranks) {
+    for (pid_t pid : spawned) {
       if (pid > 0) kill(pid, SIGTERM);
     }
   }
   int codes[2] = {kExitError, kExitError};
-  for (int rank : {1, 0}) codes[rank] = g_ranks[rank] > 0 ? WaitExit(g_ranks[rank]) : kExitError;
+  for (int rank : {1, 0}) codes[rank] = spawned[rank] > 0 ? WaitExit(rank) : kExitError;
   if (!forked) return kExitError;
   if (g_stop_signal != 0) {
     fmt::print(stderr, "kvbench: stopped by signal {}, passed on to both ranks\n",

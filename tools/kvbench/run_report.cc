@@ -149,12 +149,14 @@ kvlane::Result<WrittenFile> WriteDocument(const CaseDocument& doc, const std::st
 kvlane::Status CheckOutputDir(const std::string& out_dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::path made = fs::absolute(out_dir, ec);  // the outermost directory this check creates
-  while (made.has_parent_path() && made.parent_path() != made &&
-         !fs::exists(made.parent_path(), ec)) {
-    made = made.parent_path();
+  // The directories this check creates, innermost first: removed again with
+  // rmdir, which leaves any that another process filled meanwhile.
+  std::vector<fs::path> made;
+  for (fs::path p = fs::absolute(out_dir, ec); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    made.push_back(p);
+    if (p.parent_path() == p) break;
   }
-  const bool existed = fs::exists(out_dir, ec);
   fs::create_directories(out_dir, ec);
   if (ec) return kvlane::Status::InvalidArgument("--out " + out_dir + ": " + ec.message());
   std::string probe = (fs::path(out_dir) / ".kvbench-write-XXXXXX").string();
@@ -164,7 +166,9 @@ kvlane::Status CheckOutputDir(const std::string& out_dir) {
     close(fd);
     fs::remove(probe, ec);
   }
-  if (!existed) fs::remove_all(made, ec);  // WriteDocument makes it again
+  for (const fs::path& p : made) {  // WriteDocument makes them again
+    if (rmdir(p.c_str()) != 0) break;
+  }
   if (fd < 0) {
     return kvlane::Status::InvalidArgument("--out " + out_dir +
                                            ": cannot write there: " + std::strerror(err));

@@ -14,7 +14,7 @@ void OnStop(int sig) { g_stop_signal = sig; }
 }  // namespace
 
 void CatchStopSignals() {
-  for (int sig : {SIGTERM, SIGINT}) {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction old = {};
     sigaction(sig, nullptr, &old);
     if (old.sa_handler == SIG_IGN) continue;

@@ -244,31 +244,49 @@ bool Gone(pid_t pid) {
   return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
 }
 
+// Starts a launcher whose warm-up alone would last minutes (SIGHUP ignored when
+// `ignore_hup`, as under nohup) and returns its pid and its two ranks' once both
+// run.
+pid_t StartLongRun(const std::string& out, bool ignore_hup, std::vector<pid_t>* ranks) {
+  pid_t launcher = fork();
+  if (launcher == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    if (ignore_hup) signal(SIGHUP, SIG_IGN);
+    execl(KVBENCH_BINARY, "kvbench", "run", "--transport", "shm", "--isl", "8192", "--batches", "1",
+          "--warmup", "100000", "--samples", "1", "--trials", "1", "--pool-budget", "1GiB", "--out",
+          out.c_str(), nullptr);
+    _exit(127);
+  }
+  for (int i = 0; launcher > 0 && i < 1000 && ranks->size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    *ranks = ChildrenOf(launcher);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks are running
+  return launcher;
+}
+
+// Whether process `pid` ignores `sig` (/proc/PID/status SigIgn).
+bool Ignores(pid_t pid, int sig) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("SigIgn:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  }
+  return false;
+}
+
 // A launcher stopped by SIGTERM passes it on to both ranks and exits 128 + 15; one
 // killed outright still stops them (their parent-death signal): no rank keeps
-// measuring on its own. The warm-up alone would last minutes.
+// measuring on its own.
 TEST(KvbenchEndToEnd, StoppingTheLauncherStopsBothRanks) {
   for (int sig : {SIGTERM, SIGKILL}) {
     Dirs FreshDir;
-    const std::string out = FreshDir("stop").string();
-    pid_t launcher = fork();
-    ASSERT_GE(launcher, 0);
-    if (launcher == 0) {
-      int devnull = open("/dev/null", O_WRONLY);
-      dup2(devnull, 1);
-      dup2(devnull, 2);
-      execl(KVBENCH_BINARY, "kvbench", "run", "--transport", "shm", "--isl", "8192", "--batches",
-            "1", "--warmup", "100000", "--samples", "1", "--trials", "1", "--pool-budget", "1GiB",
-            "--out", out.c_str(), nullptr);
-      _exit(127);
-    }
     std::vector<pid_t> ranks;
-    for (int i = 0; i < 1000 && ranks.size() < 2; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      ranks = ChildrenOf(launcher);
-    }
+    const pid_t launcher = StartLongRun(FreshDir("stop").string(), false, &ranks);
+    ASSERT_GT(launcher, 0);
     EXPECT_EQ(ranks.size(), 2u);
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks are running
     kill(launcher, sig);
     int status = 0;
     ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
@@ -286,6 +304,25 @@ TEST(KvbenchEndToEnd, StoppingTheLauncherStopsBothRanks) {
       if (!gone) kill(rank, SIGKILL);
     }
   }
+}
+
+// Under nohup (SIGHUP ignored when it starts) a hangup stops nothing: the launcher
+// does not forward it, and its ranks ignore it too.
+TEST(KvbenchEndToEnd, AnIgnoredHangupStaysIgnored) {
+  Dirs FreshDir;
+  std::vector<pid_t> ranks;
+  const pid_t launcher = StartLongRun(FreshDir("nohup").string(), true, &ranks);
+  ASSERT_GT(launcher, 0);
+  ASSERT_EQ(ranks.size(), 2u);
+  for (pid_t rank : ranks) EXPECT_TRUE(Ignores(rank, SIGHUP)) << "rank " << rank;
+  kill(launcher, SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int status = 0;
+  EXPECT_EQ(waitpid(launcher, &status, WNOHANG), 0) << "a hangup under nohup stopped the run";
+  for (pid_t rank : ranks) EXPECT_FALSE(Gone(rank)) << "rank " << rank;
+  kill(launcher, SIGTERM);  // ends the test's run
+  ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
 }
 
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
