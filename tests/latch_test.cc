@@ -16,7 +16,18 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class LatchTest : public TwoAgents {};
+class LatchTest : public TwoAgents {
+ protected:
+  // Registers `local` on a and `remote` on b, whole, and loads b into a; `lid` is
+  // a's region.
+  void RegisterBoth(std::vector<uint8_t>& local, std::vector<uint8_t>& remote, RegionId* lid) {
+    auto id = a().RegisterMemory(local.data(), local.size());
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    *lid = id.value();
+    ASSERT_TRUE(b().RegisterMemory(remote.data(), remote.size()).ok());
+    Connect(a(), b());
+  }
+};
 
 bool IsStale(Code c) { return c == Code::kRemoteStale || c == Code::kBackend; }
 
@@ -124,10 +135,8 @@ TEST_P(LatchTest, DeregisteredLocalRegionFailsAtPostAndMovesNothing) {
   constexpr uint64_t kSize = 64 << 10;
   auto& local = bufs_.Make(kSize, 0xCC);
   auto& remote = bufs_.Make(kSize, 0xEE);
-  auto lid = a().RegisterMemory(local.data(), kSize);
-  ASSERT_TRUE(lid.ok());
-  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
-  Connect(a(), b());
+  RegionId lid;
+  ASSERT_NO_FATAL_FAILURE(RegisterBoth(local, remote, &lid));
   DescList l, r;
   l.Add(local.data(), kSize);
   r.Add(remote.data(), kSize);
@@ -140,7 +149,7 @@ TEST_P(LatchTest, DeregisteredLocalRegionFailsAtPostAndMovesNothing) {
   ASSERT_TRUE(PostAndWait(a(), &rd.value()).ok()) << "the READ works while registered";
   std::fill(local.begin(), local.end(), 0xCC);
 
-  ASSERT_TRUE(a().DeregisterMemory(lid.value()).ok());
+  ASSERT_TRUE(a().DeregisterMemory(lid).ok());
   Fill(remote, 5);  // what a READ would bring
   Fill(local, 6);   // what a WRITE would send
   std::vector<uint8_t> sent(local);
@@ -215,10 +224,8 @@ TEST_P(LatchTest, DeregisterWaitsOutABusyHealthyLane) {
   constexpr int kReads = 64;
   auto& local = bufs_.Make(kSize, 0xCC);
   auto& remote = bufs_.Make(kSize, 0xEE);
-  auto lid = a().RegisterMemory(local.data(), kSize);
-  ASSERT_TRUE(lid.ok());
-  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
-  Connect(a(), b());
+  RegionId lid;
+  ASSERT_NO_FATAL_FAILURE(RegisterBoth(local, remote, &lid));
   std::vector<XferHandle> hs;
   for (int i = 0; i < kReads; ++i) {
     auto h = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
@@ -226,7 +233,7 @@ TEST_P(LatchTest, DeregisterWaitsOutABusyHealthyLane) {
     hs.push_back(h.value());
   }
   for (auto& h : hs) ASSERT_FALSE(a().Post(&h).is_error());
-  const Status d = a().DeregisterMemory(lid.value());
+  const Status d = a().DeregisterMemory(lid);
   int in_flight = 0;
   for (auto& h : hs) in_flight += a().Check(h).in_progress();
   EXPECT_TRUE(d.ok()) << d.ToString();
@@ -244,15 +251,13 @@ TEST_P(LatchTest, RefusedPostsLeaveACurrentCopyCurrent) {
   constexpr uint64_t kSize = 4096;
   auto& local = bufs_.Make(kSize, 0xCC);
   auto& remote = bufs_.Make(kSize, 0xEE);
-  auto lid = a().RegisterMemory(local.data(), kSize);
-  ASSERT_TRUE(lid.ok());
-  ASSERT_TRUE(b().RegisterMemory(remote.data(), kSize).ok());
-  Connect(a(), b());
+  RegionId lid;
+  ASSERT_NO_FATAL_FAILURE(RegisterBoth(local, remote, &lid));
   auto rd = MakeSimple(a(), "b", Op::kRead, local.data(), remote.data(), kSize);
   ASSERT_TRUE(rd.ok());
   XferHandle h = rd.value();
   ASSERT_TRUE(PostAndWait(a(), &h).ok());
-  ASSERT_TRUE(a().DeregisterMemory(lid.value()).ok());
+  ASSERT_TRUE(a().DeregisterMemory(lid).ok());
   const XferHandle copy = h;
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0}, stale{0};

@@ -3,12 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <optional>
 #include <thread>
 
 #include "control/metadata_server.h"
 #include "core/affinity.h"
+#include "core/backoff.h"
 #include "core/device_copier.h"
 #include "core/host_info.h"
 #include "core/random.h"
@@ -149,10 +149,8 @@ Status AgentImpl::DeregisterMemory(RegionId region) {
         (RecordCode(w) == Code::kInProgress || r->poisoned.load(std::memory_order_acquire)) &&
         r->UsesAnyOf(keys);
     if (!uses) continue;
-    std::chrono::microseconds nap(10);
-    while (r->record.load(std::memory_order_acquire) == w && RecordCode(w) == Code::kInProgress) {
-      std::this_thread::sleep_for(nap);
-      nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(1));
+    if (RecordCode(w) == Code::kInProgress) {
+      for (Backoff backoff; r->record.load(std::memory_order_acquire) == w;) backoff.Nap();
     }
     wedged = wedged || r->poisoned.load(std::memory_order_acquire);
   }

@@ -94,10 +94,7 @@ Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, 
   return Status::Ok();
 }
 
-bool Registry::HasKey(uint64_t key) const {
-  std::shared_lock lock(mu_);
-  return !closed_ && by_key_.contains(key);
-}
+bool Registry::HasKey(uint64_t key) const { return HasKeys({&key, 1}); }
 
 bool Registry::HasKeys(std::span<const uint64_t> keys) const {
   std::shared_lock lock(mu_);

@@ -228,6 +228,15 @@ class HalfReplyTarget {
   LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
 };
 
+// Agent "a" on tcp with one lane (every post meets the fake target's single
+// connection behaviour) and `io_timeout`.
+AgentOptions OneLaneTcp(std::chrono::milliseconds io_timeout) {
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.io_timeout = io_timeout;
+  o.lanes_per_peer = 1;
+  return o;
+}
+
 // One `bytes` transfer of `op` to `target`, on one lane with io_timeout 1 s
 // (and `chunk_bytes` when not 0): it must end with timeout within
 // 2 x io_timeout + `slack`, latching timeout on the peer, not never.
@@ -235,10 +244,8 @@ void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint
                             std::chrono::milliseconds slack,
                             std::chrono::milliseconds io_timeout = 1000ms,
                             std::chrono::seconds keepalive = AgentOptions{}.tcp_keepalive) {
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = io_timeout;
+  AgentOptions o = OneLaneTcp(io_timeout);
   o.tcp_keepalive = keepalive;
-  o.lanes_per_peer = 1;
   if (chunk_bytes != 0) o.chunk_bytes = chunk_bytes;
   auto a_or = Agent::Create(o);
   ASSERT_TRUE(a_or.ok());
@@ -302,9 +309,7 @@ TEST(DeafTarget, ShortKeepaliveLeavesItToTheIoTimeout) {
 // destruction wait for).
 TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
   HalfReplyTarget half;
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1000ms;
-  o.lanes_per_peer = 1;
+  const AgentOptions o = OneLaneTcp(1000ms);
   auto a_or = Agent::Create(o);
   ASSERT_TRUE(a_or.ok());
   std::unique_ptr<Agent> a = std::move(a_or).value();
@@ -344,9 +349,7 @@ class UnsolicitedReplyTarget {
 // kBackend. That wait must not keep a CPU busy (it yield-spun for all of it).
 TEST(UnsolicitedReply, LatchesAfterTheIoTimeoutWithoutSpinning) {
   UnsolicitedReplyTarget target;
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1500ms;
-  o.lanes_per_peer = 1;
+  const AgentOptions o = OneLaneTcp(1500ms);
   auto a_or = Agent::Create(o);
   ASSERT_TRUE(a_or.ok());
   Agent& a = *a_or.value();

@@ -11,6 +11,7 @@
 #include <span>
 #include <thread>
 
+#include "core/backoff.h"
 #include "core/peer_code.h"
 #include "core/request.h"
 #include "core/sys.h"
@@ -274,15 +275,14 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   // sleep (10 us doubling to 1 ms) so that such a peer cannot keep a CPU busy
   // for io_timeout.
   const auto start = std::chrono::steady_clock::now();
-  std::chrono::microseconds nap(10);
+  Backoff backoff;
   while (w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed)) {
     const auto waited = std::chrono::steady_clock::now() - start;
     if (waited >= io_timeout_) break;
     if (waited < spin_) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(nap);
-      nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(1));
+      backoff.Nap();
     }
     w = q.PeekRetire();
   }
