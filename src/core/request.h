@@ -98,7 +98,9 @@ struct alignas(64) Request {
   std::atomic<void*> transport_ready{nullptr};
   // A post of this slot ended with an error while a device might still move
   // its data or write its record (a wedged GPU): Release does not reuse the
-  // slot, and DeregisterMemory of a region it uses fails (kBackend).
+  // slot, DeregisterMemory of a region it uses fails (kBackend), and Check
+  // reads the post's error even after the GPU wrote {gen, ok} over it.
+  // Set before the error is published.
   std::atomic<bool> poisoned{false};
 
   // Per post.

@@ -4,7 +4,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <unordered_set>
 
 #include "core/random.h"
@@ -313,6 +315,22 @@ void CudaChannel::StopLanes() {
       if (!s.ok()) latch().Latch(s);
     }
   });
+}
+
+namespace {
+void CUDART_CB HoldUntilReleased(void* release) {
+  const auto* r = static_cast<const std::atomic<bool>*>(release);
+  while (!r->load(std::memory_order_acquire))
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+}  // namespace
+
+Status CudaChannel::HoldLaneForTest(int lane, const std::atomic<bool>* release) {
+  DeviceGuard guard(device_);
+  Lane& l = *lanes_[lane];
+  void* arg = const_cast<std::atomic<bool>*>(release);  // only read
+  for (cudaStream_t st : {l.ce, l.sm}) KVLANE_CUDA(cudaLaunchHostFunc(st, HoldUntilReleased, arg));
+  return Status::Ok();
 }
 
 void CudaChannel::Close() {

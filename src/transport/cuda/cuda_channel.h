@@ -75,6 +75,12 @@ class CudaChannel final : public Channel {
   void InjectProxyFault(int lane) { lanes_[lane]->proxy.InjectFault(); }
   // Test hook: proxy launches made on `lane` so far (renewals included).
   uint64_t ProxyLaunches(int lane) const { return lanes_[lane]->proxy.generation(); }
+  // Test hook: a GPU that stops answering, as the lane sees it. Work queued
+  // from now on `lane`'s copy streams (the copy engine's and the copy
+  // kernels', not the proxy's) waits until `*release` reads true (a host
+  // callback on each stream spins on it). REQUIRES: *release outlives the
+  // streams' wait, and is set before the process needs the device again.
+  Status HoldLaneForTest(int lane, const std::atomic<bool>* release);
 
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
