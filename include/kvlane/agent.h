@@ -106,7 +106,9 @@ class Agent {
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
   // kNotFound when the handle is stale (slot reposted or released). A transfer
-  // never posted reads kOk (idle), as does Wait: only a Post moves bytes.
+  // never posted reads kOk (idle), as does Wait: only a Post moves bytes. A
+  // post its lane gave up on (a wedged GPU: kTimeout) keeps its error even if
+  // the GPU finishes it later.
   Status Check(const XferHandle& handle) const;
   // Blocks until the request ends or `timeout` passes (then kTimeout);
   // nanoseconds::max() waits without a limit.
