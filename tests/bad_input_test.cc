@@ -301,6 +301,8 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"staging_copy", [](AgentOptions& o) { o.staging_copy = static_cast<StagingCopy>(7); }},
       {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = -1s; }},
       {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = 32768s; }},
+      {"piece_bytes", [](AgentOptions& o) { o.piece_bytes = 4095; }},
+      {"piece_bytes", [](AgentOptions& o) { o.piece_bytes = AgentOptions::kMaxPieceBytes + 1; }},
   };
   for (const Case& c : cases) {
     AgentOptions o;
@@ -311,6 +313,22 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
     EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
   }
+}
+
+// The bounds themselves are taken: the largest piece_bytes (a region is cut
+// into exactly its pieces however large: RegistryTest).
+TEST(AgentOptionsTest, DurationAndPieceBoundsAreTaken) {
+  AgentOptions o;
+  o.name = "opts";
+  o.piece_bytes = AgentOptions::kMaxPieceBytes;
+  auto a = Agent::Create(o);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  o.piece_bytes += 1;
+  auto refused = Agent::Create(o);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("piece_bytes must be 4 KiB..256 TiB"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 // The per-peer limits take their whole range; a share is bounded by the

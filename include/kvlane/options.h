@@ -62,7 +62,11 @@ struct AgentOptions {
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
   uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
   uint32_t max_requests = 1u << 14;           // transfer handles alive at once
-  uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
+  // Regions are registered in pieces of at most this. 4 KiB..256 TiB (2^48, past
+  // what a 4-level-paging x86-64 process can map: a larger region just takes more
+  // pieces), default 4 GiB.
+  uint64_t piece_bytes = 4ull << 30;
+  static constexpr uint64_t kMaxPieceBytes = 1ull << 48;
   std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   // A lane with work but no progress for this long fails. A target serves a

@@ -1,6 +1,7 @@
 #include "kvlane/options.h"
 
 #include <algorithm>
+#include <string>
 
 #include "transport/notif_queue.h"
 
@@ -62,7 +63,8 @@ Status AgentOptions::Validate() const {
   if (!IsPowerOfTwo(lane_ring_slots) || lane_ring_slots < 2)
     return Bad("lane_ring_slots", "must be a power of two >= 2");
   if (max_requests < 1 || max_requests > (1u << 24)) return Bad("max_requests", "must be 1..16M");
-  if (piece_bytes < 4096) return Bad("piece_bytes", "must be at least 4096");
+  if (piece_bytes < 4096 || piece_bytes > kMaxPieceBytes)
+    return Bad("piece_bytes", "must be 4 KiB..256 TiB (2^48), got " + std::to_string(piece_bytes));
   if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
     return Bad("*_timeout", "must be positive");
   if (spin.count() < 0) return Bad("spin", "must not be negative");
