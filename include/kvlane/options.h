@@ -67,6 +67,10 @@ struct AgentOptions {
   // pieces), default 4 GiB.
   uint64_t piece_bytes = 4ull << 30;
   static constexpr uint64_t kMaxPieceBytes = 1ull << 48;
+  // The three timeouts below are 1 ms..24 h (kMaxTimeout): the engine adds them to
+  // clocks, to each other and doubles them, and waits them in poll's int
+  // milliseconds, none of which overflows within that bound.
+  static constexpr std::chrono::hours kMaxTimeout{24};
   std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   // A lane with work but no progress for this long fails. A target serves a
@@ -89,7 +93,9 @@ struct AgentOptions {
   std::chrono::seconds tcp_keepalive{30};
   // Bounded spinning before a worker sleeps; a tcp/shm lane's receiver also spins
   // this long on its socket for the reply to a frame a posting thread sent.
+  // 0..1 s (kMaxSpin), default 50 us.
   std::chrono::microseconds spin{50};
+  static constexpr std::chrono::seconds kMaxSpin{1};
   // tcp, shm: a post whose frame (header, segment table and, for a tcp WRITE from
   // host memory, the payload) is at most this many bytes, on a lane whose earlier
   // frames have all been answered, is sent by the posting thread inside Post: no
