@@ -116,16 +116,18 @@ struct AgentOptions {
   std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
   // this many bytes (payload + sender name + 72 each, and sender name + 128 once per
-  // name with notifications held); beyond it a peer's notification is refused and
-  // its sender sees kNotAllowed. 4 KiB..16 GiB.
+  // name with notifications held; a payload or name over 15 bytes counts as its
+  // heap block: its length + 1 rounded up to 16, plus 16); beyond it a peer's
+  // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.
   uint64_t max_notification_bytes = 64ull << 20;
   // The share of max_notification_bytes one peer may hold: past it that peer's
   // notifications are refused (kNotAllowed) while other peers' still fit, until the
   // application takes them. A peer is the name its handshake announced, which any
   // holder of this agent's metadata may choose (docs/SECURITY.md). 0 (default): a
   // quarter of max_notification_bytes, but at least what the largest notification
-  // costs (64 KiB + 255-byte name + 72, + 255 + 128 as its name's first) or all of it;
-  // else 202..max_notification_bytes.
+  // costs (66,295 bytes: a 64 KiB payload, 65,568 as a heap block, from a 255-byte
+  // name, 272, + 72, + 255 + 128 as its name's first) or all of it; else
+  // 202..max_notification_bytes (a notification without payload from a 1-byte name).
   uint64_t max_notification_bytes_per_peer = 0;
   // Connections one peer (by the name its handshake announced) may hold at once on
   // this agent, its tcp, shm and cuda control servers counted together; more are
