@@ -301,6 +301,17 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"staging_copy", [](AgentOptions& o) { o.staging_copy = static_cast<StagingCopy>(7); }},
       {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = -1s; }},
       {"tcp_keepalive", [](AgentOptions& o) { o.tcp_keepalive = 32768s; }},
+      {"piece_bytes", [](AgentOptions& o) { o.piece_bytes = 4095; }},
+      {"piece_bytes", [](AgentOptions& o) { o.piece_bytes = AgentOptions::kMaxPieceBytes + 1; }},
+      {"post_timeout", [](AgentOptions& o) { o.post_timeout = 0ms; }},
+      {"post_timeout", [](AgentOptions& o) { o.post_timeout = AgentOptions::kMaxTimeout + 1ms; }},
+      {"connect_timeout",
+       [](AgentOptions& o) { o.connect_timeout = AgentOptions::kMaxTimeout + 1ms; }},
+      {"io_timeout", [](AgentOptions& o) { o.io_timeout = -1ms; }},
+      {"io_timeout", [](AgentOptions& o) { o.io_timeout = AgentOptions::kMaxTimeout + 1ms; }},
+      {"io_timeout", [](AgentOptions& o) { o.io_timeout = std::chrono::milliseconds::max(); }},
+      {"spin", [](AgentOptions& o) { o.spin = -1us; }},
+      {"spin", [](AgentOptions& o) { o.spin = AgentOptions::kMaxSpin + 1us; }},
   };
   for (const Case& c : cases) {
     AgentOptions o;
@@ -311,6 +322,26 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
     EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
   }
+}
+
+// The bounds themselves are taken: the largest piece_bytes (a region is cut
+// into exactly its pieces however large: RegistryTest), timeouts of 24 h and a
+// spin of 1 s (no sum the engine forms from them overflows). One past each is
+// refused by name (OutOfRangeOptionsAreRefusedByName).
+TEST(AgentOptionsTest, DurationAndPieceBoundsAreTaken) {
+  AgentOptions o;
+  o.name = "opts";
+  o.piece_bytes = AgentOptions::kMaxPieceBytes;
+  o.post_timeout = o.connect_timeout = o.io_timeout = AgentOptions::kMaxTimeout;
+  o.spin = AgentOptions::kMaxSpin;
+  auto a = Agent::Create(o);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  o.io_timeout += 1ms;
+  auto refused = Agent::Create(o);
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("io_timeout must be 1 ms..24 h, got 86400001 ms"),
+            std::string::npos)
+      << refused.status().ToString();
 }
 
 // The per-peer limits take their whole range; a share is bounded by the

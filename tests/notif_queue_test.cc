@@ -1,6 +1,7 @@
 // NotifQueue's accounting: a sender name's first queued notification also pays
 // for the name's map node, so a peer that takes a new name per notification hits
-// the bounds too; taking the notifications frees every charge.
+// the bounds too; a payload or name on the heap pays its block; taking the
+// notifications frees every charge.
 #include "transport/notif_queue.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +80,24 @@ TEST(NotifQueue, LargestAndSmallestCostsAreExact) {
     NotifQueue short_one(cost, cost - 1);
     EXPECT_FALSE(short_one.Push(n).ok()) << cost;
   }
+}
+
+// A payload or name past std::string's own buffer (16 bytes and more) is charged
+// its heap block: length + 1 rounded up to 16, plus 16 (48 for 16 bytes); up to
+// 15 bytes it is charged its length. A flood of 16-byte payloads fits the bound
+// by that cost.
+TEST(NotifQueue, PayloadsAndNamesOnTheHeapPayTheirBlock) {
+  const uint64_t slot = NotifQueue::kOverheadBytes;
+  EXPECT_EQ(NotifQueue::Cost({"n", std::string(15, 'p')}), 15 + 1 + slot);
+  EXPECT_EQ(NotifQueue::Cost({"n", std::string(16, 'p')}), 48 + 1 + slot);
+  EXPECT_EQ(NotifQueue::Cost({std::string(16, 'n'), std::string(31, 'p')}), 48 + 48 + slot);
+  EXPECT_EQ(NotifQueue::Cost({"n", std::string(32, 'p')}), 64 + 1 + slot);
+  const Notification sixteen{NameOf(0), std::string(16, 'p')};
+  NotifQueue q(kBound, kBound);
+  int fit = 0;
+  while (q.Push(sixteen).ok()) ++fit;
+  EXPECT_EQ(fit, static_cast<int>((kBound - NotifQueue::NameCost(sixteen.peer)) /
+                                  (48 + 5 + NotifQueue::kOverheadBytes)));
 }
 
 }  // namespace

@@ -119,8 +119,9 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
   ASSERT_TRUE(a().RegisterMemory(src.data(), kSize).ok());
   ASSERT_TRUE(b().RegisterMemory(dst.data(), kSize).ok());
   Connect(a(), b());
-  // Costs 1000 + 1 ("a") + 72 bytes at b, and the first another 128 + 1 for "a":
-  // seven fit 8192 bytes, eight do not.
+  // Costs 1024 (the payload's heap block: 1001 bytes rounded up to 16, + 16) + 1
+  // ("a") + 72 bytes at b, and the first another 128 + 1 for "a": seven fit 8192
+  // bytes, eight do not.
   const std::string msg(1000, 'm');
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
@@ -141,22 +142,22 @@ TEST_P(NotifyTest, UntakenNotificationsAreBounded) {
 TEST_P(NotifyTest, PeerThatFloodsIsRefusedAtItsShare) {
   AgentOptions o;
   o.max_notification_bytes = 8192;
-  o.max_notification_bytes_per_peer = 3400;
+  o.max_notification_bytes_per_peer = 3500;
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
   o.name = "c";
   o.transports = {GetParam()};
   auto c = Agent::Create(o);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   Connect(**c, b());
-  // Costs 1000 + 1 + 72 bytes at b, and a name's first another 128 + 1: three
-  // fit a share (3348 bytes), four do not.
+  // Costs 1024 + 1 + 72 bytes at b (1024: the payload's heap block), and a name's
+  // first another 128 + 1: three fit a share (3420 bytes), four do not.
   const std::string msg(1000, 'm');
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   Status refused = a().SendNotification("b", msg);
   EXPECT_EQ(refused.code(), Code::kNotAllowed);
   EXPECT_NE(refused.message().find("max_notification_bytes_per_peer"), std::string::npos)
       << refused.ToString();
-  ASSERT_TRUE((*c)->SendNotification("b", msg).ok());  // b holds 4550 of 8192 bytes
+  ASSERT_TRUE((*c)->SendNotification("b", msg).ok());  // b holds 4646 of 8192 bytes
   auto got = b().TakeNotifications();
   ASSERT_EQ(got.size(), 4u);
   EXPECT_EQ(got[3].peer, "c");
@@ -169,7 +170,7 @@ TEST_P(NotifyTest, PeerShareDefaultsToAQuarter) {
   AgentOptions o;
   o.max_notification_bytes = 1 << 20;
   ASSERT_NO_FATAL_FAILURE(MakeAgents(o));
-  const std::string msg(64 << 10, 'm');  // 65,609 bytes each: three fit 256 KiB, four do not
+  const std::string msg(64 << 10, 'm');  // 65,641 bytes each: three fit 256 KiB, four do not
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(a().SendNotification("b", msg).ok()) << i;
   EXPECT_EQ(a().SendNotification("b", msg).code(), Code::kNotAllowed);
   EXPECT_EQ(b().TakeNotifications().size(), 3u);

@@ -62,7 +62,15 @@ struct AgentOptions {
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
   uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
   uint32_t max_requests = 1u << 14;           // transfer handles alive at once
-  uint64_t piece_bytes = 4ull << 30;          // regions are registered in pieces of at most this
+  // Regions are registered in pieces of at most this. 4 KiB..256 TiB (2^48, past
+  // what a 4-level-paging x86-64 process can map: a larger region just takes more
+  // pieces), default 4 GiB.
+  uint64_t piece_bytes = 4ull << 30;
+  static constexpr uint64_t kMaxPieceBytes = 1ull << 48;
+  // The three timeouts below are 1 ms..24 h (kMaxTimeout): the engine adds them to
+  // clocks, to each other and doubles them, and waits them in poll's int
+  // milliseconds, none of which overflows within that bound.
+  static constexpr std::chrono::hours kMaxTimeout{24};
   std::chrono::milliseconds post_timeout{30000};     // Post waits this long for ring space
   std::chrono::milliseconds connect_timeout{5000};   // connecting to a peer
   // A lane with work but no progress for this long fails. A target serves a
@@ -85,7 +93,9 @@ struct AgentOptions {
   std::chrono::seconds tcp_keepalive{30};
   // Bounded spinning before a worker sleeps; a tcp/shm lane's receiver also spins
   // this long on its socket for the reply to a frame a posting thread sent.
+  // 0..1 s (kMaxSpin), default 50 us.
   std::chrono::microseconds spin{50};
+  static constexpr std::chrono::seconds kMaxSpin{1};
   // tcp, shm: a post whose frame (header, segment table and, for a tcp WRITE from
   // host memory, the payload) is at most this many bytes, on a lane whose earlier
   // frames have all been answered, is sent by the posting thread inside Post: no
@@ -106,16 +116,18 @@ struct AgentOptions {
   std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
   // this many bytes (payload + sender name + 72 each, and sender name + 128 once per
-  // name with notifications held); beyond it a peer's notification is refused and
-  // its sender sees kNotAllowed. 4 KiB..16 GiB.
+  // name with notifications held; a payload or name over 15 bytes counts as its
+  // heap block: its length + 1 rounded up to 16, plus 16); beyond it a peer's
+  // notification is refused and its sender sees kNotAllowed. 4 KiB..16 GiB.
   uint64_t max_notification_bytes = 64ull << 20;
   // The share of max_notification_bytes one peer may hold: past it that peer's
   // notifications are refused (kNotAllowed) while other peers' still fit, until the
   // application takes them. A peer is the name its handshake announced, which any
   // holder of this agent's metadata may choose (docs/SECURITY.md). 0 (default): a
   // quarter of max_notification_bytes, but at least what the largest notification
-  // costs (64 KiB + 255-byte name + 72, + 255 + 128 as its name's first) or all of it;
-  // else 202..max_notification_bytes.
+  // costs (66,295 bytes: a 64 KiB payload, 65,568 as a heap block, from a 255-byte
+  // name, 272, + 72, + 255 + 128 as its name's first) or all of it; else
+  // 202..max_notification_bytes (a notification without payload from a 1-byte name).
   uint64_t max_notification_bytes_per_peer = 0;
   // Connections one peer (by the name its handshake announced) may hold at once on
   // this agent, its tcp, shm and cuda control servers counted together; more are

@@ -1,6 +1,8 @@
 #include "kvlane/options.h"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 #include "transport/notif_queue.h"
 
@@ -14,6 +16,25 @@ constexpr StagingCopy kStagingCopies[] = {StagingCopy::kBatch, StagingCopy::kEac
 
 Status Bad(const std::string& field, const std::string& why) {
   return Status::InvalidArgument("AgentOptions." + field + " " + why);
+}
+
+// The timeouts and spin are bounded so that no sum the engine forms from them
+// overflows: a deadline (steady_clock::now() + t, in nanoseconds), the tcp user
+// timeout (2 x io_timeout + 1 s), the cuda descriptor exchange's deadline
+// (connect_timeout + 4 x io_timeout), and poll's int milliseconds (io_timeout,
+// connect_timeout: 24 h is 86,400,000 ms; an int holds 24.8 days).
+Status CheckDurations(const AgentOptions& o) {
+  const std::pair<const char*, std::chrono::milliseconds> timeouts[] = {
+      {"post_timeout", o.post_timeout},
+      {"connect_timeout", o.connect_timeout},
+      {"io_timeout", o.io_timeout}};
+  for (const auto& [field, value] : timeouts) {
+    if (value.count() <= 0 || value > AgentOptions::kMaxTimeout)
+      return Bad(field, "must be 1 ms..24 h, got " + std::to_string(value.count()) + " ms");
+  }
+  if (o.spin.count() < 0 || o.spin > AgentOptions::kMaxSpin)
+    return Bad("spin", "must be 0..1 s, got " + std::to_string(o.spin.count()) + " us");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -62,10 +83,9 @@ Status AgentOptions::Validate() const {
   if (!IsPowerOfTwo(lane_ring_slots) || lane_ring_slots < 2)
     return Bad("lane_ring_slots", "must be a power of two >= 2");
   if (max_requests < 1 || max_requests > (1u << 24)) return Bad("max_requests", "must be 1..16M");
-  if (piece_bytes < 4096) return Bad("piece_bytes", "must be at least 4096");
-  if (post_timeout.count() <= 0 || connect_timeout.count() <= 0 || io_timeout.count() <= 0)
-    return Bad("*_timeout", "must be positive");
-  if (spin.count() < 0) return Bad("spin", "must not be negative");
+  if (piece_bytes < 4096 || piece_bytes > kMaxPieceBytes)
+    return Bad("piece_bytes", "must be 4 KiB..256 TiB (2^48), got " + std::to_string(piece_bytes));
+  KVLANE_RETURN_IF_ERROR(CheckDurations(*this));
   if (tcp_keepalive.count() < 0 || tcp_keepalive.count() > 32767)
     return Bad("tcp_keepalive", "must be 0 (off) or 1..32767 s, got " +
                                     std::to_string(tcp_keepalive.count()) + " s");

@@ -32,7 +32,11 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
                                      std::to_string(p.region) + "; deregister it first");
   }
   RegionId id{next_region_++};
-  for (uint64_t off = 0; off < len; off += piece_bytes_) {
+  // Counted, not `off < len; off += piece_bytes_`: with a piece_bytes_ near
+  // 2^64 / pieces, the offset past the last piece wrapped below len and the loop
+  // never ended. k * piece_bytes_ <= (len - 1) / piece_bytes_ * piece_bytes_ < len.
+  for (uint64_t k = 0; k < pieces; ++k) {
+    const uint64_t off = k * piece_bytes_;
     uint64_t key = RandomU64();
     while (key == 0 || by_key_.count(key) != 0) key = RandomU64();  // a key names one piece
     Piece p{key, addr + off, std::min(piece_bytes_, len - off), id.value, kind, device, access};

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -23,7 +24,9 @@ namespace kvlane::core {
 
 class Registry {
  public:
-  explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) {}
+  // REQUIRES: piece_bytes > 0. Any such value is safe here (AgentOptions bounds
+  // it to 4 KiB..256 TiB): a region's pieces are counted, not stepped to its end.
+  explicit Registry(uint64_t piece_bytes) : piece_bytes_(piece_bytes) { assert(piece_bytes > 0); }
 
   // REQUIRES: len > 0. Overlapping an existing registration is rejected, and so
   // is an `access` that is not a value of Access, and a region whose pieces

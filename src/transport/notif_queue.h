@@ -8,9 +8,9 @@
 // that takes a new name per notification (docs/SECURITY.md). A notification that
 // does not fit is refused (the sender's transfer or SendNotification ends with
 // kNotAllowed) and nothing is dropped silently. TakeAll frees both accounts.
-// The charges cover the queue's own heap too (kOverheadBytes, kNameOverheadBytes):
-// it holds at most what it charged plus 608 bytes (64-bit libstdc++ and glibc),
-// payloads and names over 15 bytes aside (kOverheadBytes).
+// The charges cover the queue's own heap too (kOverheadBytes, kNameOverheadBytes,
+// and the heap blocks of payloads and names: StringCost): it holds at most what it
+// charged plus 608 bytes (64-bit libstdc++ and glibc).
 //
 // Thread-safety: thread-safe.
 #pragma once
@@ -33,6 +33,13 @@
 
 namespace kvlane::core {
 
+// What NotifQueue charges for a payload or name of `capacity` bytes held on the
+// heap: its block, n = capacity + 1 bytes (the terminating NUL) and a 16-byte
+// header, rounded up to 16. glibc's block for n bytes is n and its 8-byte header
+// rounded up to 16, at least 32 (64-bit): never more, for the n > 16 of a string
+// past its own buffer. A 16-byte payload: 48 (glibc's block: 32).
+constexpr uint64_t HeapStringCost(uint64_t capacity) { return (capacity + 1 + 15) / 16 * 16 + 16; }
+
 class NotifQueue {
  public:
   // Bytes charged per notification on top of its payload and sender name: its
@@ -41,8 +48,8 @@ class NotifQueue {
   // slot), plus 8-byte map pointers: up to 3 per chunk after the map doubles, 4.5
   // while the old map is still held (under 5 bytes a slot). Not charged: an empty
   // queue's first chunk and map (608 bytes, which also cover the last chunk's
-  // unfilled slots); nor the malloc header and rounding of a payload or name too
-  // long for std::string's own buffer (over 15 bytes: up to 24 bytes each).
+  // unfilled slots). A payload or name too long for std::string's own buffer
+  // (over 15 bytes) is charged its heap block instead of its length (StringCost).
   static constexpr uint64_t kOverheadBytes = 72;
   static_assert(sizeof(Notification) + 8 <= kOverheadBytes, "revisit the slot's cost");
   // Bytes charged once per sender name while it has notifications queued, on top
@@ -52,13 +59,28 @@ class NotifQueue {
   // 24 bytes), rounded up. Without it, a peer taking a new name per notification
   // would grow the map past max_bytes.
   static constexpr uint64_t kNameOverheadBytes = 128;
+  // What a payload or sender name is charged: its length while it fits the
+  // string's own buffer (in the slot, kOverheadBytes; 15 bytes with libstdc++),
+  // else its heap block (HeapStringCost of its capacity).
+  static uint64_t StringCost(const std::string& s) {
+    return s.capacity() > std::string().capacity() ? HeapStringCost(s.capacity()) : s.size();
+  }
+  // What `n` is charged while queued (the first of its sender's name also pays NameCost).
+  static uint64_t Cost(const Notification& n) {
+    return StringCost(n.bytes) + StringCost(n.peer) + kOverheadBytes;
+  }
+  // What a sender name is charged once while it has notifications queued.
+  static uint64_t NameCost(const std::string& peer) { return kNameOverheadBytes + peer.size(); }
+
   // What the largest notification costs: the largest payload from the longest
-  // name, the first from that name.
-  static constexpr uint64_t kLargestCost =
-      kMaxNotifyBytes + kMaxPeerName + kOverheadBytes + kNameOverheadBytes + kMaxPeerName;
+  // name, the first from that name (66,295 bytes).
+  static constexpr uint64_t kLargestCost = HeapStringCost(kMaxNotifyBytes) +
+                                           HeapStringCost(kMaxPeerName) + kOverheadBytes +
+                                           kNameOverheadBytes + kMaxPeerName;
   // What the smallest costs: no payload from a 1-byte name, the first from that
-  // name. A share below it admits nothing.
+  // name (both in their strings' own buffers). A share below it admits nothing.
   static constexpr uint64_t kSmallestCost = 1 + kOverheadBytes + kNameOverheadBytes + 1;
+  static_assert(kLargestCost == 66295 && kSmallestCost == 202, "update the documented costs");
 
   // The per-peer share for AgentOptions::max_notification_bytes_per_peer = 0: a
   // quarter of `max_bytes`, but at least what the largest notification costs
@@ -143,8 +165,6 @@ class NotifQueue {
     return Status::Ok();
   }
 
-  static uint64_t Cost(const Notification& n) { return n.bytes.size() + n.peer.size() + kOverheadBytes; }
-  static uint64_t NameCost(const std::string& peer) { return kNameOverheadBytes + peer.size(); }
   static Status Refused(uint64_t held, const std::string& whose, const char* field,
                         uint64_t limit) {
     return Status::NotAllowed("notification refused: the receiving application holds " +

@@ -270,10 +270,13 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   WorkItem* w = q.PeekRetire();
   // The sender advances the issue cursor just after its sendmsg returns, and the
   // reply can beat it here: wait for it, bounded (a reply for nothing sent is a
-  // protocol violation). Yielding for up to `spin_` covers that race; past it
-  // the sender was descheduled, or the peer sent a reply for nothing, and we
-  // sleep (10 us doubling to 1 ms) so that such a peer cannot keep a CPU busy
-  // for io_timeout.
+  // protocol violation). Yielding for up to `spin_`, and then Backoff::kYields
+  // times more, covers that race: the sender is a few instructions from its
+  // store, so it usually lands within microseconds, and with spin 0 too (a
+  // sleep at once cost at least the timer's slack, tens of microseconds, on a
+  // reply that was already there). Past them the sender was descheduled, or the
+  // peer sent a reply for nothing, and we sleep (10 us doubling to 1 ms) so that
+  // such a peer cannot keep a CPU busy for io_timeout.
   const auto start = std::chrono::steady_clock::now();
   Backoff backoff;
   while (w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed)) {
@@ -282,7 +285,7 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
     if (waited < spin_) {
       std::this_thread::yield();
     } else {
-      backoff.Nap();
+      backoff.Pause();
     }
     w = q.PeekRetire();
   }
