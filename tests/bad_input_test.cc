@@ -222,6 +222,43 @@ TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
 // more): a registration that would pass it is refused at RegisterMemory, naming
 // piece_bytes, instead of exporting a blob no peer loads. Up to the cap, the
 // blob loads. (Address space reserved, never touched: registering reads nothing.)
+// A transfer of more than kMaxTransferBytes is refused at MakeTransfer, also
+// when an index list names one large descriptor many times (the byte count
+// must not wrap into a small one), and nothing is posted.
+TEST_P(BadInputTest, TransfersOverTheByteCapAreRefused) {
+  constexpr uint64_t kBig = 1ull << 30;  // reserved, never touched
+  void* va = mmap(nullptr, 2 * kBig, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  ASSERT_NE(va, MAP_FAILED);
+  auto* base = static_cast<uint8_t*>(va);
+  ASSERT_TRUE(a().RegisterMemory(base, kBig).ok());
+  ASSERT_TRUE(b().RegisterMemory(base + kBig, kBig).ok());
+  Connect(a(), b());
+  DescList l, r;
+  l.Add(base, kBig);
+  r.Add(base + kBig, kBig);
+  auto lp = a().PrepareLocal(l);
+  auto rp = a().PrepareRemote("b", r);
+  ASSERT_TRUE(lp.ok() && rp.ok());
+  constexpr uint64_t kFit = kMaxTransferBytes / kBig;  // 1024 x 1 GiB: exactly the cap
+  std::vector<uint32_t> idx(kFit + 1, 0);
+  auto over = a().MakeTransfer(Op::kWrite, lp.value(), idx, rp.value(), idx);
+  EXPECT_EQ(over.status().code(), Code::kInvalidArgument) << over.status().ToString();
+  EXPECT_NE(over.status().message().find("1 TiB"), std::string::npos) << over.status().ToString();
+  idx.pop_back();
+  auto at_cap = a().MakeTransfer(Op::kWrite, lp.value(), idx, rp.value(), idx);
+  ASSERT_TRUE(at_cap.ok()) << at_cap.status().ToString();
+  auto info = a().Describe(at_cap.value());
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info.value().bytes, kMaxTransferBytes);
+  EXPECT_EQ(info.value().pairs, kFit);
+  EXPECT_TRUE(a().Release(&at_cap.value()).ok());  // never posted: nothing touched the memory
+  // The slot of the refused one was never taken: as many transfers as before.
+  auto small = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64);
+  ASSERT_TRUE(small.ok());
+  ASSERT_TRUE(PostAndWait(a(), &small.value()).ok());
+  EXPECT_EQ(FirstMismatch(dst_.data(), 64, 6), -1);
+}
+
 TEST(RegisterMemoryTest, MorePiecesThanMetadataCarriesAreRefused) {
   constexpr uint64_t kPiece = 4096, kHalf = core::kMaxMetaPieces / 2 * kPiece;
   AgentOptions o = OptionsFor("a", "tcp");

@@ -87,7 +87,8 @@ class Agent {
 
   // Pairs local[local_idx[i]] with remote[remote_idx[i]]. Empty index spans mean
   // "all descriptors in order". `notif` (may be empty: none) is delivered to the
-  // peer after the data is visible there.
+  // peer after the data is visible there. At most kMaxTransferBytes and
+  // kMaxTransferPairs per transfer (transfer.h).
   Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif = {}, XferOptions xo = {});

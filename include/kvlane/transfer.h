@@ -28,6 +28,11 @@ struct XferHandle {
   bool valid() const { return slot != UINT32_MAX; }
 };
 
+// The most bytes one transfer moves (1 TiB) and the most descriptor pairs it
+// pairs: MakeTransfer refuses more (kInvalidArgument); split such a transfer.
+inline constexpr uint64_t kMaxTransferBytes = uint64_t{1} << 40;
+inline constexpr uint64_t kMaxTransferPairs = UINT32_MAX;
+
 // Per-transfer choices made at MakeTransfer time.
 struct XferOptions {
   int lane = -1;           // -1: engine picks (stripe bulk, least-loaded lane for small)

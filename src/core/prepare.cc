@@ -135,13 +135,16 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
 }
 
 // Bytes of the local side of a transfer (out-of-range indices are skipped here
-// and rejected by BuildSegments).
+// and rejected by BuildSegments); UINT64_MAX past kMaxTransferBytes (an index
+// list may name one large descriptor many times: the sum must not wrap).
 static uint64_t LocalBytes(const PreparedList& local, std::span<const uint32_t> li) {
   uint64_t total = 0;
-  if (li.empty()) {
-    for (uint64_t len : local.lens) total += len;
-  } else {
-    for (uint32_t i : li) total += i < local.lens.size() ? local.lens[i] : 0;
+  const size_t n = li.empty() ? local.lens.size() : li.size();
+  for (size_t k = 0; k < n; ++k) {
+    const uint32_t i = li.empty() ? static_cast<uint32_t>(k) : li[k];
+    const uint64_t len = i < local.lens.size() ? local.lens[i] : 0;
+    if (len > kMaxTransferBytes - total) return UINT64_MAX;
+    total += len;
   }
   return total;
 }
@@ -200,6 +203,13 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   KVLANE_ASSIGN_OR_RETURN(auto remote, GetPrepared(remote_id));
   if (local->remote || !remote->remote)
     return Status::InvalidArgument("MakeTransfer wants a local list first, then a remote list");
+  const size_t pairs = li.empty() ? local->descs.size() : li.size();
+  if (pairs > kMaxTransferPairs)
+    return Status::InvalidArgument("more than " + std::to_string(kMaxTransferPairs) +
+                                   " descriptor pairs in one transfer: split it");
+  const uint64_t bytes = LocalBytes(*local, li);
+  if (bytes > kMaxTransferBytes)
+    return Status::InvalidArgument("a transfer moves at most 1 TiB (kMaxTransferBytes): split it");
   KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
   uint32_t slot;
   {
@@ -219,7 +229,7 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   r->fixed_lane = xo.lane;
   r->stripe = xo.stripe;
   r->last_lane = -1;
-  r->total_bytes = LocalBytes(*local, li);  // decides striping and the chunk size
+  r->total_bytes = bytes;  // decides striping and the chunk size
   const uint64_t chunk = ChunkSizeFor(*r);
   r->total_bytes = 0;
   Status s = BuildSegments(r, *local, li, *remote, ri, chunk);
