@@ -301,7 +301,10 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {
-    if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
+    // Only a READ's reply carries a payload: one sent to a WRITE would land in
+    // the WRITE's source, memory the request only reads (perhaps read-only).
+    if (!s.ok() || req.op != Op::kRead || r.bytes != c.bytes)
+      return Status::Backend("protocol: unexpected payload");
     KVLANE_RETURN_IF_ERROR(ReceivePayload(l, req, c, r, &s));
   } else if (r.flags != 0) {
     return Status::Backend("protocol: a status trailer without a payload");
