@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -72,6 +73,27 @@ bool ReadFrame(int fd, core::FrameHeader* h) {
   return read || core::Discard(fd, h->bytes).ok();
 }
 
+// Answers the connection's first frame a byte every `pace` (well inside the
+// initiator's io_timeout: never silent that long): a READ's reply header at
+// once and then its payload, any other reply from its first byte.
+ScriptedTarget::Answer Trickle(std::chrono::milliseconds pace) {
+  return [pace](int fd, const std::atomic<bool>& stop) {
+    core::FrameHeader h{};
+    if (!ReadFrame(fd, &h)) return;
+    const bool read = h.type == static_cast<uint8_t>(core::FrameType::kRead);
+    const core::ReplyHeader r{h.ticket, 0, 0, read ? h.bytes : 0};
+    std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
+    if (read) {
+      if (!core::SendAll(fd, out.data(), out.size()).ok()) return;
+      out.assign(h.bytes, '\x61');
+    }
+    for (char byte : out) {
+      std::this_thread::sleep_for(pace);
+      if (stop || !core::SendAll(fd, &byte, 1).ok()) return;
+    }
+  };
+}
+
 // Answers the connection's first frame as if it were a READ: a successful reply
 // carrying as many bytes of 0x66 as the frame moves, whatever its type.
 void PayloadForAnyFrame(int fd, const std::atomic<bool>&) {
@@ -88,6 +110,59 @@ AgentOptions OneLaneTcp(std::chrono::milliseconds io_timeout) {
   o.io_timeout = io_timeout;
   o.lanes_per_peer = 1;
   return o;
+}
+
+// A READ whose payload trickles in (a byte every 300 ms: 64 KiB would take five
+// hours) ends with timeout within about twice the io_timeout of the reply's
+// first byte, not when the target pleases: until it ends, the initiator's
+// DeregisterMemory of the region waits for it.
+TEST(TricklingTarget, ReadPayloadEndsWithinTheIoTimeout) {
+  ScriptedTarget target(Trickle(300ms));
+  const AgentOptions o = OneLaneTcp(1000ms);
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  std::vector<uint8_t> buf(64 << 10);
+  auto rid = a->RegisterMemory(buf.data(), buf.size());
+  ASSERT_TRUE(rid.ok());
+  ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
+  auto h = MakeSimple(*a, "target", Op::kRead, buf.data(), reinterpret_cast<void*>(1ull << 40),
+                      buf.size());
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  XferHandle x = h.value();
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_FALSE(a->Post(&x).is_error());
+  Status s = a->Wait(x, o.io_timeout * 3 + 4s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(a->Check(x).in_progress()) << "the trickled READ never ended: " << s.ToString();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, o.io_timeout * 3 + 1s);
+  EXPECT_EQ(a->PeerError("target").code(), Code::kTimeout);
+  auto deregistered = std::async(std::launch::async, [&] { return a->DeregisterMemory(*rid); });
+  EXPECT_EQ(deregistered.wait_for(2s), std::future_status::ready)
+      << "DeregisterMemory waits for the trickled READ";
+  target.Release();  // unblocks a hung receiver otherwise
+  EXPECT_TRUE(deregistered.get().ok());
+  EXPECT_TRUE(a->Release(&x).ok());
+}
+
+// A notification's acknowledgement trickled in (24 bytes, a byte every 300 ms:
+// 7 s) ends SendNotification within about twice the io_timeout; it holds the
+// channel's control connection, which transfers' notifications and the agent's
+// destruction wait for.
+TEST(TricklingTarget, NotificationAckEndsWithinTheIoTimeout) {
+  ScriptedTarget target(Trickle(300ms));
+  const AgentOptions o = OneLaneTcp(1000ms);
+  auto a_or = Agent::Create(o);
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = a->SendNotification("target", "hello");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, o.io_timeout * 2 + 1s);
+  target.Release();
 }
 
 // A WRITE only reads its local memory: a reply that carries a payload (as a
