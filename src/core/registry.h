@@ -22,6 +22,34 @@
 
 namespace kvlane::core {
 
+// The registry's lock: a shared mutex that a waiting writer closes to the
+// readers that come after it. std::shared_mutex (glibc) lets new readers in
+// ahead of a waiting writer, so peers whose accesses overlap without a gap
+// (each frame bounded, but begun before the one before it ended) kept
+// DeregisterMemory out for as long as they went on. Not recursive: a thread
+// that holds it shared must not take it shared again (a writer waiting in
+// between would deadlock both). Thread-safety: a mutex.
+class WriterFirstMutex {
+ public:
+  void lock() {
+    gate_.lock();  // readers that come from now on wait here...
+    mu_.lock();    // ...and those inside are waited for
+  }
+  void unlock() {
+    mu_.unlock();
+    gate_.unlock();
+  }
+  void lock_shared() {
+    std::lock_guard gate(gate_);
+    mu_.lock_shared();
+  }
+  void unlock_shared() { mu_.unlock_shared(); }
+
+ private:
+  std::mutex gate_;  // held by a writer from before its wait until it unlocks
+  std::shared_mutex mu_;
+};
+
 class Registry {
  public:
   // REQUIRES: piece_bytes > 0. Any such value is safe here (AgentOptions bounds
@@ -43,11 +71,13 @@ class Registry {
   Status ResolveLocal(uint64_t addr, uint64_t len, MemoryKind kind,
                       std::vector<PieceRange>* out) const;
 
+  using SharedLock = std::shared_lock<WriterFirstMutex>;
   // Remote side: hold the returned lock across LookupLocked() and the copy.
-  std::shared_lock<std::shared_mutex> LockShared() const { return std::shared_lock(mu_); }
+  // A DeregisterMemory waiting holds back later ones (WriterFirstMutex).
+  SharedLock LockShared() const { return SharedLock(mu_); }
   // Blocks every remote access (and every lookup) until the lock is released.
   // Fault injection for tests: holds requests "in flight" deterministically.
-  std::unique_lock<std::shared_mutex> LockExclusive() const { return std::unique_lock(mu_); }
+  std::unique_lock<WriterFirstMutex> LockExclusive() const { return std::unique_lock(mu_); }
   // REQUIRES: LockShared() held. Returns the local pointer for a peer's `op`
   // (kWrite: the peer stores into the piece), kRemoteStale when the key is gone,
   // kNotAllowed when out of bounds or when `op` is kWrite and the piece is
@@ -77,7 +107,7 @@ class Registry {
 
  private:
   const uint64_t piece_bytes_;
-  mutable std::shared_mutex mu_;
+  mutable WriterFirstMutex mu_;
   std::vector<Piece> sorted_;                        // GUARDED_BY(mu_)
   std::unordered_map<uint64_t, Piece> by_key_;       // GUARDED_BY(mu_)
   uint64_t next_region_ = 1;                         // GUARDED_BY(mu_)

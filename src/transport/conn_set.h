@@ -14,10 +14,12 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <utility>
 
@@ -108,13 +110,23 @@ class ConnSet {
     }
   }
 
-  // Serves `fd` on a thread of its own. REQUIRES: mu_ held.
+  // Serves `fd` on a thread of its own, or refuses it (closes it) when no
+  // thread can be made (the process or its cgroup at its thread limit, which a
+  // flood of connections may bring about: EAGAIN) or memory runs out: an
+  // exception out of the accept thread would end the process. REQUIRES: mu_ held.
   void Spawn(Fd fd) {
-    auto c = std::make_unique<C>();
-    c->fd = std::move(fd);
-    C* raw = c.get();
-    c->thread = std::thread([this, raw] { serve_(raw); });
-    conns_.push_back(std::move(c));
+    try {
+      conns_.push_back(std::make_unique<C>());  // before the thread: no throw after it
+    } catch (const std::bad_alloc&) {
+      return;
+    }
+    C* raw = conns_.back().get();
+    raw->fd = std::move(fd);
+    try {
+      raw->thread = std::thread([this, raw] { serve_(raw); });
+    } catch (const std::exception&) {  // std::system_error, or std::bad_alloc
+      conns_.pop_back();               // never started: closes the connection
+    }
   }
 
   Fd listener_;

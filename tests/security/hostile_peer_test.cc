@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <list>
 #include <thread>
 
 #include "raw_peer.h"
@@ -356,6 +357,42 @@ TEST_P(HostilePeerTcpTest, TrickledPayloadLetsGoOfTheRegistryAtTheFrameDeadline)
                           << " ms (io_timeout 1000 ms)";
   EXPECT_TRUE(p.ClosedWithin(3s)) << "the frame past its deadline must end the connection";
   region_.ResetBody();  // the trickled bytes landed inside the range: allowed
+}
+
+// Stalled WRITE frames on connection after connection, each begun before the
+// one before it ends, so that at every moment one of them holds the registry's
+// shared lock (each at most about io_timeout, 1 s here): DeregisterMemory must
+// get in once the frames already holding it end, not wait for a gap the peer
+// never leaves (a reader-preferring lock let every new frame in ahead of it).
+TEST_P(HostilePeerTcpTest, OverlappingStalledFramesDoNotStarveDeregisterMemory) {
+  std::vector<uint8_t> extra(4096);
+  auto id = target_->RegisterMemory(extra.data(), extra.size());
+  ASSERT_TRUE(id.ok());
+  core::FrameHeader w{};
+  w.type = static_cast<uint8_t>(FrameType::kWrite);
+  w.nseg = 1;
+  w.bytes = 4096;
+  const WireSeg one = Seg(info_.base, 4096);
+  std::string head(reinterpret_cast<const char*>(&w), sizeof(w));
+  head.append(reinterpret_cast<const char*>(&one), sizeof(one));
+  std::atomic<bool> stop{false};
+  std::thread stall([&] {
+    std::list<RawPeer> open;                        // each frame stalls until the target cuts it
+    for (int i = 0; i < 20 && !stop.load(); ++i) {  // one every 400 ms, 8 s at most
+      open.push_back(Authed());
+      if (!open.back().Send(head.data(), head.size())) return;
+      std::this_thread::sleep_for(400ms);
+    }
+  });
+  std::this_thread::sleep_for(600ms);  // two frames hold the lock now, overlapping
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(target_->DeregisterMemory(id.value()).ok());
+  const auto took = std::chrono::steady_clock::now() - t0;
+  stop = true;
+  stall.join();
+  EXPECT_LT(took, 3000ms) << "overlapping stalled frames held DeregisterMemory off for "
+                          << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                          << " ms (io_timeout 1000 ms)";
 }
 
 // Running out of file descriptors: the listener neither spins while accept

@@ -60,7 +60,7 @@ Status FrameExecutor::Validate(Op op) {
 // Validate, and for a first device frame the copier, made without the
 // registry lock (it may create a CUDA context: Deregister need not wait for
 // that), then validated again.
-Status FrameExecutor::Admit(Op op, std::shared_lock<std::shared_mutex>& lock) {
+Status FrameExecutor::Admit(Op op, Registry::SharedLock& lock) {
   KVLANE_RETURN_IF_ERROR(Validate(op));
   if (!device_ || copier_ != nullptr) return Status::Ok();
   lock.unlock();
@@ -74,7 +74,7 @@ Status FrameExecutor::Admit(Op op, std::shared_lock<std::shared_mutex>& lock) {
 
 // The payload lands in host halves and is copied on to the device; the reply
 // goes once every copy finished (the data is visible on the device).
-Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
+Status FrameExecutor::WriteStaged(const FrameHeader& h, Registry::SharedLock lock) {
   Status copy;
   Status s;
   {
@@ -89,7 +89,7 @@ Status FrameExecutor::WriteStaged(const FrameHeader& h, std::shared_lock<std::sh
 // The first window is staged before the reply header goes: a device error
 // there is an error reply. A later one voids the payload: the rest goes as
 // filler and the trailer after it says why (kReplyStatusAfter).
-Status FrameExecutor::ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock) {
+Status FrameExecutor::ReadStaged(const FrameHeader& h, Registry::SharedLock lock) {
   ScopedRemoteCopy remote;  // ordered by the peer, invisible to TSan (core/tsan.h)
   StagedSender sender(*copier_, local_);
   Status primed = sender.Prime();

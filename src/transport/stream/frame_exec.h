@@ -6,11 +6,11 @@
 #include <sys/uio.h>
 
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "core/device_copier.h"
+#include "core/registry.h"
 #include "transport/stream/server.h"
 #include "transport/stream/wire.h"
 
@@ -34,9 +34,9 @@ class FrameExecutor {
   // memory is device memory: tcp stages it, shm cannot reach it). `op`: what
   // the frame does to the target's memory (kWrite: stores into it).
   Status Validate(Op op);
-  Status Admit(Op op, std::shared_lock<std::shared_mutex>& lock);  // Validate (+ copier)
-  Status WriteStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
-  Status ReadStaged(const FrameHeader& h, std::shared_lock<std::shared_mutex> lock);
+  Status Admit(Op op, Registry::SharedLock& lock);  // Validate (+ copier)
+  Status WriteStaged(const FrameHeader& h, Registry::SharedLock lock);
+  Status ReadStaged(const FrameHeader& h, Registry::SharedLock lock);
   Status Write(const FrameHeader& h);
   Status Read(const FrameHeader& h);
   Status Notify(const FrameHeader& h);

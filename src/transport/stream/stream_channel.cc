@@ -264,8 +264,9 @@ void StreamChannel::Send(int i) {
 }
 
 Status StreamChannel::ReceiveOne(Lane& l, int i) {
+  const Deadline by = DeadlineIn(2 * io_timeout_);  // the socket is readable: the reply began
   ReplyHeader r{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &r, sizeof(r)));
+  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &r, sizeof(r), by));
   LaneQueue& q = queue(i);
   WorkItem* w = q.PeekRetire();
   // The sender advances the issue cursor just after its sendmsg returns, and the
@@ -304,8 +305,11 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {
-    if (!s.ok() || r.bytes != c.bytes) return Status::Backend("protocol: unexpected payload");
-    KVLANE_RETURN_IF_ERROR(ReceivePayload(l, req, c, r, &s));
+    // Only a READ's reply carries a payload: one sent to a WRITE would land in
+    // the WRITE's source, memory the request only reads (perhaps read-only).
+    if (!s.ok() || req.op != Op::kRead || r.bytes != c.bytes)
+      return Status::Backend("protocol: unexpected payload");
+    KVLANE_RETURN_IF_ERROR(ReceivePayload(l, req, c, r, &s, by));
   } else if (r.flags != 0) {
     return Status::Backend("protocol: a status trailer without a payload");
   }
@@ -319,32 +323,33 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
 // into device memory. With kReplyStatusAfter, the target's verdict on the
 // bytes follows them (a copy it failed after sending the header voids them).
 Status StreamChannel::ReceivePayload(Lane& l, const Request& req, const ChunkPlan& c,
-                                     const ReplyHeader& r, Status* s) {
+                                     const ReplyHeader& r, Status* s, Deadline by) {
   const uint32_t n = c.seg_end - c.seg_begin;
   for (uint32_t k = 0; k < n; ++k) {
     const Segment& sg = req.segs[c.seg_begin + k];
     l.recv_iov[k] = {reinterpret_cast<void*>(sg.local_addr), sg.len};
   }
   if (req.local_kind == MemoryKind::kCuda) {
-    KVLANE_RETURN_IF_ERROR(ReceiveStaged(l, n, r.bytes, s));
+    KVLANE_RETURN_IF_ERROR(ReceiveStaged(l, n, r.bytes, s, by));
   } else {
-    KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n)));
+    KVLANE_RETURN_IF_ERROR(RecvIov(l.fd.get(), l.recv_iov.data(), static_cast<int>(n), by));
   }
   if (!(r.flags & kReplyStatusAfter)) return Status::Ok();
   StatusTrailer t{};
-  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &t, sizeof(t)));
+  KVLANE_RETURN_IF_ERROR(RecvAll(l.fd.get(), &t, sizeof(t), by));
   if (t.status != 0 && s->ok())
     *s = PeerStatus(t.status, "the peer failed to copy the data it sent (device memory)");
   return Status::Ok();
 }
 
-Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy) {
+Status StreamChannel::ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy,
+                                    Deadline by) {
   Result<DeviceCopier*> copier = CopierIn(l.recv_copier, l.recv_iov[0].iov_base, staging_copy_);
   if (!copier.ok()) {
     *copy = copier.status();
-    return Discard(l.fd.get(), bytes);  // keeps the stream framed
+    return Discard(l.fd.get(), bytes, by);  // keeps the stream framed
   }
-  return RecvStaged(**copier, l.fd.get(), std::span(l.recv_iov.data(), n), copy);
+  return RecvStaged(**copier, l.fd.get(), std::span(l.recv_iov.data(), n), copy, by);
 }
 
 Status StreamChannel::AwaitReply(Lane& l, bool busy, std::chrono::milliseconds timeout) {
@@ -411,7 +416,8 @@ Status StreamChannel::Notify(std::string_view bytes) {
   Status s = SendIov(control_.get(), v, 2);
   ReplyHeader r{};
   if (s.ok()) s = WaitReadable(control_.get(), io_timeout_);
-  if (s.ok()) s = RecvAll(control_.get(), &r, sizeof(r));
+  // Bounded as a lane's reply (ReceiveOne), however the peer paces its bytes.
+  if (s.ok()) s = RecvAll(control_.get(), &r, sizeof(r), DeadlineIn(io_timeout_));
   if (!s.ok()) {
     Fail(0, s);
     // What Fail latched: kCanceled once Close began (a Notify after Close's

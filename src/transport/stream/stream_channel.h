@@ -80,16 +80,22 @@ class StreamChannel final : public Channel {
   // byte went out fails the request only (a nop keeps the reply order).
   // v[0..1]: the frame's header and segment table.
   Status SendStaged(Lane& l, Request& r, const ChunkPlan& c, const FrameHeader& h, iovec* v);
+  // Reads one reply and retires its ticket. No receive of it starts later than
+  // 2 x io_timeout after its first byte (the most a target takes to serve a
+  // frame), and each is bounded by the socket's io_timeout (socket.h), so a peer
+  // that trickles a reply cannot hold the lane, its requests, and a
+  // DeregisterMemory waiting for them, past 3 x io_timeout: kTimeout.
   Status ReceiveOne(Lane& l, int i);
   // Until the lane's socket is readable (ok), `timeout` passes (kTimeout), or a
   // posting thread woke the receiver (kInProgress). Spins up to `spin` first
   // while the lane has a frame awaiting its reply.
   Status AwaitReply(Lane& l, bool busy, std::chrono::milliseconds timeout);
   // A READ reply's payload into local device memory: *copy gets a staging error.
+  // No receive starts after `by`.
   Status ReceivePayload(Lane& l, const Request& req, const ChunkPlan& c, const ReplyHeader& r,
-                        Status* s);
-  // l.recv_iov[0..n) holds the device ranges.
-  Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy);
+                        Status* s, Deadline by);
+  // l.recv_iov[0..n) holds the device ranges. No receive starts after `by`.
+  Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy, Deadline by);
   // Latches `s` (kCanceled instead once Close began) and wakes every lane.
   void Fail(int i, const Status& s);
 
