@@ -78,11 +78,11 @@ int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& w
   return kExitUnavailable;
 }
 
-// After a stop signal: the workers are reaped and the run directory is gone.
-int Stopped(int sig) {
+// After a stop signal: the workers are reaped and the run directory is gone; dies by it.
+[[noreturn]] void Stopped(int sig) {
   std::fprintf(stderr, "lanebench: stopped by signal %d (%s); no document written\n", sig,
                strsignal(sig));
-  return 128 + sig;
+  DieBy(sig);
 }
 
 int RunBench(const BenchConfig& cfg, const std::string& command) {
@@ -100,7 +100,7 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
                    s.ToString().c_str());
   }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
-  if (int sig = StopSignal(); sig != 0) return Stopped(sig);
+  if (int sig = StopSignal(); sig != 0) Stopped(sig);
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();
   const Doc doc = BuildDocument(cfg, cases, records, command, end_env);
