@@ -458,6 +458,24 @@ TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
 }
 
+// A negative sampling flag is a usage error naming the flag (not the preset's value
+// in disguise), refused before anything else is checked or started.
+TEST(KvbenchEndToEnd, NegativeSamplingFlagExitsTwo) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("negative"), err = FreshDir("negative_stderr");
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";  // an --out refused too, were the flag let through
+  for (const char* flag : {"--warmup", "--samples", "--trials"}) {
+    EXPECT_EQ(Kvbench(std::string("run --transport shm ") + flag + " -1 --out " +
+                      (dir / "file" / "sub").string() + " > /dev/null 2>" + err.string()),
+              2)
+        << flag;
+    const std::string said = ReadFile(err);
+    EXPECT_EQ(said.rfind("kvbench run: " + std::string(flag) + " -1: need at least ", 0), 0u)
+        << said;
+  }
+}
+
 nlohmann::json PlanJson(const std::string& flags, const fs::path& file) {
   EXPECT_EQ(Kvbench("plan --json " + flags + " > " + file.string()), 0) << flags;
   std::ifstream in(file);
