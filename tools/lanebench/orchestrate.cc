@@ -146,7 +146,7 @@ kvlane::Status ProbeTransport(const BenchConfig& cfg) {
 
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {
   std::vector<RunRecord> records;
-  const size_t total = cases.size() * static_cast<size_t>(cfg.pairs) * 2;
+  const size_t total = PlannedRuns(cfg, cases.size());
   for (const Case& c : cases) {
     for (int pair = 0; pair < cfg.pairs; ++pair) {
       std::vector<std::string> order = ArmOrder(pair);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <initializer_list>
 
 namespace lanebench {
@@ -30,6 +31,11 @@ void CatchStopSignals() {
 }
 
 int StopSignal() { return g_stop_signal; }
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+}
 
 void DieBy(int sig) {
   std::fflush(nullptr);

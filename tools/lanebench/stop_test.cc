@@ -1,7 +1,7 @@
 // Stopping a real lanebench orchestrator: a stop signal (SIGTERM, SIGINT, SIGHUP)
-// stops its workers, removes its run directory, and the orchestrator then dies by
-// that signal (not an exit with 128 + N); one killed outright (SIGKILL) leaves no
-// worker running either.
+// stops its workers, removes its run directory, writes the runs that finished
+// (marked stopped), and the orchestrator then dies by that signal (not an exit
+// with 128 + N); one killed outright (SIGKILL) leaves no worker running either.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -12,6 +12,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -102,9 +104,10 @@ class PrivateTmp {
 };
 
 // Forks and execs `argv` with SIGINT at its default action (a background job of a
-// script starts with it ignored) and stdout, stderr to /dev/null; in a process
-// group of its own when `own_group`.
-pid_t Start(const std::vector<std::string>& args, bool own_group = false) {
+// script starts with it ignored) and stdout, stderr to files `out`, `err`; in a
+// process group of its own when `own_group`.
+pid_t Start(const std::vector<std::string>& args, bool own_group = false,
+            const std::string& out = "/dev/null", const std::string& err = "/dev/null") {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -112,9 +115,8 @@ pid_t Start(const std::vector<std::string>& args, bool own_group = false) {
   if (pid == 0) {
     if (own_group) setpgid(0, 0);
     signal(SIGINT, SIG_DFL);
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(devnull, 1);
-    dup2(devnull, 2);
+    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
     execv(argv[0], argv.data());
     _exit(127);
   }
@@ -205,6 +207,76 @@ TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
   }
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+}
+
+// The progress lines ("[3/100] ...") in `text`: the runs that finished.
+int ProgressLines(const std::string& text) {
+  const std::regex line(R"(^\[[0-9]+/[0-9]+\] )", std::regex::multiline);
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), line), std::sregex_iterator()));
+}
+
+// Stopped part-way, the orchestrator still writes the runs that finished, marked
+// so that nobody takes the document for a full result, and its table says so.
+TEST(LanebenchStopDocument, AStoppedRunWritesTheRunsThatFinished) {
+  PrivateTmp tmp;
+  const fs::path json = tmp.path() / "out.json", out = tmp.path() / "out", err = tmp.path() / "err";
+  const pid_t orchestrator = Start({LANEBENCH_BINARY,
+                                    "--transport",
+                                    "tcp",
+                                    "--shape",
+                                    "single",
+                                    "--single-bytes",
+                                    "4KiB",
+                                    "--single-ops",
+                                    "write",
+                                    "--pairs",
+                                    "50",
+                                    "--warmup",
+                                    "0",
+                                    "--iters",
+                                    "20",
+                                    "--stall-probe-ms",
+                                    "0",
+                                    "--idle-us",
+                                    "0",
+                                    "--json",
+                                    json.string()},
+                                   false, out.string(), err.string());
+  ASSERT_GT(orchestrator, 0);
+  for (int i = 0; i < 6000 && ProgressLines(ReadFile(err)) < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill(orchestrator, SIGINT);
+  int status = 0;
+  const bool ended = EndsWithin(orchestrator, std::chrono::seconds(20), &status);
+  if (!ended) {
+    kill(orchestrator, SIGKILL);
+    waitpid(orchestrator, &status, 0);
+  }
+  ASSERT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  const int finished = ProgressLines(ReadFile(err));
+  ASSERT_GE(finished, 2) << ReadFile(err);
+  ASSERT_LT(finished, 100);
+
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << "no JSON document at " << json;
+  EXPECT_EQ(doc["complete"], false);
+  EXPECT_EQ(doc["stopped_by"], "SIGINT");
+  EXPECT_EQ(doc["outcome"], "stopped");
+  EXPECT_EQ(doc["verification"]["runs"], finished);
+  EXPECT_EQ(doc["verification"]["runs_planned"], 100);
+  EXPECT_EQ(doc["verification"]["valid_runs"], finished);
+  size_t runs = 0;
+  for (const auto& [arm, a] : doc["cases"][0]["arms"].items()) runs += a["runs"].size();
+  EXPECT_EQ(runs, static_cast<size_t>(finished));
+  const std::string table = ReadFile(out);
+  EXPECT_NE(table.find("PARTIAL RESULT, not a full run: stopped by SIGINT after " +
+                       std::to_string(finished) + " of 100 runs"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("outcome: stopped (incomplete: stopped by SIGINT)"), std::string::npos);
+  EXPECT_NE(ReadFile(err).find("lanebench: stopped by SIGINT"), std::string::npos);
 }
 
 }  // namespace
