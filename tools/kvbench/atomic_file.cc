@@ -31,6 +31,7 @@ kvlane::Result<int> OpenTemporary(const fs::path& path, std::string* temp) {
   return kvlane::Status::Backend("cannot create a temporary file beside " + path.string());
 }
 
+// Writes `bytes` and syncs them: a crash after the rename finds them on disk.
 kvlane::Status WriteAll(int fd, std::string_view bytes, const std::string& temp) {
   while (!bytes.empty()) {
     ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -42,6 +43,46 @@ kvlane::Status WriteAll(int fd, std::string_view bytes, const std::string& temp)
   return kvlane::Status::Ok();
 }
 
+// Gives `temp` the name `path` without replacing a file of that name, the kernel
+// answering in the same step whether there was one: renameat2(RENAME_NOREPLACE),
+// or where the file system has no such rename (EINVAL, ENOSYS) link() + unlink().
+// 0: moved; EEXIST: `path` exists and `temp` is untouched; else the error.
+int MoveWithoutReplacing(const std::string& temp, const std::string& path) {
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return errno;
+  if (::link(temp.c_str(), path.c_str()) != 0) return errno;
+  ::unlink(temp.c_str());
+  return 0;
+}
+
+// Moves `temp` to `path`; whether a file of that name was replaced.
+kvlane::Result<bool> MoveIntoPlace(const std::string& temp, const std::string& path) {
+  const int err = MoveWithoutReplacing(temp, path);
+  if (err == 0) return false;
+  bool replaced = true;
+  if (err != EEXIST) {  // no hard links either (EPERM, ENOTSUP): asked apart from the rename
+    std::error_code ec;
+    replaced = fs::exists(path, ec);
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    return Errno("cannot rename " + temp + " to " + path, errno);
+  }
+  return replaced;
+}
+
+// Syncs the directory holding `path`, so that the rename survives a crash. A file
+// system that cannot sync a directory (EINVAL) is not an error.
+kvlane::Status SyncDirectory(const fs::path& path) {
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Errno("cannot open " + dir.string() + " to sync it", errno);
+  const int synced = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (synced != 0 && err != EINVAL) return Errno("cannot sync " + dir.string(), err);
+  return kvlane::Status::Ok();
+}
+
 }  // namespace
 
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path,
@@ -50,16 +91,13 @@ kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path,
   KVLANE_ASSIGN_OR_RETURN(int fd, OpenTemporary(fs::path(path), &temp));
   kvlane::Status s = WriteAll(fd, contents, temp);
   if (::close(fd) != 0 && s.ok()) s = Errno("cannot write " + temp, errno);
-  std::error_code ec;
-  WrittenFile out{path, fs::exists(path, ec)};
-  if (s.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
-    s = Errno("cannot rename " + temp + " to " + path, errno);
-  }
-  if (!s.ok()) {
+  auto replaced = s.ok() ? MoveIntoPlace(temp, path) : kvlane::Result<bool>(s);
+  if (!replaced.ok()) {
     ::unlink(temp.c_str());
-    return s;
+    return replaced.status();
   }
-  return out;
+  KVLANE_RETURN_IF_ERROR(SyncDirectory(fs::path(path)));
+  return WrittenFile{path, replaced.value()};
 }
 
 }  // namespace kvbench

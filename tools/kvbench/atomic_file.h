@@ -1,7 +1,8 @@
 // Writing a file whole or not at all: the bytes go to a temporary file in the
-// target's directory, which is then renamed over the name (rename(2) replaces
-// it in one step on one file system). A reader or a second run never sees half a
-// file, and a write that fails leaves what was there before. Free functions;
+// target's directory, synced to disk, which is then renamed to the name (one step
+// on one file system), and the directory is synced so that the rename lasts. A
+// reader, a second run or a crash never leaves half a file or an empty one under
+// the name, and a write that fails leaves what was there before. Free functions;
 // thread-safe (each call uses a temporary name of its own).
 #pragma once
 
@@ -14,11 +15,16 @@ namespace kvbench {
 
 struct WrittenFile {
   std::string path;
-  bool replaced = false;  // a file of that name existed and is now this one
+  // A file of that name existed and is now this one. Learned in the rename itself
+  // (a rename that refuses to replace first): of calls racing to write one fresh
+  // name, exactly one says it replaced nothing.
+  bool replaced = false;
 };
 
 // Writes `contents` to `path` atomically (see above); creates no directory.
-// On failure the temporary file is removed and `path` is left as it was.
+// On failure the temporary file is removed and `path` is left as it was, except
+// when only the last step fails (syncing the directory): the file then is under
+// its name, whole, but the rename may not outlast a crash.
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::string_view contents);
 
 }  // namespace kvbench

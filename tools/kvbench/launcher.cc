@@ -1,12 +1,14 @@
 #include "launcher.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <thread>
 
 #include "control_channel.h"
@@ -134,16 +136,28 @@ int WaitExit(int rank) {
   return kExitError;
 }
 
-}  // namespace
+// After the clean-up: dies by `sig` itself (its default action), so that whatever
+// started kvbench sees a process stopped by the signal, not one that exited (a shell
+// stops a loop only for a command that died by SIGINT). Exits 128 + sig only if
+// raising it returned.
+[[noreturn]] void DieBy(int sig) {
+  std::fflush(nullptr);
+  struct sigaction default_action = {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  sigaction(sig, &default_action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(sig);
+  _exit(128 + sig);
+}
 
-int SpawnRanks(const RunConfig& config) {
-  auto port = PickFreePort();
-  if (!port.ok()) {
-    fmt::print(stderr, "kvbench: {}\n", port.status().message());
-    return kExitError;
-  }
-  std::string peer = fmt::format("127.0.0.1:{}", port.value());
-  if (config.transport == "local") return RunThreads(config, peer);
+// Spawns both ranks and waits for them, forwarding a stop (g_stop_signal says which).
+// The stop dispositions and mask are kvbench's own again on return: a stop that
+// comes later has its default action.
+int SpawnAndWait(const RunConfig& config, const std::string& peer) {
   StopForwarding forwarding;
   g_stop_signal = 0;
   g_ranks[0] = Spawn(config, 0, peer, forwarding);
@@ -159,13 +173,24 @@ int SpawnRanks(const RunConfig& config) {
   }
   int codes[2] = {kExitError, kExitError};
   for (int rank : {1, 0}) codes[rank] = spawned[rank] > 0 ? WaitExit(rank) : kExitError;
-  if (!forked) return kExitError;
-  if (g_stop_signal != 0) {
-    fmt::print(stderr, "kvbench: stopped by signal {}, passed on to both ranks\n",
-               static_cast<int>(g_stop_signal));
-    return 128 + g_stop_signal;
+  return forked ? std::max(codes[0], codes[1]) : kExitError;
+}
+
+}  // namespace
+
+int SpawnRanks(const RunConfig& config) {
+  auto port = PickFreePort();
+  if (!port.ok()) {
+    fmt::print(stderr, "kvbench: {}\n", port.status().message());
+    return kExitError;
   }
-  return std::max(codes[0], codes[1]);
+  std::string peer = fmt::format("127.0.0.1:{}", port.value());
+  if (config.transport == "local") return RunThreads(config, peer);
+  const int code = SpawnAndWait(config, peer);
+  const int stop_signal = g_stop_signal;
+  if (stop_signal == 0) return code;
+  fmt::print(stderr, "kvbench: stopped by signal {}, passed on to both ranks\n", stop_signal);
+  DieBy(stop_signal);
 }
 
 }  // namespace kvbench

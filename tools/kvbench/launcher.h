@@ -8,8 +8,10 @@
 namespace kvbench {
 
 // Returns the worse of the two ranks' exit codes. A launcher stopped by SIGINT,
-// SIGTERM or SIGHUP passes the signal on to both ranks, waits for them and returns
-// 128 + the signal; one killed outright (SIGKILL) has its ranks sent SIGTERM.
+// SIGTERM or SIGHUP passes the signal on to both ranks, waits for them and then,
+// instead of returning, dies by that signal itself (a shell sees 128 + the signal,
+// and a loop around kvbench stops on Ctrl-C); one killed outright (SIGKILL) has its
+// ranks sent SIGTERM.
 int SpawnRanks(const RunConfig& config);
 
 }  // namespace kvbench

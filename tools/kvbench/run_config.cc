@@ -55,14 +55,24 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
     return kvlane::Status::InvalidArgument("--case '" + c.case_name +
                                            "' names a file in --out: no '/'");
   }
-  if (c.samples < 1 || c.trials < 1 || c.warmup < 0) {
-    return kvlane::Status::InvalidArgument("need samples >= 1, trials >= 1, warmup >= 0");
-  }
   if (c.lanes < 0 || c.lanes > 64) {
     return kvlane::Status::InvalidArgument("--lanes is 1..64, or 0 for the engine's default; got " +
                                            std::to_string(c.lanes));
   }
   return kvlane::Status::Ok();
+}
+
+// Sampling flag `flag` as given, else the preset's `preset`; a value below `min` is
+// refused (no value stands for "the preset's": leaving the flag out does).
+kvlane::Result<int> Sampling(const char* flag, const std::optional<int>& given, int preset,
+                             int min) {
+  if (!given) return preset;
+  if (*given < min) {
+    return kvlane::Status::InvalidArgument(
+        std::string(flag) + " " + std::to_string(*given) + ": need at least " +
+        std::to_string(min) + " (leave it out for the preset's " + std::to_string(preset) + ")");
+  }
+  return *given;
 }
 
 }  // namespace
@@ -91,9 +101,9 @@ kvlane::Status RunConfig::Resolve() {
   KVLANE_RETURN_IF_ERROR(ApplySlurm(this));  // srun -n 2: rank and peer from Slurm
   KVLANE_ASSIGN_OR_RETURN(pool_budget_auto, ApplyGridDefaults(&grid, &plan_defaults));
   const GridPreset p = GridPresetNamed(grid.preset).value();
-  if (warmup == -1) warmup = p.warmup;  // -1: not given; any other negative is refused
-  if (samples == -1) samples = p.samples;
-  if (trials == -1) trials = p.trials;
+  KVLANE_ASSIGN_OR_RETURN(warmup, Sampling("--warmup", warmup_flag, p.warmup, 0));
+  KVLANE_ASSIGN_OR_RETURN(samples, Sampling("--samples", samples_flag, p.samples, 1));
+  KVLANE_ASSIGN_OR_RETURN(trials, Sampling("--trials", trials_flag, p.trials, 1));
   std::string timeout = control_timeout;
   if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
     timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
@@ -166,9 +176,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
       ->capture_default_str();
   app->add_option("--ops", c->ops, "pull,push")->delimiter(',');
   app->add_option("--out", c->out_dir, "directory for the JSON documents")->capture_default_str();
-  app->add_option("--warmup", c->warmup, "warm-up bursts per row (quick 2, full 2)");
-  app->add_option("--samples", c->samples, "timed bursts per trial (quick 12, full 16)");
-  app->add_option("--trials", c->trials, "trials per row (quick 2, full 3)");
+  app->add_option("--warmup", c->warmup_flag, "warm-up bursts per row, >= 0 (quick 2, full 2)");
+  app->add_option("--samples", c->samples_flag, "timed bursts per trial, >= 1 (quick 12, full 16)");
+  app->add_option("--trials", c->trials_flag, "trials per row, >= 1 (quick 2, full 3)");
   app->add_option("--rank", c->rank, "run one rank: 0 = target (owns the pool), 1 = initiator");
   app->add_option("--peer", c->peer, "HOST:PORT where rank 0 listens for the control plane");
   app->add_option("--listen-host", c->listen_host,

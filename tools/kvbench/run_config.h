@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,8 @@ struct RunConfig {
   std::string memory = "auto";
   std::vector<std::string> ops = {"pull", "push"};
   std::string out_dir = "kvbench-out";
-  int warmup = -1;  // -1: the preset's value
-  int samples = -1;
-  int trials = -1;
+  // --warmup, --samples, --trials as given; one left out takes the preset's (Resolve).
+  std::optional<int> warmup_flag, samples_flag, trials_flag;
   int rank = -1;     // -1: spawn both ranks on this host
   std::string peer;  // HOST:PORT of rank 0's control listener (both ranks pass the same)
   // The data listener's bind address (tcp); "auto": this rank's address on the
@@ -43,6 +43,7 @@ struct RunConfig {
                           // or "ref-<role>-stream" fails that rank's socket reference
 
   // Filled by Resolve():
+  int warmup = 0, samples = 0, trials = 0;  // the flags', else the preset's (--grid)
   PlanOptions plan_defaults;
   // No --pool-budget nor KVBENCH_POOL_BUDGET: derived from free memory where the pool
   // lives (host MemAvailable here; the GPU's free memory once the session knows the
@@ -51,7 +52,8 @@ struct RunConfig {
   bool pool_budget_auto = false;
   std::chrono::milliseconds control_timeout_ms{300000};
 
-  // Applies the preset, environment and the free-memory pool cap; validates.
+  // Applies the preset, environment and the free-memory pool cap; validates (a
+  // negative --warmup, or --samples or --trials below 1, is InvalidArgument naming it).
   kvlane::Status Resolve();
   // The arguments that reproduce this config (for spawned ranks).
   std::vector<std::string> ForwardArgs() const;

@@ -171,7 +171,7 @@ Doc MethodDoc() {
            "bytes of each payload hold the epoch"}};
 }
 
-Doc VerificationDoc(const std::vector<RunRecord>& records) {
+Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
   int iterations = 0, verified = 0, valid = 0;
   for (const RunRecord& r : records) {
     iterations += r.result.value("iterations", 0);
@@ -179,6 +179,7 @@ Doc VerificationDoc(const std::vector<RunRecord>& records) {
     valid += RunValid(r.result) ? 1 : 0;
   }
   return {{"runs", records.size()},
+          {"runs_planned", planned},
           {"valid_runs", valid},
           {"measured_iterations", iterations},
           {"verified_iterations", verified}};
@@ -249,9 +250,16 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
     for (const Doc& row : TableRows(d["cases"].back())) d["table"].push_back(row);
   }
   d["isolation"] = Isolation(cfg, d["cases"]);
-  d["verification"] = VerificationDoc(records);
+  const size_t planned = PlannedRuns(cfg, cases.size());
+  d["verification"] = VerificationDoc(records, planned);
   d["outcome"] = d["verification"]["valid_runs"] == records.size() ? "ok" : "invalid";
+  d["complete"] = records.size() == planned;
   return d;
+}
+
+void MarkStopped(Doc* doc, const std::string& signal_name) {
+  (*doc)["outcome"] = "stopped";
+  (*doc)["stopped_by"] = signal_name;
 }
 
 }  // namespace lanebench

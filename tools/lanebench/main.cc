@@ -78,11 +78,18 @@ int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& w
   return kExitUnavailable;
 }
 
-// After a stop signal: the workers are reaped and the run directory is gone.
-int Stopped(int sig) {
-  std::fprintf(stderr, "lanebench: stopped by signal %d (%s); no document written\n", sig,
-               strsignal(sig));
-  return 128 + sig;
+// After a stop signal: the workers are reaped, the run directory is gone and the
+// document of the runs that finished is written (`written`); dies by the signal.
+[[noreturn]] void Stopped(int sig, const Doc& doc, const kvlane::Status& written,
+                          const std::string& json) {
+  const Doc& v = doc["verification"];
+  std::string what =
+      json + (doc.contains("stopped_by") ? " holds them, marked stopped" : " is complete");
+  if (!written.ok()) what = "no document written: " + written.ToString();
+  std::fprintf(stderr, "lanebench: stopped by %s (%s) after %d of %d runs; %s\n",
+               SignalName(sig).c_str(), strsignal(sig), v["runs"].get<int>(),
+               v["runs_planned"].get<int>(), what.c_str());
+  DieBy(sig);
 }
 
 int RunBench(const BenchConfig& cfg, const std::string& command) {
@@ -100,14 +107,16 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
                    s.ToString().c_str());
   }
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
-  if (int sig = StopSignal(); sig != 0) return Stopped(sig);
+  const int sig = StopSignal();  // a later stop finds the document whole; it ends below too
   Doc end_env = env;
   end_env["loadavg_end"] = LoadAverage();
-  const Doc doc = BuildDocument(cfg, cases, records, command, end_env);
+  Doc doc = BuildDocument(cfg, cases, records, command, end_env);
+  if (sig != 0 && !doc["complete"].get<bool>()) MarkStopped(&doc, SignalName(sig));
   kvlane::Status w = WriteJsonFile(cfg.json, doc);
   PrintResults(doc, stdout);
   std::printf("json: %s%s\n", cfg.json.c_str(),
               w.ok() ? "" : (" NOT WRITTEN: " + w.ToString()).c_str());
+  if (int late = StopSignal(); late != 0) Stopped(late, doc, w, cfg.json);
   return doc["outcome"] == "ok" && w.ok() ? 0 : kExitInvalid;
 }
 

@@ -42,6 +42,10 @@ class RunDir {
   std::string path_;
 };
 
+// True once this process was asked to stop: its workers are asked to stop too
+// (SIGTERM), and killed if still there kStopGrace later (spawn.h).
+bool Stopping() { return StopSignal() != 0; }
+
 // Spawns the targets, then the source; returns their pids (source last).
 kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::string& dir) {
   std::vector<pid_t> pids;
@@ -50,7 +54,7 @@ kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::st
     auto pid = source ? SpawnSelf({"--role", "source", "--dir", dir})
                       : SpawnSelf({"--role", "target", "--dir", dir, "--index", std::to_string(i)});
     if (!pid.ok()) {
-      for (pid_t p : pids) WaitOrKill(p, Clock::now());
+      for (pid_t p : pids) WaitOrKill(p, Clock::now(), nullptr, Stopping);
       return pid.status();
     }
     pids.push_back(pid.value());
@@ -58,14 +62,10 @@ kvlane::Result<std::vector<pid_t>> SpawnGroup(const RunSpec& spec, const std::st
   return pids;
 }
 
-// True once this process was asked to stop: its workers are killed at once.
-bool Stopping() { return StopSignal() != 0; }
-
-// True once `path` has existed for `grace` (the process had its say), or Stopping().
+// True once `path` has existed for `grace` (the process had its say).
 std::function<bool()> ExistedFor(const std::string& path, std::chrono::seconds grace) {
   auto seen = std::make_shared<Clock::time_point>(Clock::time_point::max());
   return [=] {
-    if (Stopping()) return true;
     if (*seen == Clock::time_point::max() && std::filesystem::exists(path)) *seen = Clock::now();
     return *seen != Clock::time_point::max() && Clock::now() - *seen >= grace;
   };
@@ -86,12 +86,12 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
   const auto start = Clock::now();
   const auto deadline = start + SpecTimeout(spec);
   nlohmann::json codes = {
-      {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace))}};
+      {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace), Stopping)}};
   const auto ran = Clock::now() - start;
   bool clean = codes["source"] == 0;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
     codes["targets"].push_back(
-        WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace), Stopping));
+        WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace), nullptr, Stopping));
     clean = clean && codes["targets"].back() == 0;
   }
   auto res = ReadJsonFile(ResultPath(dir));
@@ -146,7 +146,7 @@ kvlane::Status ProbeTransport(const BenchConfig& cfg) {
 
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {
   std::vector<RunRecord> records;
-  const size_t total = cases.size() * static_cast<size_t>(cfg.pairs) * 2;
+  const size_t total = PlannedRuns(cfg, cases.size());
   for (const Case& c : cases) {
     for (int pair = 0; pair < cfg.pairs; ++pair) {
       std::vector<std::string> order = ArmOrder(pair);

@@ -24,8 +24,9 @@ struct RunRecord {
 kvlane::Status ProbeTransport(const BenchConfig& cfg);
 
 // Runs the whole plan; one progress line per run on stderr. Once StopSignal()
-// is set, stops and reaps the workers of the run in progress, removes its
-// directory and returns the runs completed before it.
+// is set, stops the workers of the run in progress (SIGTERM, SIGKILL after
+// kStopGrace: spawn.h) and reaps them, removes its directory and returns the runs
+// completed before it.
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases);
 
 }  // namespace lanebench

@@ -105,6 +105,10 @@ std::vector<std::string> ArmOrder(int pair) {
   return {kCandidate, kBaseline};
 }
 
+size_t PlannedRuns(const BenchConfig& cfg, size_t cases) {
+  return cases * static_cast<size_t>(cfg.pairs) * 2;
+}
+
 std::vector<Case> BuildCases(const BenchConfig& cfg) {
   std::vector<Case> cases;
   if (cfg.shape != "single") cases.push_back(MixedCase(cfg));

@@ -62,6 +62,8 @@ inline constexpr const char* kBaseline = "global-fifo";
 inline constexpr const char* kCandidate = "independent";
 // Arm order of process pair `pair`: baseline first for even pairs, candidate first for odd.
 std::vector<std::string> ArmOrder(int pair);
+// The runs of a whole plan of `cases` cases: each case once per arm and process pair.
+size_t PlannedRuns(const BenchConfig& cfg, size_t cases);
 
 struct Case {
   std::string id;     // "mixed-write", "single-read-4KiB", ...

@@ -104,6 +104,17 @@ void PrintTail(const Doc& doc, std::FILE* out) {
     }
 }
 
+// A stopped run's document holds the runs that finished: said before the tables.
+void PrintPartial(const Doc& doc, std::FILE* out) {
+  if (!doc.contains("stopped_by")) return;
+  const Doc& v = doc["verification"];
+  fmt::print(out,
+             "\nPARTIAL RESULT, not a full run: stopped by {} after {} of {} runs; every value "
+             "below is over the runs that finished (n/a where none did)\n",
+             doc["stopped_by"].get<std::string>(), v["runs"].get<int>(),
+             v.value("runs_planned", 0));
+}
+
 }  // namespace
 
 Doc Environment() {
@@ -158,6 +169,7 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
 }
 
 void PrintResults(const Doc& doc, std::FILE* out) {
+  PrintPartial(doc, out);
   fmt::print(out,
              "\nbaseline = {}, candidate = {}; change = (candidate - baseline) / baseline; "
              "latencies: lower is better, rate: higher is better\n",
@@ -168,9 +180,12 @@ void PrintResults(const Doc& doc, std::FILE* out) {
   const Doc& v = doc["verification"];
   fmt::print(out, "\nload average at the end: {}\n",
              doc["environment"].value("loadavg_end", std::string("?")));
-  fmt::print(out, "verified: {}/{} measured iterations; {}/{} runs valid; outcome: {}\n",
+  fmt::print(out, "verified: {}/{} measured iterations; {}/{} runs valid; outcome: {}{}\n",
              v["verified_iterations"].get<int>(), v["measured_iterations"].get<int>(),
-             v["valid_runs"].get<int>(), v["runs"].get<int>(), doc["outcome"].get<std::string>());
+             v["valid_runs"].get<int>(), v["runs"].get<int>(), doc["outcome"].get<std::string>(),
+             doc.contains("stopped_by")
+                 ? " (incomplete: stopped by " + doc["stopped_by"].get<std::string>() + ")"
+                 : std::string());
 }
 
 }  // namespace lanebench

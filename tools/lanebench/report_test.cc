@@ -68,5 +68,21 @@ TEST(Report, PresentValueKeepsItsUnit) {
   EXPECT_NE(text.find("= 1.250x\n"), std::string::npos) << text;
 }
 
+// A stopped run's document (MarkStopped) reads as partial before the tables and in
+// its outcome line; a complete one says neither.
+TEST(Report, AStoppedRunSaysItIsPartial) {
+  Doc doc = NothingMeasured();
+  EXPECT_EQ(Render(doc).find("PARTIAL"), std::string::npos);
+  doc["verification"]["runs_planned"] = 12;
+  doc["outcome"] = "stopped";
+  doc["complete"] = false;
+  doc["stopped_by"] = "SIGINT";
+  const std::string text = Render(doc);
+  EXPECT_EQ(text.find("\nPARTIAL RESULT, not a full run: stopped by SIGINT after 1 of 12 runs"), 0u)
+      << text;
+  EXPECT_NE(text.find("outcome: stopped (incomplete: stopped by SIGINT)\n"), std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace lanebench

@@ -10,6 +10,52 @@
 #include <thread>
 
 namespace lanebench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A reaped process's exit code, or 128 + the signal it died by.
+int CodeOf(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+}
+
+// Kills `pid` (SIGKILL) and reaps it; -1.
+int Kill(pid_t pid) {
+  int status = 0;
+  kill(pid, SIGKILL);
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return -1;
+}
+
+// Reaps `pid` if it has ended: true with *code set; false while it runs.
+bool Reaped(pid_t pid, int* code) {
+  int status = 0;
+  const pid_t r = waitpid(pid, &status, WNOHANG);
+  if (r == pid) {
+    *code = CodeOf(status);
+    return true;
+  }
+  if (r < 0 && errno != EINTR) {  // not a child of this process: nothing to wait for
+    *code = -1;
+    return true;
+  }
+  return false;
+}
+
+// Asks `pid` to stop (SIGTERM), waits kStopGrace for it, then kills it.
+int Stop(pid_t pid) {
+  kill(pid, SIGTERM);
+  int code = -1;
+  for (const auto deadline = Clock::now() + kStopGrace; Clock::now() < deadline;) {
+    if (Reaped(pid, &code)) return code;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return Kill(pid);
+}
+
+}  // namespace
 
 kvlane::Result<pid_t> SpawnSelf(const std::vector<std::string>& args) {
   std::vector<char*> argv;
@@ -31,23 +77,15 @@ kvlane::Result<pid_t> SpawnSelf(const std::vector<std::string>& args) {
   return pid;
 }
 
-int WaitOrKill(pid_t pid, std::chrono::steady_clock::time_point deadline,
-               const std::function<bool()>& give_up) {
-  int status = 0;
+int WaitOrKill(pid_t pid, Clock::time_point deadline, const std::function<bool()>& give_up,
+               const std::function<bool()>& stopping) {
+  int code = -1;
   for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return -1;
-    if (std::chrono::steady_clock::now() >= deadline || (give_up && give_up())) {
-      kill(pid, SIGKILL);
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return -1;
-    }
+    if (Reaped(pid, &code)) return code;
+    if (stopping && stopping()) return Stop(pid);
+    if (Clock::now() >= deadline || (give_up && give_up())) return Kill(pid);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }
 
 }  // namespace lanebench

@@ -253,6 +253,7 @@ pid_t StartLongRun(const std::string& out, bool ignore_hup, std::vector<pid_t>* 
     int devnull = open("/dev/null", O_WRONLY);
     dup2(devnull, 1);
     dup2(devnull, 2);
+    signal(SIGINT, SIG_DFL);  // not ignored even where the test runs as a background job
     if (ignore_hup) signal(SIGHUP, SIG_IGN);
     execl(KVBENCH_BINARY, "kvbench", "run", "--transport", "shm", "--isl", "8192", "--batches", "1",
           "--warmup", "100000", "--samples", "1", "--trials", "1", "--pool-budget", "1GiB", "--out",
@@ -277,11 +278,11 @@ bool Ignores(pid_t pid, int sig) {
   return false;
 }
 
-// A launcher stopped by SIGTERM passes it on to both ranks and exits 128 + 15; one
-// killed outright still stops them (their parent-death signal): no rank keeps
-// measuring on its own.
+// A launcher stopped by SIGTERM or SIGINT passes it on to both ranks, then dies by
+// it itself (not an exit with 128 + N); one killed outright still stops them (their
+// parent-death signal): no rank keeps measuring on its own.
 TEST(KvbenchEndToEnd, StoppingTheLauncherStopsBothRanks) {
-  for (int sig : {SIGTERM, SIGKILL}) {
+  for (int sig : {SIGTERM, SIGINT, SIGKILL}) {
     Dirs FreshDir;
     std::vector<pid_t> ranks;
     const pid_t launcher = StartLongRun(FreshDir("stop").string(), false, &ranks);
@@ -290,9 +291,8 @@ TEST(KvbenchEndToEnd, StoppingTheLauncherStopsBothRanks) {
     kill(launcher, sig);
     int status = 0;
     ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
-    if (sig == SIGTERM) {
-      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
-    }
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
+        << "signal " << sig << ": " << status;
     for (pid_t rank : ranks) {
       bool gone = Gone(rank);
       for (int i = 0; i < 500 && !gone; ++i) {
@@ -322,7 +322,56 @@ TEST(KvbenchEndToEnd, AnIgnoredHangupStaysIgnored) {
   for (pid_t rank : ranks) EXPECT_FALSE(Gone(rank)) << "rank " << rank;
   kill(launcher, SIGTERM);  // ends the test's run
   ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << status;
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
+// Waits up to `limit` for child `pid` to end; whether it did (*status then holds how).
+bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(pid, status, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// Ctrl-C stops a shell loop around kvbench run: the terminal's SIGINT reaches the
+// shell, the launcher and its ranks (one process group), and a shell goes on with
+// its loop unless the command died by SIGINT (an exit with 130 does not stop it).
+TEST(KvbenchEndToEnd, CtrlCStopsAShellLoopAroundTheRun) {
+  Dirs FreshDir;
+  const std::string loop = std::string("for i in 1 2; do ") + KVBENCH_BINARY +
+                           " run --transport shm --isl 8192 --batches 1 --warmup 100000 "
+                           "--samples 1 --trials 1 --pool-budget 1GiB --out " +
+                           FreshDir("loop").string() + "; done";
+  const pid_t shell = fork();
+  if (shell == 0) {
+    setpgid(0, 0);  // a job of its own, as a terminal's foreground job
+    signal(SIGINT, SIG_DFL);
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    execl("/bin/bash", "bash", "-c", loop.c_str(), nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(shell, 0);
+  std::vector<pid_t> launchers, ranks;
+  for (int i = 0; i < 1000 && ranks.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    launchers = ChildrenOf(shell);
+    if (!launchers.empty()) ranks = ChildrenOf(launchers[0]);
+  }
+  EXPECT_EQ(ranks.size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the ranks are running
+  kill(-shell, SIGINT);
+  int status = 0;
+  const bool ended = EndsWithin(shell, std::chrono::seconds(15), &status);
+  if (!ended) {  // the loop went on to its second run
+    kill(-shell, SIGKILL);
+    waitpid(shell, &status, 0);
+  }
+  EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
+  EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
 }
 
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
@@ -407,6 +456,24 @@ TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
     EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
   }
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
+}
+
+// A negative sampling flag is a usage error naming the flag (not the preset's value
+// in disguise), refused before anything else is checked or started.
+TEST(KvbenchEndToEnd, NegativeSamplingFlagExitsTwo) {
+  Dirs FreshDir;
+  fs::path dir = FreshDir("negative"), err = FreshDir("negative_stderr");
+  fs::create_directories(dir);
+  std::ofstream(dir / "file") << "x";  // an --out refused too, were the flag let through
+  for (const char* flag : {"--warmup", "--samples", "--trials"}) {
+    EXPECT_EQ(Kvbench(std::string("run --transport shm ") + flag + " -1 --out " +
+                      (dir / "file" / "sub").string() + " > /dev/null 2>" + err.string()),
+              2)
+        << flag;
+    const std::string said = ReadFile(err);
+    EXPECT_EQ(said.rfind("kvbench run: " + std::string(flag) + " -1: need at least ", 0), 0u)
+        << said;
+  }
 }
 
 nlohmann::json PlanJson(const std::string& flags, const fs::path& file) {

@@ -138,6 +138,9 @@ TEST(RunConfig, RejectsBadChoices) {
                                        {"--block", "1"},
                                        {"--rank", "1"},
                                        {"--samples", "0"},
+                                       {"--samples", "-1"},
+                                       {"--warmup", "-1"},
+                                       {"--trials", "-1"},
                                        {"--lanes", "-1"},
                                        {"--lanes", "65"},
                                        {"--memory", "gpu"},
@@ -160,6 +163,30 @@ TEST(RunConfig, RejectsBadChoices) {
     app.parse(bad);
     EXPECT_FALSE(c.Resolve().ok()) << flags;
   }
+}
+
+// -1 (or any negative) is no way to say "the preset's": leaving the flag out is. Each
+// is refused by Resolve (kvbench run exits 2) with a message that names the flag.
+TEST(RunConfig, NegativeSamplingIsRefusedNamingTheFlag) {
+  for (const char* flag : {"--warmup", "--samples", "--trials"}) {
+    for (const char* value : {"-1", "-2"}) {
+      std::vector<std::string> bad = {flag, value};
+      RunConfig c;
+      CLI::App app;
+      AddRunFlags(&app, &c);
+      std::reverse(bad.begin(), bad.end());
+      app.parse(bad);
+      kvlane::Status s = c.Resolve();
+      EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << flag << " " << value;
+      EXPECT_EQ(s.message().rfind(std::string(flag) + " " + value + ": need at least ", 0), 0u)
+          << s.message();
+    }
+  }
+  RunConfig quick = Parse({"--samples", "5"});  // the others left out: the preset's
+  EXPECT_EQ(quick.samples, 5);
+  EXPECT_EQ(quick.warmup, 2);
+  EXPECT_EQ(quick.trials, 2);
+  EXPECT_EQ(Parse({"--warmup", "0"}).warmup, 0);
 }
 
 TEST(RunConfig, ControlTimeoutFromEnvironment) {
