@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kvlane/agent.h"
@@ -65,8 +66,14 @@ Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::mil
   uint32_t n = 0;
   KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), &n, sizeof(n), nullptr, by));
   if (n == 0 || n > (256u << 20)) return Status::InvalidArgument("metadata listener sent a bad length");
-  std::string blob(n, '\0');
-  KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), blob.data(), n, nullptr, by));
+  // Grown as the bytes come, at most 1 MiB ahead of them: a listener that
+  // announces 256 MiB and sends nothing costs no more than a small blob.
+  std::string blob;
+  while (blob.size() < n) {
+    const size_t at = blob.size(), step = std::min<size_t>(n - at, size_t{1} << 20);
+    blob.resize(at + step);
+    KVLANE_RETURN_IF_ERROR(core::RecvWithFd(fd.get(), blob.data() + at, step, nullptr, by));
+  }
   return blob;
 }
 

@@ -5,8 +5,12 @@
 // nor queues or charges anything, and TakeAll loses nothing. A server thread that
 // runs out of memory drops its connection, not the process. The replacement also
 // counts the heap each thread holds, to check what a full NotifQueue really holds.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +21,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -283,6 +288,44 @@ TEST(NotifQueueAlloc, HeapHeldStaysWithinTheBoundWithHeapPayloads) {
   ExpectHeapWithinTheBound({"n", std::string(16, 'p')});
   ExpectHeapWithinTheBound({std::string(16, 'n'), std::string(16, 'p')});
   ExpectHeapWithinTheBound({std::string(40, 'n'), std::string(100, 'p')});
+}
+
+// A metadata listener that announces the largest blob it may (256 MiB) and then
+// sends nothing: FetchMetadata ends by its timeout having allocated about what
+// arrived, not what was announced.
+TEST(FetchMetadataAlloc, AnAnnouncedLengthIsNotAllocatedAhead) {
+  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(lfd, 1), 0);
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::thread listener([lfd] {
+    const int c = accept(lfd, nullptr, nullptr);
+    if (c < 0) return;
+    char req[8];
+    const uint32_t n = 256u << 20;
+    if (recv(c, req, sizeof(req), MSG_WAITALL) == sizeof(req))
+      (void)send(c, &n, sizeof(n), MSG_NOSIGNAL);
+    char byte;
+    (void)recv(c, &byte, 1, 0);  // until the fetch gives up and closes
+    close(c);
+  });
+  std::optional<Result<std::string>> r;
+  int64_t peak = 0;
+  {
+    HeapMeter meter;
+    r.emplace(FetchMetadata("127.0.0.1:" + std::to_string(ntohs(a.sin_port)),
+                            std::chrono::milliseconds(300)));
+    peak = meter.peak();
+  }
+  listener.join();
+  close(lfd);
+  EXPECT_EQ(r->status().code(), Code::kTimeout) << r->status().ToString();
+  EXPECT_LT(peak, int64_t{4} << 20) << "bytes allocated for a blob that never came";
 }
 
 // While alive, every allocation of at least `bytes` fails, on every thread but
