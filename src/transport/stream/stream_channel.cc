@@ -413,7 +413,10 @@ Status StreamChannel::Notify(std::string_view bytes) {
   h.type = static_cast<uint8_t>(FrameType::kNotify);
   h.bytes = bytes.size();
   iovec v[2] = {{&h, sizeof(h)}, {const_cast<char*>(bytes.data()), bytes.size()}};
-  Status s = SendIov(control_.get(), v, 2);
+  // No send starts later than io_timeout (the most a target takes to read a
+  // frame), so a peer that takes the bytes slowly, never still for the socket's
+  // io_timeout, cannot stretch the call either.
+  Status s = SendIov(control_.get(), v, 2, DeadlineIn(io_timeout_));
   ReplyHeader r{};
   if (s.ok()) s = WaitReadable(control_.get(), io_timeout_);
   // Bounded as a lane's reply (ReceiveOne), however the peer paces its bytes.
