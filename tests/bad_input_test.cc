@@ -218,10 +218,6 @@ TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
   EXPECT_TRUE(a().LoadPeer(core::EncodeMeta(meta.value())).ok());
 }
 
-// Metadata carries at most kMaxMetaPieces pieces (peers refuse a blob with
-// more): a registration that would pass it is refused at RegisterMemory, naming
-// piece_bytes, instead of exporting a blob no peer loads. Up to the cap, the
-// blob loads. (Address space reserved, never touched: registering reads nothing.)
 // A transfer of more than kMaxTransferBytes is refused at MakeTransfer, also
 // when an index list names one large descriptor many times (the byte count
 // must not wrap into a small one), and nothing is posted.
@@ -259,6 +255,10 @@ TEST_P(BadInputTest, TransfersOverTheByteCapAreRefused) {
   EXPECT_EQ(FirstMismatch(dst_.data(), 64, 6), -1);
 }
 
+// Metadata carries at most kMaxMetaPieces pieces (peers refuse a blob with
+// more): a registration that would pass it is refused at RegisterMemory, naming
+// piece_bytes, instead of exporting a blob no peer loads. Up to the cap, the
+// blob loads. (Address space reserved, never touched: registering reads nothing.)
 TEST(RegisterMemoryTest, MorePiecesThanMetadataCarriesAreRefused) {
   constexpr uint64_t kPiece = 4096, kHalf = core::kMaxMetaPieces / 2 * kPiece;
   AgentOptions o = OptionsFor("a", "tcp");
