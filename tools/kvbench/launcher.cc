@@ -1,7 +1,6 @@
 #include "launcher.h"
 
 #include <fmt/format.h>
-#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/die_by.h"
 #include "control_channel.h"
 #include "rank.h"
 
@@ -136,24 +136,6 @@ int WaitExit(int rank) {
   return kExitError;
 }
 
-// After the clean-up: dies by `sig` itself (its default action), so that whatever
-// started kvbench sees a process stopped by the signal, not one that exited (a shell
-// stops a loop only for a command that died by SIGINT). Exits 128 + sig only if
-// raising it returned.
-[[noreturn]] void DieBy(int sig) {
-  std::fflush(nullptr);
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  sigaction(sig, &default_action, nullptr);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, sig);
-  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-  raise(sig);
-  _exit(128 + sig);
-}
-
 // Spawns both ranks and waits for them, forwarding a stop (g_stop_signal says which).
 // The stop dispositions and mask are kvbench's own again on return: a stop that
 // comes later has its default action.
@@ -190,7 +172,7 @@ int SpawnRanks(const RunConfig& config) {
   const int stop_signal = g_stop_signal;
   if (stop_signal == 0) return code;
   fmt::print(stderr, "kvbench: stopped by signal {}, passed on to both ranks\n", stop_signal);
-  DieBy(stop_signal);
+  kvlane_tools::DieBy(stop_signal);
 }
 
 }  // namespace kvbench

@@ -1,10 +1,7 @@
 #include "stop_signal.h"
 
-#include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -35,20 +32,6 @@ int StopSignal() { return g_stop_signal; }
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-}
-
-void DieBy(int sig) {
-  std::fflush(nullptr);
-  struct sigaction default_action = {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  sigaction(sig, &default_action, nullptr);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, sig);
-  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-  raise(sig);
-  _exit(128 + sig);
 }
 
 }  // namespace lanebench

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "common/die_by.h"
+
 namespace lanebench {
 
 // Installs the handlers for SIGTERM, SIGINT and SIGHUP; a signal ignored at start (a
@@ -17,10 +19,7 @@ int StopSignal();
 // "SIGINT", "SIGTERM", ...; "signal N" for a number with no name.
 std::string SignalName(int sig);
 
-// After the clean-up: flushes stdio, restores `sig`'s default action, unblocks it
-// and raises it, so that whatever started lanebench sees a process stopped by the
-// signal, not one that exited (a shell stops a loop only for a command that died
-// by SIGINT). Exits 128 + sig only if raising it returned.
-[[noreturn]] void DieBy(int sig);
+// After the clean-up: kvlane_tools::DieBy (common/die_by.h).
+using kvlane_tools::DieBy;
 
 }  // namespace lanebench
