@@ -14,13 +14,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/process_watch.h"
+
 namespace lanebench {
 namespace {
+
+using kvlane_tools::ChildrenOf;
+using kvlane_tools::EndsWithin;
+using kvlane_tools::Gone;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -30,46 +35,12 @@ std::string ReadFile(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The processes whose parent is `parent`, from /proc/<pid>/stat.
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> children;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = ReadFile(e.path() / "stat");
-    size_t close = stat.rfind(')');  // the command may hold spaces
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) children.push_back(std::stoi(name));
-  }
-  return children;
-}
-
-// No such process any more, or only its zombie.
-bool Gone(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
-}
-
 bool GoneWithin(pid_t pid, std::chrono::seconds limit) {
   for (auto deadline = Clock::now() + limit; Clock::now() < deadline;) {
     if (Gone(pid)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return Gone(pid);
-}
-
-// Waits up to `limit` for child `pid` to end; whether it did (*status then holds how).
-bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status) {
-  for (auto deadline = Clock::now() + limit; Clock::now() < deadline;) {
-    if (waitpid(pid, status, WNOHANG) == pid) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 // A private TMPDIR, so that the run directories seen there are this test's alone

@@ -277,18 +277,21 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   // sleep at once cost at least the timer's slack, tens of microseconds, on a
   // reply that was already there). Past them the sender was descheduled, or the
   // peer sent a reply for nothing, and we sleep (10 us doubling to 1 ms) so that
-  // such a peer cannot keep a CPU busy for io_timeout.
-  const auto start = std::chrono::steady_clock::now();
-  Backoff backoff;
-  while (w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed)) {
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited >= io_timeout_) break;
-    if (waited < spin_) {
-      std::this_thread::yield();
-    } else {
-      backoff.Pause();
+  // such a peer cannot keep a CPU busy for io_timeout. (The clock is read only
+  // in that race: the deadline above is the one read of every reply.)
+  if (w == nullptr) {
+    const auto start = std::chrono::steady_clock::now();
+    Backoff backoff;
+    while (w == nullptr && r.ticket == l.replied.load(std::memory_order_relaxed)) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited >= io_timeout_) break;
+      if (waited < spin_) {
+        std::this_thread::yield();
+      } else {
+        backoff.Pause();
+      }
+      w = q.PeekRetire();
     }
-    w = q.PeekRetire();
   }
   if (w == nullptr || r.ticket != l.replied.load(std::memory_order_relaxed))
     return Status::Backend("protocol: reply out of order");

@@ -14,9 +14,9 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
+#include "common/process_watch.h"
 #include "kvbench_process.h"
 
 namespace {
@@ -25,6 +25,9 @@ namespace fs = std::filesystem;
 using kvbench::testing::Dirs;
 using kvbench::testing::ExpectValid;
 using kvbench::testing::OnlyDocument;
+using kvlane_tools::ChildrenOf;
+using kvlane_tools::EndsWithin;
+using kvlane_tools::Gone;
 
 int Kvbench(const std::string& args) { return kvbench::testing::RunBinary(KVBENCH_BINARY, args); }
 
@@ -219,31 +222,6 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
-// The processes whose parent is `parent`, from /proc/<pid>/stat.
-std::vector<pid_t> ChildrenOf(pid_t parent) {
-  std::vector<pid_t> children;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat = ReadFile(e.path() / "stat");
-    size_t close = stat.rfind(')');  // the command may hold spaces
-    if (close == std::string::npos) continue;
-    std::istringstream rest(stat.substr(close + 1));
-    char state = 0;
-    pid_t ppid = 0;
-    rest >> state >> ppid;
-    if (ppid == parent) children.push_back(std::stoi(name));
-  }
-  return children;
-}
-
-// No such process any more, or only its zombie.
-bool Gone(pid_t pid) {
-  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-  size_t close = stat.rfind(')');
-  return close == std::string::npos || stat.substr(close + 2, 1) == "Z";
-}
-
 // Starts a launcher whose warm-up alone would last minutes (SIGHUP ignored when
 // `ignore_hup`, as under nohup) and returns its pid and its two ranks' once both
 // run.
@@ -323,16 +301,6 @@ TEST(KvbenchEndToEnd, AnIgnoredHangupStaysIgnored) {
   kill(launcher, SIGTERM);  // ends the test's run
   ASSERT_EQ(waitpid(launcher, &status, 0), launcher);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
-}
-
-// Waits up to `limit` for child `pid` to end; whether it did (*status then holds how).
-bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(pid, status, WNOHANG) == pid) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return false;
 }
 
 // Ctrl-C stops a shell loop around kvbench run: the terminal's SIGINT reaches the

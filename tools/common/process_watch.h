@@ -1,0 +1,19 @@
+// Watching the processes a tool's test started, from /proc and waitpid: the
+// stop tests of kvbench and lanebench (test support, not part of the tools).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <vector>
+
+namespace kvlane_tools {
+
+// The processes whose parent is `parent`, from /proc/<pid>/stat.
+std::vector<pid_t> ChildrenOf(pid_t parent);
+// No such process any more, or only its zombie.
+bool Gone(pid_t pid);
+// Waits up to `limit` for child `pid` to end; whether it did (*status then holds how).
+bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status);
+
+}  // namespace kvlane_tools
