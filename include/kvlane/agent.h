@@ -109,7 +109,8 @@ class Agent {
   // kNotFound when the handle is stale (slot reposted or released). A transfer
   // never posted reads kOk (idle), as does Wait: only a Post moves bytes. A
   // post its lane gave up on (a wedged GPU: kTimeout) keeps its error even if
-  // the GPU finishes it later.
+  // the GPU finishes it later; one the GPU finished as its lane gave up reads
+  // kOk. Either way a post never reads kOk and then an error.
   Status Check(const XferHandle& handle) const;
   // Blocks until the request ends or `timeout` passes (then kTimeout);
   // nanoseconds::max() waits without a limit.

@@ -1,5 +1,7 @@
 #include "core/completer.h"
 
+#include <thread>
+
 #include "core/channel.h"
 
 namespace kvlane::core {
@@ -10,6 +12,23 @@ void Request::SetError(const Status& s) {
                                     std::memory_order_acq_rel)) {
     std::lock_guard lock(error_mu);
     error_message = s.message();  // Check reads it once the record is published
+  }
+}
+
+// A post its lane gave up on while the GPU held it (poisoned before the
+// lane's last look at the record) may get {gen, ok} from the GPU at any time,
+// also over the error the lane publishes. The lane decides: the record landed
+// before that look (it lets the poison go: ok), or not (it sets the error,
+// which stands). Between the poison and that decision, a few instructions of
+// the lane's retire thread, this waits for it, so a post read ok once never
+// reads an error afterwards.
+Code Request::PoisonedOutcome(uint32_t gen) const {
+  for (uint32_t n = 0;; ++n) {
+    // Acquire pairs with the lane's release of the poison or SetError.
+    const auto c = static_cast<Code>(error.load(std::memory_order_acquire));
+    if (c != Code::kOk || !poisoned.load(std::memory_order_acquire)) return c;
+    if (RecordGen(record.load(std::memory_order_acquire)) != gen) return Code::kNotFound;
+    if (n >= 64) std::this_thread::yield();
   }
 }
 

@@ -143,12 +143,9 @@ Status AgentImpl::Check(const XferHandle& h) const {
   if (RecordGen(w) != h.gen) return Status::NotFound("stale transfer handle");
   Code c = RecordCode(w);
   if (c == Code::kOk) {
-    // A post its lane gave up on while the GPU held it (poisoned, set before
-    // the lane published the error) may still get {gen, ok} from the GPU
-    // later, over that error: the error stands.
     if (!r->poisoned.load(std::memory_order_acquire)) [[likely]]
       return Status::Ok();
-    c = static_cast<Code>(r->error.load(std::memory_order_acquire));
+    c = r->PoisonedOutcome(h.gen);
     if (c == Code::kOk) return Status::Ok();
   }
   if (c == Code::kInProgress) return Status::InProgress();

@@ -100,8 +100,14 @@ struct alignas(64) Request {
   // its data or write its record (a wedged GPU): Release does not reuse the
   // slot, DeregisterMemory of a region it uses fails (kBackend), and Check
   // reads the post's error even after the GPU wrote {gen, ok} over it.
-  // Set before the error is published.
+  // Set before the error is published, and before the lane's last look at a
+  // record the GPU writes; cleared if that look finds it landed (the post is
+  // ok: CudaChannel::Poison, PoisonedOutcome).
   std::atomic<bool> poisoned{false};
+  // Check's answer for a poisoned post whose record read {gen, ok}: kOk, the
+  // post's error, or kNotFound once the slot was posted again. Waits out the
+  // lane's decision (completer.cc).
+  Code PoisonedOutcome(uint32_t gen) const;
 
   // Per post.
   // True from the start of Post's look for removed local regions until its

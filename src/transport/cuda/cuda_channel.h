@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +82,10 @@ class CudaChannel final : public Channel {
   // callback on each stream spins on it). REQUIRES: *release outlives the
   // streams' wait, and is set before the process needs the device again.
   Status HoldLaneForTest(int lane, const std::atomic<bool>* release);
+  // Test hook: runs on a lane's retire thread when it gives up on a post the
+  // GPU holds, before it poisons the post and takes its last look at the
+  // record. REQUIRES: set before the post, while no lane gives up.
+  void SetGiveUpHookForTest(std::function<void()> hook) { give_up_hook_ = std::move(hook); }
 
  private:
   static constexpr uint32_t kBatchRing = gpu::kProxyRing;  // launched batches in flight per lane
@@ -180,6 +185,7 @@ class CudaChannel final : public Channel {
   void RetireLoop(int lane);
   Status WaitDone(Lane& l, uint64_t seq);
   Status WaitRecord(Lane& l, const Batch& b);
+  void Poison(Request& r);
   Status PollErrors(Lane& l);
 
   // xfer_table.cc
@@ -223,6 +229,7 @@ class CudaChannel final : public Channel {
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
+  std::function<void()> give_up_hook_;  // SetGiveUpHookForTest
   const std::chrono::milliseconds connect_timeout_;
   const int proxy_blocks_;
   const uint64_t proxy_max_bytes_;

@@ -426,10 +426,19 @@ void CudaChannel::RetireLoop(int i) {
     KVLANE_HOP(kHopDoneSeen);
     if (b.items == 0 && b.bytes != 0) queue(i).TakeBytes(b.bytes);  // what PostWhole counted
     if (b.direct) {
-      // The GPU may have finished this post before the lane saw an error
-      // (record and word land in either order): then it stands, and the
-      // owner may already have posted again, so the host must not touch it.
-      if (!s.ok() && b.RecordLanded()) s = Status::Ok();
+      if (!s.ok()) {
+        Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
+        // Given up on while the GPU holds it: the record may land at any time.
+        if (l.wedged) Poison(*r);
+        // The GPU may have finished this post before the lane saw an error
+        // (record and word land in either order): then it stands, and the
+        // owner may already have posted again, so the host must not touch it.
+        // A record that landed before the poison is seen here.
+        if (b.RecordLanded()) {
+          s = Status::Ok();
+          r->poisoned.store(false, std::memory_order_release);  // the GPU is done with it
+        }
+      }
       if (s.ok()) s = WaitRecord(l, b);
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
@@ -441,10 +450,8 @@ void CudaChannel::RetireLoop(int i) {
         continue;
       }
       // No record, and none will come: a CUDA error is sticky and a skipped
-      // entry gets none. Only a wedged GPU might still write it: that slot is
-      // never reused. The host publishes the error.
-      Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
-      if (l.wedged) r->poisoned.store(true, std::memory_order_release);
+      // entry gets none. Only a wedged GPU might still write it (poisoned
+      // above: that slot is never reused). The host publishes the error.
     }
     // A launched batch given up on while the GPU is wedged may still move its
     // data later: its requests are poisoned (never reused; DeregisterMemory of
@@ -461,6 +468,17 @@ void CudaChannel::RetireLoop(int i) {
     KVLANE_HOP(kHopPublished);
     l.retired.store(++seq, std::memory_order_release);
   }
+}
+
+// Poisoned before the lane's last look at the record, with a full fence
+// between: a Check that read {gen, ok} unpoisoned read a record that landed
+// before the poison, which that look then sees (the post stands as ok). A
+// record landing after the look finds the post poisoned, and Check waits out
+// the lane's error (AgentImpl::Check).
+void CudaChannel::Poison(Request& r) {
+  if (give_up_hook_) give_up_hook_();
+  r.poisoned.store(true, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // the store before the look that follows
 }
 
 bool CudaChannel::Batch::RecordLanded() const {

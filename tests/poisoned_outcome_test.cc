@@ -1,0 +1,87 @@
+// Request::PoisonedOutcome: Check's answer for a post whose lane gave up on it
+// while the GPU held it (poisoned) and whose record reads {gen, ok} (the GPU
+// wrote it). The lane decides after its last look at the record: it lifts the
+// poison (the record had landed: ok) or sets the post's error (which stands).
+// Until then the answer is undecided, and PoisonedOutcome waits for it rather
+// than read ok and let a later Check read the error.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/request.h"
+
+namespace kvlane::core {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint32_t kGen = 7;
+
+// A request as Check finds it once the GPU wrote {kGen, ok} over a poisoned
+// post (its record word in pinned host memory, here a plain one).
+struct Poisoned {
+  std::atomic<uint64_t> word{PackRecord(kGen, Code::kOk)};
+  Request r{word};
+  Poisoned() { r.poisoned.store(true); }
+};
+
+TEST(PoisonedOutcome, ReadsTheLanesErrorOnceSet) {
+  Poisoned p;
+  Request& r = p.r;
+  r.SetError(Status::Timeout("gave up"));
+  EXPECT_EQ(r.PoisonedOutcome(kGen), Code::kTimeout);
+}
+
+TEST(PoisonedOutcome, ReadsOkOncePoisonIsLifted) {
+  Poisoned p;
+  Request& r = p.r;
+  r.poisoned.store(false);
+  EXPECT_EQ(r.PoisonedOutcome(kGen), Code::kOk);
+}
+
+// The lane sets the error a moment after the GPU's ok landed: the answer is
+// the error, never ok first.
+TEST(PoisonedOutcome, WaitsForTheLanesErrorWhileUndecided) {
+  Poisoned p;
+  Request& r = p.r;
+  std::atomic<bool> decided{false};
+  std::thread lane([&] {
+    std::this_thread::sleep_for(50ms);
+    decided.store(true);
+    r.SetError(Status::Timeout("gave up"));
+  });
+  const Code c = r.PoisonedOutcome(kGen);
+  EXPECT_TRUE(decided.load()) << "answered before the lane decided";
+  EXPECT_EQ(c, Code::kTimeout);
+  lane.join();
+}
+
+// The lane's last look found the record landed: it lifts the poison, and the
+// post reads ok.
+TEST(PoisonedOutcome, WaitsForThePoisonToLiftWhileUndecided) {
+  Poisoned p;
+  Request& r = p.r;
+  std::atomic<bool> decided{false};
+  std::thread lane([&] {
+    std::this_thread::sleep_for(50ms);
+    decided.store(true);
+    r.poisoned.store(false, std::memory_order_release);
+  });
+  const Code c = r.PoisonedOutcome(kGen);
+  EXPECT_TRUE(decided.load()) << "answered before the lane decided";
+  EXPECT_EQ(c, Code::kOk);
+  lane.join();
+}
+
+// A copy of the handle, read while the owner posts the slot again: stale.
+TEST(PoisonedOutcome, ReadsNotFoundOnceTheSlotMovesOn) {
+  Poisoned p;
+  Request& r = p.r;
+  r.record.store(PackRecord(kGen + 1, Code::kInProgress));
+  EXPECT_EQ(r.PoisonedOutcome(kGen), Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace kvlane::core
