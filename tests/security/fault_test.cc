@@ -2,21 +2,18 @@
 // one that stops half way through a reply. (A peer killed with SIGKILL is covered
 // by tests/ elsewhere.)
 #include <gtest/gtest.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstring>
 #include <fstream>
 #include <future>
-#include <list>
-#include <mutex>
 #include <random>
 #include <thread>
 
 #include "core/random.h"
-#include "loopback_listener.h"
 #include "raw_peer.h"
+#include "scripted_target.h"
 #include "test_util.h"
 
 namespace kvlane::test {
@@ -82,31 +79,12 @@ TEST_P(DeregisterInFlightTest, EndsOkOrStaleAndNeverWritesAfterDeregister) {
 INSTANTIATE_TEST_SUITE_P(Transports, DeregisterInFlightTest, ::testing::Values("local", "shm", "tcp"),
                          [](const auto& info) { return info.param; });
 
-// A tcp "peer" that accepts every Hello and then never reads another byte.
-class StalledTarget {
- public:
-  // Metadata naming this endpoint, with one large fake region.
-  std::string Blob() const {
-    return id_.Blob("stalled", listener_.port(),
-                    {{0x51, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}});
-  }
-
- private:
-  void Serve(core::Fd c) {
-    if (AcceptAnyHello(c.get(), id_.agent_id, id_.secret))
-      conns_.push_back(std::move(c));  // never read again
-  }
-  const FakeTargetId id_;
-  std::list<core::Fd> conns_;  // listener thread only
-  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
-};
-
 // The stalled peer's requests end with the io_timeout latch; meanwhile the same
 // agent keeps completing transfers to a healthy peer, and its memory stays flat
 // (tcp gathers straight from registered memory: nothing is buffered per request).
 TEST(SlowPeerTest, StalledPeerTimesOutOthersUnaffectedMemoryBounded) {
   constexpr uint64_t kBig = 64 << 20, kSmall = 64 << 10;
-  StalledTarget stalled;
+  ScriptedTarget stalled(/*answer=*/nullptr, "stalled");  // never reads after the Hello
   AgentOptions o = OptionsFor("a", "tcp");
   o.io_timeout = 2000ms;
   o.chunk_bytes = 1 << 20;
@@ -174,73 +152,26 @@ TEST(SlowPeerTest, StalledPeerTimesOutOthersUnaffectedMemoryBounded) {
   EXPECT_TRUE(a.Release(&xc).ok());
 }
 
-// A tcp "peer" that accepts every Hello, then answers the first frame of each
-// connection with part of its reply only — half the reply header, or for a READ
-// the header and half the payload — and then says nothing more, keeping the
-// connection open: a peer that hangs mid-reply, or whose host went away.
-class HalfReplyTarget {
- public:
-  // deaf: after the handshake the target reads nothing at all.
-  explicit HalfReplyTarget(bool deaf = false) : deaf_(deaf) {}
-  ~HalfReplyTarget() { Release(); }
-
-  std::string Blob() const {
-    return id_.Blob("half", listener_.port(),
-                    {{0x52, 1ull << 40, 1ull << 30, 1, MemoryKind::kHost, 0}});
-  }
-  // Closes every connection (a hung initiator then sees EOF) and joins.
-  void Release() {
-    listener_.Stop();
-    std::lock_guard lock(mu_);
-    for (core::Fd& c : conns_) shutdown(c.get(), SHUT_RDWR);
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
-  }
-
- private:
-  void Serve(core::Fd c) {
-    if (!AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) return;
-    std::lock_guard lock(mu_);
-    if (!deaf_) threads_.emplace_back([fd = c.get()] { AnswerHalf(fd); });
-    conns_.push_back(std::move(c));
-  }
-  static void AnswerHalf(int fd) {
-    core::FrameHeader h{};
-    if (!core::RecvAll(fd, &h, sizeof(h)).ok()) return;
-    std::vector<core::WireSeg> segs(h.nseg);
-    if (!core::RecvAll(fd, segs.data(), segs.size() * sizeof(core::WireSeg)).ok()) return;
-    const bool read = h.type == static_cast<uint8_t>(core::FrameType::kRead);
-    if (!read && !core::Discard(fd, h.bytes).ok()) return;  // WRITE or notification payload
-    core::ReplyHeader r{h.ticket, 0, 0, read ? h.bytes : 0};
-    std::string out(reinterpret_cast<const char*>(&r), sizeof(r));
-    if (read)
-      out.append(h.bytes / 2, '\x61');
-    else
-      out.resize(sizeof(r) / 2);
-    (void)core::SendAll(fd, out.data(), out.size());
-  }
-
-  const bool deaf_;
-  const FakeTargetId id_;
-  std::mutex mu_;
-  std::list<core::Fd> conns_;       // GUARDED_BY(mu_)
-  std::list<std::thread> threads_;  // GUARDED_BY(mu_)
-  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
-};
-
-// Agent "a" on tcp with one lane (every post meets the fake target's single
-// connection behaviour) and `io_timeout`.
-AgentOptions OneLaneTcp(std::chrono::milliseconds io_timeout) {
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = io_timeout;
-  o.lanes_per_peer = 1;
-  return o;
+// Answers the connection's first frame with part of its reply only — half the
+// reply header, or for a READ the header and half the payload — and then says
+// nothing more, keeping the connection open: a peer that hangs mid-reply, or
+// whose host went away.
+void AnswerHalf(int fd, const std::atomic<bool>&) {
+  core::FrameHeader h{};
+  if (!ReadFrame(fd, &h)) return;
+  const bool read = h.type == static_cast<uint8_t>(core::FrameType::kRead);
+  std::string out = ReplyBytes(h.ticket, read ? h.bytes : 0);
+  if (read)
+    out.append(h.bytes / 2, '\x61');
+  else
+    out.resize(sizeof(core::ReplyHeader) / 2);
+  (void)core::SendAll(fd, out.data(), out.size());
 }
 
 // One `bytes` transfer of `op` to `target`, on one lane with io_timeout 1 s
 // (and `chunk_bytes` when not 0): it must end with timeout within
 // 2 x io_timeout + `slack`, latching timeout on the peer, not never.
-void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint64_t chunk_bytes,
+void ExpectTransferTimesOut(ScriptedTarget& target, Op op, uint64_t bytes, uint64_t chunk_bytes,
                             std::chrono::milliseconds slack,
                             std::chrono::milliseconds io_timeout = 1000ms,
                             std::chrono::seconds keepalive = AgentOptions{}.tcp_keepalive) {
@@ -253,7 +184,8 @@ void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint
   std::vector<uint8_t> buf(bytes);
   ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
   ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
-  auto h = MakeSimple(*a, "half", op, buf.data(), reinterpret_cast<void*>(1ull << 40), buf.size());
+  auto h = MakeSimple(*a, target.name(), op, buf.data(), reinterpret_cast<void*>(1ull << 40),
+                      buf.size());
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   XferHandle x = h.value();
   const auto t0 = std::chrono::steady_clock::now();
@@ -263,7 +195,7 @@ void ExpectTransferTimesOut(HalfReplyTarget& target, Op op, uint64_t bytes, uint
   EXPECT_FALSE(a->Check(x).in_progress()) << "the request never ended: " << s.ToString();
   EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
   EXPECT_LT(took, o.io_timeout * 2 + slack);
-  EXPECT_EQ(a->PeerError("half").code(), Code::kTimeout);
+  EXPECT_EQ(a->PeerError(target.name()).code(), Code::kTimeout);
   target.Release();  // unblocks a hung receiver or sender, so that the agent can go either way
   EXPECT_TRUE(a->Release(&x).ok());
 }
@@ -274,7 +206,7 @@ class HalfReplyTest : public ::testing::TestWithParam<Op> {};
 // header): the request ends with timeout within about io_timeout, not never, and
 // the agent is destroyed at once.
 TEST_P(HalfReplyTest, RequestEndsWithinTheIoTimeout) {
-  HalfReplyTarget half;
+  ScriptedTarget half(AnswerHalf, "half");
   ExpectTransferTimesOut(half, GetParam(), 64 << 10, 0, 1s);
 }
 
@@ -288,7 +220,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, HalfReplyTest, ::testing::Values(Op::kRead, Op::kW
 // ends with timeout within about io_timeout (the receiver counts a frame stuck
 // in its send as work), not never.
 TEST(DeafTarget, StuckSendEndsWithinTheIoTimeout) {
-  HalfReplyTarget deaf(/*deaf=*/true);
+  ScriptedTarget deaf(/*answer=*/nullptr, "half");  // reads nothing after the Hello
   // One frame, far more than loopback buffers.
   ExpectTransferTimesOut(deaf, Op::kWrite, 64 << 20, 64 << 20, 2s);
 }
@@ -299,7 +231,7 @@ TEST(DeafTarget, StuckSendEndsWithinTheIoTimeout) {
 // ~4 s; it fails by io_timeout with kTimeout (the user timeout is at least
 // 2 x io_timeout + 1 s).
 TEST(DeafTarget, ShortKeepaliveLeavesItToTheIoTimeout) {
-  HalfReplyTarget deaf(/*deaf=*/true);
+  ScriptedTarget deaf(/*answer=*/nullptr, "half");  // reads nothing after the Hello
   ExpectTransferTimesOut(deaf, Op::kWrite, 64 << 20, 64 << 20, 2s, 6000ms, 1s);
 }
 
@@ -308,7 +240,7 @@ TEST(DeafTarget, ShortKeepaliveLeavesItToTheIoTimeout) {
 // control connection, which a transfer's notification and the agent's
 // destruction wait for).
 TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
-  HalfReplyTarget half;
+  ScriptedTarget half(AnswerHalf, "half");
   const AgentOptions o = OneLaneTcp(1000ms);
   auto a_or = Agent::Create(o);
   ASSERT_TRUE(a_or.ok());
@@ -326,30 +258,19 @@ TEST(HalfReplyNotification, SendNotificationEndsWithinTheIoTimeout) {
   }
 }
 
-// A tcp "peer" that accepts every Hello and at once sends a reply to a frame
-// it was never sent, on every connection, then keeps them open and silent.
-class UnsolicitedReplyTarget {
- public:
-  std::string Blob() const { return id_.Blob("unsolicited", listener_.port()); }
-
- private:
-  void Serve(core::Fd c) {
-    if (!AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) return;
-    const core::ReplyHeader r{0, 0, 0, 0};  // the ticket the lane expects next
-    (void)core::SendAll(c.get(), &r, sizeof(r));
-    conns_.push_back(std::move(c));
-  }
-  const FakeTargetId id_;
-  std::list<core::Fd> conns_;  // listener thread only
-  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
-};
+// Sends a reply to a frame it was never sent, at once, then keeps the
+// connection open and silent.
+void AnswerUnasked(int fd, const std::atomic<bool>&) {
+  const std::string out = ReplyBytes(0, 0);  // the ticket the lane expects next
+  (void)core::SendAll(fd, out.data(), out.size());
+}
 
 // A reply for nothing sent is a protocol violation: the lane waits io_timeout
 // for a sender that might just not have advanced its cursor yet, then latches
 // kBackend. That wait must not keep a CPU busy (it yield-spun for all of it),
 // with AgentOptions::spin 0 too (where it yields a few times before it sleeps).
 TEST(UnsolicitedReply, LatchesAfterTheIoTimeoutWithoutSpinning) {
-  UnsolicitedReplyTarget target;
+  ScriptedTarget target(AnswerUnasked, "unsolicited");
   for (const std::chrono::microseconds spin : {AgentOptions{}.spin, 0us}) {
     SCOPED_TRACE("spin " + std::to_string(spin.count()) + " us");
     AgentOptions o = OneLaneTcp(1500ms);

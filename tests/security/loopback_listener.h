@@ -1,5 +1,5 @@
 // A tcp listener on 127.0.0.1 (a free port) whose accept loop runs on its own
-// thread: the base of the tests' fake targets and proxies (fault_test,
+// thread: the base of the tests' fake targets and proxies (scripted_target,
 // handshake_test).
 #pragma once
 

@@ -17,11 +17,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <list>
 #include <string>
 
-#include "loopback_listener.h"
-#include "raw_peer.h"
+#include "scripted_target.h"
 #include "test_util.h"
 #include "transport/stream/wire.h"
 
@@ -58,26 +56,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A tcp "peer" that accepts every Hello and then reads nothing (its kernel takes
-// what fits): the slowness is the initiator's sends' (above).
-class SilentTarget {
- public:
-  std::string Blob() const { return id_.Blob("target", listener_.port()); }
-
- private:
-  void Serve(core::Fd c) {
-    if (AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) conns_.push_back(std::move(c));
-  }
-  const FakeTargetId id_;
-  std::list<core::Fd> conns_;  // listener thread only
-  LoopbackListener listener_{[this](core::Fd c) { Serve(std::move(c)); }};
-};
-
 TEST(SlowReader, NotificationSendEndsWithinTheIoTimeout) {
-  SilentTarget target;
-  AgentOptions o = OptionsFor("a", "tcp");
-  o.io_timeout = 1000ms;
-  o.lanes_per_peer = 1;
+  // Reads nothing after the Hello (its kernel takes what fits): the slowness is
+  // the initiator's sends' (above).
+  ScriptedTarget target(/*answer=*/nullptr);
+  const AgentOptions o = OneLaneTcp(1000ms);
   auto a_or = Agent::Create(o);
   ASSERT_TRUE(a_or.ok());
   std::unique_ptr<Agent> a = std::move(a_or).value();

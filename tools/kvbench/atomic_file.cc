@@ -46,9 +46,11 @@ kvlane::Status WriteAll(int fd, std::string_view bytes, const std::string& temp)
 // Gives `temp` the name `path` without replacing a file of that name, the kernel
 // answering in the same step whether there was one: renameat2(RENAME_NOREPLACE),
 // or where the file system has no such rename (EINVAL, ENOSYS) link() + unlink().
+// `rename_noreplace` is renameat2's stand-in (detail::RenameNoReplace).
 // 0: moved; EEXIST: `path` exists and `temp` is untouched; else the error.
-int MoveWithoutReplacing(const std::string& temp, const std::string& path) {
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return 0;
+int MoveWithoutReplacing(const std::string& temp, const std::string& path,
+                         detail::RenameNoReplace rename_noreplace) {
+  if (rename_noreplace(temp.c_str(), path.c_str()) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS) return errno;
   if (::link(temp.c_str(), path.c_str()) != 0) return errno;
   ::unlink(temp.c_str());
@@ -56,8 +58,9 @@ int MoveWithoutReplacing(const std::string& temp, const std::string& path) {
 }
 
 // Moves `temp` to `path`; whether a file of that name was replaced.
-kvlane::Result<bool> MoveIntoPlace(const std::string& temp, const std::string& path) {
-  const int err = MoveWithoutReplacing(temp, path);
+kvlane::Result<bool> MoveIntoPlace(const std::string& temp, const std::string& path,
+                                   detail::RenameNoReplace rename_noreplace) {
+  const int err = MoveWithoutReplacing(temp, path, rename_noreplace);
   if (err == 0) return false;
   bool replaced = true;
   if (err != EEXIST) {  // no hard links either (EPERM, ENOTSUP): asked apart from the rename
@@ -83,15 +86,25 @@ kvlane::Status SyncDirectory(const fs::path& path) {
   return kvlane::Status::Ok();
 }
 
+int RenameAt2NoReplace(const char* from, const char* to) {
+  return ::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
 }  // namespace
 
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path,
                                                 std::string_view contents) {
+  return detail::WriteFileAtomically(path, contents, RenameAt2NoReplace);
+}
+
+kvlane::Result<WrittenFile> detail::WriteFileAtomically(const std::string& path,
+                                                        std::string_view contents,
+                                                        RenameNoReplace rename_noreplace) {
   std::string temp;
   KVLANE_ASSIGN_OR_RETURN(int fd, OpenTemporary(fs::path(path), &temp));
   kvlane::Status s = WriteAll(fd, contents, temp);
   if (::close(fd) != 0 && s.ok()) s = Errno("cannot write " + temp, errno);
-  auto replaced = s.ok() ? MoveIntoPlace(temp, path) : kvlane::Result<bool>(s);
+  auto replaced = s.ok() ? MoveIntoPlace(temp, path, rename_noreplace) : kvlane::Result<bool>(s);
   if (!replaced.ok()) {
     ::unlink(temp.c_str());
     return replaced.status();

@@ -27,4 +27,19 @@ struct WrittenFile {
 // its name, whole, but the rename may not outlast a crash.
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::string_view contents);
 
+namespace detail {
+
+// Test seam (atomic_file_test): the rename that refuses to replace a file, with
+// the contract of renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE): 0, or
+// -1 with errno set. EINVAL and ENOSYS say the file system has no such rename:
+// the write then takes its fallback, link() and unlink().
+using RenameNoReplace = int (*)(const char* from, const char* to);
+
+// WriteFileAtomically with `rename_noreplace` in place of renameat2 (a test
+// passes one that fails with EINVAL to take the fallback).
+kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::string_view contents,
+                                                RenameNoReplace rename_noreplace);
+
+}  // namespace detail
+
 }  // namespace kvbench

@@ -4,9 +4,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -25,6 +29,7 @@ class TempDir {
   }
   ~TempDir() { fs::remove_all(path_); }
   std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+  const fs::path& path() const { return path_; }
   // The names in the directory.
   std::vector<std::string> Names() const {
     std::vector<std::string> names;
@@ -41,52 +46,104 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-TEST(AtomicFile, AFreshNameReplacesNothing) {
-  TempDir dir;
-  auto written = WriteFileAtomically(dir / "doc.json", "first\n");
-  ASSERT_TRUE(written.ok()) << written.status().message();
-  EXPECT_EQ(written->path, dir / "doc.json");
-  EXPECT_FALSE(written->replaced);
-  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
-  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});  // no temporary file left
+// A file system without renameat2(RENAME_NOREPLACE) answers EINVAL (most) or
+// ENOSYS (an old kernel). Each refusal is counted on its thread, to show that
+// the write took the stand-in.
+thread_local int t_refused_renames = 0;
+template <int kErrno>
+int NoRenameat2(const char*, const char*) {
+  ++t_refused_renames;
+  errno = kErrno;
+  return -1;
 }
 
-TEST(AtomicFile, AnExistingNameIsReplacedAndSaysSo) {
-  TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir / "doc.json", "first\n").ok());
-  auto written = WriteFileAtomically(dir / "doc.json", "second\n");
+// WriteFileAtomically on such a file system: its link() + unlink() fallback.
+template <int kErrno>
+kvlane::Result<WrittenFile> WriteWithoutRenameat2(const std::string& path,
+                                                  std::string_view contents) {
+  const int refused = t_refused_renames;
+  auto written = detail::WriteFileAtomically(path, contents, NoRenameat2<kErrno>);
+  if (written.ok()) {  // it got as far as the rename
+    EXPECT_GT(t_refused_renames, refused) << "the write did not take the stand-in for renameat2";
+  }
+  return written;
+}
+
+// How a test writes: with renameat2 (WriteFileAtomically itself), or with its
+// fallback where the file system has no renameat2.
+struct Writer {
+  const char* name;
+  kvlane::Result<WrittenFile> (*write)(const std::string& path, std::string_view contents);
+};
+
+void PrintTo(const Writer& w, std::ostream* os) { *os << w.name; }
+
+class AtomicFileWrite : public ::testing::TestWithParam<Writer> {
+ protected:
+  kvlane::Result<WrittenFile> Write(const std::string& path, std::string_view contents) {
+    return GetParam().write(path, contents);
+  }
+  TempDir dir_;
+};
+
+TEST_P(AtomicFileWrite, AFreshNameReplacesNothing) {
+  auto written = Write(dir_ / "doc.json", "first\n");
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(written->path, dir_ / "doc.json");
+  EXPECT_FALSE(written->replaced);
+  EXPECT_EQ(ReadFile(dir_ / "doc.json"), "first\n");
+  EXPECT_EQ(dir_.Names(), std::vector<std::string>{"doc.json"});  // no temporary file left
+}
+
+TEST_P(AtomicFileWrite, AnExistingNameIsReplacedAndSaysSo) {
+  ASSERT_TRUE(Write(dir_ / "doc.json", "first\n").ok());
+  auto written = Write(dir_ / "doc.json", "second\n");
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_TRUE(written->replaced);
-  EXPECT_EQ(ReadFile(dir / "doc.json"), "second\n");
-  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+  EXPECT_EQ(ReadFile(dir_ / "doc.json"), "second\n");
+  EXPECT_EQ(dir_.Names(), std::vector<std::string>{"doc.json"});
 }
 
-TEST(AtomicFile, AFailedWriteLeavesTheNameAlone) {
-  TempDir dir;
-  ASSERT_TRUE(WriteFileAtomically(dir / "doc.json", "first\n").ok());
-  EXPECT_FALSE(WriteFileAtomically(dir / "missing/doc.json", "x").ok());
-  fs::create_directories(dir / "taken");  // a directory cannot be renamed over
-  std::ofstream(dir / "taken/file") << "x";
-  EXPECT_FALSE(WriteFileAtomically(dir / "taken", "x").ok());
-  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
-  EXPECT_EQ(ReadFile(dir / "taken/file"), "x");
-  EXPECT_EQ(dir.Names().size(), 2u);  // doc.json and taken: no temporary file left
+TEST_P(AtomicFileWrite, AFailedWriteLeavesTheNameAlone) {
+  ASSERT_TRUE(Write(dir_ / "doc.json", "first\n").ok());
+  EXPECT_FALSE(Write(dir_ / "missing/doc.json", "x").ok());
+  fs::create_directories(dir_ / "taken");  // a directory cannot be renamed over
+  std::ofstream(dir_ / "taken/file") << "x";
+  EXPECT_FALSE(Write(dir_ / "taken", "x").ok());
+  EXPECT_EQ(ReadFile(dir_ / "doc.json"), "first\n");
+  EXPECT_EQ(ReadFile(dir_ / "taken/file"), "x");
+  EXPECT_EQ(dir_.Names().size(), 2u);  // doc.json and taken: no temporary file left
+}
+
+// A directory under the name cannot be replaced: the error names the rename and
+// why, and neither the directory nor a temporary file is left behind changed.
+TEST_P(AtomicFileWrite, ADirectoryUnderTheNameIsAClearError) {
+  fs::create_directories(dir_ / "taken");
+  std::ofstream(dir_ / "taken/file") << "x";
+  auto written = Write(dir_ / "taken", "y");
+  ASSERT_FALSE(written.ok());
+  const std::string message = written.status().message();
+  EXPECT_EQ(message.rfind("cannot rename ", 0), 0u) << message;
+  EXPECT_NE(message.find(" to " + dir_ / "taken" + ": " + std::strerror(EISDIR)), std::string::npos)
+      << message;
+  EXPECT_EQ(ReadFile(dir_ / "taken/file"), "x");
+  EXPECT_EQ(dir_.Names(), std::vector<std::string>{"taken"});  // no temporary file left
 }
 
 // Writers racing to write one fresh name: exactly one of them replaced nothing, in
 // every round (checking for the name apart from the rename let several say so).
-TEST(AtomicFile, OfWritersRacingForAFreshNameOneReplacedNothing) {
-  TempDir dir;
+// link() too refuses an existing name in the same step.
+TEST_P(AtomicFileWrite, OfWritersRacingForAFreshNameOneReplacedNothing) {
   constexpr int kWriters = 4, kRounds = 300;
   for (int round = 0; round < kRounds; ++round) {
-    const std::string path = dir / ("doc" + std::to_string(round) + ".json");
+    const std::string path = dir_ / ("doc" + std::to_string(round) + ".json");
     std::atomic<int> ready{0}, fresh{0};
     std::vector<std::thread> writers;
     for (int w = 0; w < kWriters; ++w) {
       writers.emplace_back([&, w] {
         ready.fetch_add(1);
         while (ready.load() < kWriters) std::this_thread::yield();
-        auto written = WriteFileAtomically(path, std::to_string(w));
+        auto written = Write(path, std::to_string(w));
         EXPECT_TRUE(written.ok()) << written.status().message();
         if (written.ok() && !written->replaced) fresh.fetch_add(1);
       });
@@ -94,6 +151,62 @@ TEST(AtomicFile, OfWritersRacingForAFreshNameOneReplacedNothing) {
     for (std::thread& t : writers) t.join();
     ASSERT_EQ(fresh.load(), 1) << "round " << round;
   }
+  EXPECT_EQ(dir_.Names().size(), static_cast<size_t>(kRounds));  // no temporary file left
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Writers, AtomicFileWrite,
+    ::testing::Values(Writer{"renameat2", WriteFileAtomically},
+                      Writer{"NoRenameat2EINVAL", WriteWithoutRenameat2<EINVAL>},
+                      Writer{"NoRenameat2ENOSYS", WriteWithoutRenameat2<ENOSYS>}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// A name without a directory is written in, and its directory synced as, the
+// working directory.
+TEST(AtomicFile, ABareNameIsWrittenInTheWorkingDirectory) {
+  TempDir dir;
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir.path());
+  auto written = WriteFileAtomically("doc.json", "first\n");
+  fs::current_path(cwd);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ(written->path, "doc.json");
+  EXPECT_FALSE(written->replaced);
+  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+}
+
+// A directory the writer may not write to: the error names the temporary file it
+// could not create and why, and the name keeps its file. (Root writes anyway.)
+TEST(AtomicFile, AnUnwritableDirectoryIsAClearError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may write to any directory";
+  TempDir dir;
+  ASSERT_TRUE(WriteFileAtomically(dir / "doc.json", "first\n").ok());
+  fs::permissions(dir.path(), fs::perms::owner_read | fs::perms::owner_exec);
+  auto written = WriteFileAtomically(dir / "doc.json", "second\n");
+  fs::permissions(dir.path(), fs::perms::owner_all);
+  ASSERT_FALSE(written.ok());
+  const std::string message = written.status().message();
+  EXPECT_EQ(message.rfind("cannot create " + dir / ".doc.json.tmp-", 0), 0u) << message;
+  EXPECT_NE(message.find(std::strerror(EACCES)), std::string::npos) << message;
+  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+}
+
+// A directory the writer may write to but not open (no read permission), so not
+// sync: only the last step fails, which the error says; the file is under its
+// name, whole, and no temporary file is left. (Root opens it anyway.)
+TEST(AtomicFile, ADirectoryThatCannotBeSyncedIsAClearError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may open any directory";
+  TempDir dir;
+  fs::permissions(dir.path(), fs::perms::owner_write | fs::perms::owner_exec);
+  auto written = WriteFileAtomically(dir / "doc.json", "first\n");
+  fs::permissions(dir.path(), fs::perms::owner_all);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.status().message(),
+            "cannot open " + dir.path().string() + " to sync it: " + std::strerror(EACCES));
+  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
 }
 
 }  // namespace

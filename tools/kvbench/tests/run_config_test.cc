@@ -4,17 +4,27 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace kvbench {
 namespace {
 
-RunConfig Parse(std::vector<std::string> args) {
-  RunConfig c;
+// Reads `args` as kvbench run's flags into `c`, then resolves it.
+kvlane::Status Resolve(std::vector<std::string> args, RunConfig* c) {
   CLI::App app;
-  AddRunFlags(&app, &c);
+  AddRunFlags(&app, c);
   std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
   app.parse(args);
-  EXPECT_TRUE(c.Resolve().ok());
+  return c->Resolve();
+}
+
+// `args` resolved, which must succeed.
+RunConfig Parse(std::vector<std::string> args) {
+  RunConfig c;
+  EXPECT_TRUE(Resolve(std::move(args), &c).ok());
   return c;
 }
 
@@ -81,23 +91,6 @@ TEST(RunConfig, MemoryFlagDefaultsToAutoAndIsForwarded) {
   EXPECT_EQ(again.ForwardArgs(), c.ForwardArgs());
 }
 
-// Each refusal is InvalidArgument and names the pair, before any rank connects.
-TEST(RunConfig, RejectsMemoryTheTransportCannotMove) {
-  for (std::vector<std::string> bad :
-       {std::vector<std::string>{"--memory", "cuda", "--transport", "shm"},
-        {"--memory", "cuda", "--transport", "local"},
-        {"--memory", "host", "--transport", "cuda"}}) {
-    RunConfig c;
-    CLI::App app;
-    AddRunFlags(&app, &c);
-    std::reverse(bad.begin(), bad.end());
-    app.parse(bad);
-    kvlane::Status s = c.Resolve();
-    EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << bad.front();
-    EXPECT_NE(s.message().find("--memory " + c.memory), std::string::npos) << s.message();
-  }
-}
-
 TEST(RunConfig, MemoryPairIsKeptAndForwarded) {
   RunConfig c = Parse({"--transport", "tcp", "--memory", "cuda,host", "--device", "0"});
   EXPECT_EQ(c.memory, "cuda,host");  // one argument, not two: --memory is not a list
@@ -107,87 +100,111 @@ TEST(RunConfig, MemoryPairIsKeptAndForwarded) {
   EXPECT_EQ(Parse({"--memory", "host,cuda"}).memory, "host,cuda");  // transport auto: tcp
 }
 
-// A mixed pair over a transport that cannot move both kinds is refused while the
-// flags are read, naming the pair and the transport.
-TEST(RunConfig, RejectsAMemoryPairOverLocalShmOrCuda) {
-  for (const char* transport : {"local", "shm", "cuda"}) {
-    for (const char* pair : {"cuda,host", "host,cuda"}) {
-      std::vector<std::string> bad = {"--memory", pair, "--transport", transport};
-      RunConfig c;
-      CLI::App app;
-      AddRunFlags(&app, &c);
-      std::reverse(bad.begin(), bad.end());
-      app.parse(bad);
-      kvlane::Status s = c.Resolve();
-      EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << transport << " " << pair;
-      EXPECT_NE(
-          s.message().find(std::string("--memory ") + pair + " with --transport " + transport),
-          std::string::npos)
-          << s.message();
-      EXPECT_NE(s.message().find("needs --transport tcp"), std::string::npos) << s.message();
-    }
-  }
-}
-
-TEST(RunConfig, RejectsBadChoices) {
-  for (std::vector<std::string> bad : {std::vector<std::string>{"--transport", "rdma"},
-                                       {"--ops", "pull,fetch"},
-                                       {"--ops", "pull,pull"},
-                                       {"--ops", "push,pull,push"},
-                                       {"--dtype", "fp8"},  // kv-dsv4: refused before any rank
-                                       {"--block", "1"},
-                                       {"--rank", "1"},
-                                       {"--samples", "0"},
-                                       {"--samples", "-1"},
-                                       {"--warmup", "-1"},
-                                       {"--trials", "-1"},
-                                       {"--lanes", "-1"},
-                                       {"--lanes", "65"},
-                                       {"--memory", "gpu"},
-                                       {"--memory", "cuda,auto"},
-                                       {"--memory", "cuda,gpu"},
-                                       {"--policy", "fifo"},
-                                       {"--peer", "127.0.0.1:7000"},
-                                       {"--rank", "-2", "--peer", "127.0.0.1:7000"},
-                                       {"--control-timeout", "0"},
-                                       {"--warmup", "-2"},
-                                       {"--trials", "-3"},
-                                       {"--device", "-7"},
-                                       {"--case", "a/b"},
-                                       {"--case", ".."}}) {
-    const std::string flags = bad[0] + " " + bad[1];  // parse() consumes the vector
-    RunConfig c;
-    CLI::App app;
-    AddRunFlags(&app, &c);
-    std::reverse(bad.begin(), bad.end());
-    app.parse(bad);
-    EXPECT_FALSE(c.Resolve().ok()) << flags;
-  }
-}
-
-// -1 (or any negative) is no way to say "the preset's": leaving the flag out is. Each
-// is refused by Resolve (kvbench run exits 2) with a message that names the flag.
-TEST(RunConfig, NegativeSamplingIsRefusedNamingTheFlag) {
-  for (const char* flag : {"--warmup", "--samples", "--trials"}) {
-    for (const char* value : {"-1", "-2"}) {
-      std::vector<std::string> bad = {flag, value};
-      RunConfig c;
-      CLI::App app;
-      AddRunFlags(&app, &c);
-      std::reverse(bad.begin(), bad.end());
-      app.parse(bad);
-      kvlane::Status s = c.Resolve();
-      EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << flag << " " << value;
-      EXPECT_EQ(s.message().rfind(std::string(flag) + " " + value + ": need at least ", 0), 0u)
-          << s.message();
-    }
-  }
+TEST(RunConfig, LeftOutSamplingIsThePresets) {
   RunConfig quick = Parse({"--samples", "5"});  // the others left out: the preset's
   EXPECT_EQ(quick.samples, 5);
   EXPECT_EQ(quick.warmup, 2);
   EXPECT_EQ(quick.trials, 2);
   EXPECT_EQ(Parse({"--warmup", "0"}).warmup, 0);
 }
+
+// Flags that Resolve refuses with kInvalidArgument (kvbench run exits 2), before
+// any rank starts or connects.
+struct Refusal {
+  std::string name;               // the case, as the test's name ends
+  std::vector<std::string> args;  // the flags, as on the command line
+  std::vector<std::string> says;  // each is in the refusal's message
+  bool opens = false;             // and the first one begins it
+};
+
+void PrintTo(const Refusal& r, std::ostream* os) {
+  for (const std::string& a : r.args) *os << a << " ";
+}
+
+std::vector<Refusal> Refusals() {
+  return {
+      // Memory the transport cannot move: the refusal names the pair.
+      {"CudaOverShm",
+       {"--memory", "cuda", "--transport", "shm"},
+       {"--memory cuda with --transport shm"}},
+      {"CudaOverLocal",
+       {"--memory", "cuda", "--transport", "local"},
+       {"--memory cuda with --transport local"}},
+      {"HostOverCuda",
+       {"--memory", "host", "--transport", "cuda"},
+       {"--memory host with --transport cuda"}},
+      // A mixed pair over a transport that cannot move both kinds: the refusal names
+      // the pair and the transport, and the one that can.
+      {"CudaHostOverLocal",
+       {"--memory", "cuda,host", "--transport", "local"},
+       {"--memory cuda,host with --transport local", "needs --transport tcp"}},
+      {"HostCudaOverLocal",
+       {"--memory", "host,cuda", "--transport", "local"},
+       {"--memory host,cuda with --transport local", "needs --transport tcp"}},
+      {"CudaHostOverShm",
+       {"--memory", "cuda,host", "--transport", "shm"},
+       {"--memory cuda,host with --transport shm", "needs --transport tcp"}},
+      {"HostCudaOverShm",
+       {"--memory", "host,cuda", "--transport", "shm"},
+       {"--memory host,cuda with --transport shm", "needs --transport tcp"}},
+      {"CudaHostOverCuda",
+       {"--memory", "cuda,host", "--transport", "cuda"},
+       {"--memory cuda,host with --transport cuda", "needs --transport tcp"}},
+      {"HostCudaOverCuda",
+       {"--memory", "host,cuda", "--transport", "cuda"},
+       {"--memory host,cuda with --transport cuda", "needs --transport tcp"}},
+      // -1 (or any negative) is no way to say "the preset's": leaving the flag out
+      // is. The refusal begins with the flag.
+      {"WarmupMinus1", {"--warmup", "-1"}, {"--warmup -1: need at least "}, true},
+      {"WarmupMinus2", {"--warmup", "-2"}, {"--warmup -2: need at least "}, true},
+      {"SamplesMinus1", {"--samples", "-1"}, {"--samples -1: need at least "}, true},
+      {"SamplesMinus2", {"--samples", "-2"}, {"--samples -2: need at least "}, true},
+      {"TrialsMinus1", {"--trials", "-1"}, {"--trials -1: need at least "}, true},
+      {"TrialsMinus2", {"--trials", "-2"}, {"--trials -2: need at least "}, true},
+      {"TrialsMinus3", {"--trials", "-3"}, {"--trials -3: need at least "}, true},
+      {"SamplesZero", {"--samples", "0"}, {"--samples 0: need at least 1"}, true},
+      // Other bad choices.
+      {"UnknownTransport", {"--transport", "rdma"}, {"unknown transport 'rdma'"}},
+      {"UnknownOp", {"--ops", "pull,fetch"}, {"unknown op 'fetch'"}},
+      {"OpTwice", {"--ops", "pull,pull"}, {"--ops names pull twice"}},
+      {"OpTwiceApart", {"--ops", "push,pull,push"}, {"--ops names push twice"}},
+      {"DtypeOfDsv4", {"--dtype", "fp8"}, {"kv-dsv4: --dtype fp8 applies to kv-mla only"}},
+      {"BlockSplittingAState", {"--block", "1"}, {"kv-dsv4: block 1 splits an HCA state"}},
+      {"RankWithoutPeer", {"--rank", "1"}, {"--rank is 0 or 1 and needs --peer HOST:PORT"}},
+      {"NegativeRank",
+       {"--rank", "-2", "--peer", "127.0.0.1:7000"},
+       {"--rank is 0 or 1 and needs --peer HOST:PORT"}},
+      {"PeerWithoutRank", {"--peer", "127.0.0.1:7000"}, {"--peer 127.0.0.1:7000 needs --rank 0|1"}},
+      {"LanesMinus1",
+       {"--lanes", "-1"},
+       {"--lanes is 1..64, or 0 for the engine's default; got -1"}},
+      {"Lanes65", {"--lanes", "65"}, {"--lanes is 1..64, or 0 for the engine's default; got 65"}},
+      {"UnknownMemory", {"--memory", "gpu"}, {"unknown memory 'gpu'"}},
+      {"MemoryPairWithAuto", {"--memory", "cuda,auto"}, {"--memory 'cuda,auto': a pair names"}},
+      {"MemoryPairWithUnknown", {"--memory", "cuda,gpu"}, {"--memory 'cuda,gpu': a pair names"}},
+      {"UnknownPolicy", {"--policy", "fifo"}, {"unknown policy 'fifo'"}},
+      {"ZeroControlTimeout", {"--control-timeout", "0"}, {"--control-timeout must be positive"}},
+      {"NegativeDevice", {"--device", "-7"}, {"--device is a GPU index"}},
+      {"CaseWithASlash", {"--case", "a/b"}, {"--case 'a/b' names a file in --out: no '/'"}},
+      {"CaseDotDot", {"--case", ".."}, {"--case '..' names a file in --out: no '/'"}},
+  };
+}
+
+class RunConfigRefusal : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(RunConfigRefusal, IsInvalidArgumentSayingWhy) {
+  const Refusal& r = GetParam();
+  RunConfig c;
+  kvlane::Status s = Resolve(r.args, &c);
+  EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << s.ToString();
+  for (const std::string& part : r.says) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.message() << "\nlacks: " << part;
+  }
+  if (r.opens) EXPECT_EQ(s.message().rfind(r.says.front(), 0), 0u) << s.message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Flags, RunConfigRefusal, ::testing::ValuesIn(Refusals()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(RunConfig, ControlTimeoutFromEnvironment) {
   ::setenv("KVBENCH_CONTROL_TIMEOUT", "1500ms", 1);
