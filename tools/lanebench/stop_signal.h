@@ -5,19 +5,19 @@
 // and keep the default actions (spawn.h).
 #pragma once
 
-#include <string>
-
 #include "common/die_by.h"
+#include "common/stop_signal.h"
 
 namespace lanebench {
 
-// Installs the handlers for SIGTERM, SIGINT and SIGHUP; a signal ignored at start (a
-// background job's SIGINT) stays ignored.
-void CatchStopSignals();
+// Installs the handlers for SIGTERM, SIGINT and SIGHUP (kvlane_tools::CatchStopSignals,
+// common/stop_signal.h); a signal ignored at start (a background job's SIGINT) stays
+// ignored, and a later stop replaces the one recorded.
+inline void CatchStopSignals() { kvlane_tools::CatchStopSignals(kvlane_tools::LaterStop::kRecord); }
 // The signal that asked this process to stop, or 0. Async-signal-safe.
-int StopSignal();
+using kvlane_tools::StopSignal;
 // "SIGINT", "SIGTERM", ...; "signal N" for a number with no name.
-std::string SignalName(int sig);
+using kvlane_tools::SignalName;
 
 // After the clean-up: kvlane_tools::DieBy (common/die_by.h).
 using kvlane_tools::DieBy;
