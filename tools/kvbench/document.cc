@@ -1,5 +1,6 @@
 #include "document.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
@@ -77,6 +78,26 @@ json OutcomeToJson(const CaseDocument& doc) {
   return {{"valid", doc.invalid_reasons.empty()}, {"reasons", doc.invalid_reasons}};
 }
 
+bool Measured(const RowKey& key, const std::vector<RowResult>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [&](const RowResult& r) {
+    return r.op == key.op && r.isl == key.isl && r.batch == key.batch;
+  });
+}
+
+// Adds the completeness fields to document `j`: "complete" and "rows_missing"
+// always, the stop only when it cut the run short.
+void AddCompleteness(const Completeness& c, json* j) {
+  json missing = json::array();
+  for (const RowKey& k : c.missing) {
+    missing.push_back({{"op", k.op}, {"isl", k.isl}, {"batch", k.batch}});
+  }
+  (*j)["complete"] = c.complete;
+  (*j)["rows_missing"] = std::move(missing);
+  if (c.stopped_by.empty()) return;
+  (*j)["stopped_by"] = c.stopped_by;
+  (*j)["stopped_rank"] = c.stopped_rank;
+}
+
 }  // namespace
 
 json RowToJson(const RowResult& r) {
@@ -135,18 +156,60 @@ kvlane::Result<RowResult> RowFromJson(const json& j) {
 json DocumentToJson(const CaseDocument& doc) {
   json rows = json::array();
   for (const RowResult& r : doc.rows) rows.push_back(RowToJson(r));
-  return {{"version", kDocumentVersion},
-          {"identity", {{"case", doc.case_name}, {"timestamp", doc.timestamp}}},
-          {"workload", doc.workload},
-          {"sampling",
-           {{"warmup", doc.warmup},
-            {"samples", doc.samples},
-            {"trials", doc.trials},
-            {"bursts_per_row", doc.samples * doc.trials}}},
-          {"rows", rows},
-          {"implementation", doc.implementation},
-          {"topology", {{"ranks", RanksToJson(doc.ranks)}, {"link", doc.link}}},
-          {"outcome", OutcomeToJson(doc)}};
+  json j = {{"version", kDocumentVersion},
+            {"identity", {{"case", doc.case_name}, {"timestamp", doc.timestamp}}},
+            {"workload", doc.workload},
+            {"sampling",
+             {{"warmup", doc.warmup},
+              {"samples", doc.samples},
+              {"trials", doc.trials},
+              {"bursts_per_row", doc.samples * doc.trials}}},
+            {"rows", rows},
+            {"implementation", doc.implementation},
+            {"topology", {{"ranks", RanksToJson(doc.ranks)}, {"link", doc.link}}},
+            {"outcome", OutcomeToJson(doc)}};
+  AddCompleteness(doc.completeness, &j);
+  return j;
+}
+
+Completeness CompletenessOf(const std::vector<RowKey>& planned, const std::vector<RowResult>& rows,
+                            const std::string& stopped_by, const std::string& stopped_rank) {
+  Completeness c;
+  for (const RowKey& k : planned) {
+    if (!Measured(k, rows)) c.missing.push_back(k);
+  }
+  c.complete = c.missing.empty();
+  if (!c.complete) {
+    c.stopped_by = stopped_by;
+    c.stopped_rank = stopped_rank;
+  }
+  return c;
+}
+
+kvlane::Result<Completeness> CompletenessFromJson(const json& doc) {
+  Completeness c;
+  if (!doc.contains("complete")) return c;  // version 3 and older: no partial documents
+  try {
+    c.complete = doc.at("complete").get<bool>();
+    for (const json& k : doc.value("rows_missing", json::array())) {
+      c.missing.push_back({k.at("op").get<std::string>(), k.at("isl").get<uint64_t>(),
+                           k.at("batch").get<uint64_t>()});
+    }
+    c.stopped_by = doc.value("stopped_by", "");
+    c.stopped_rank = doc.value("stopped_rank", "");
+  } catch (const json::exception& e) {
+    return kvlane::Status::InvalidArgument(std::string("malformed completeness: ") + e.what());
+  }
+  return c;
+}
+
+std::string DescribeRows(const std::vector<RowKey>& rows) {
+  std::string out;
+  for (const RowKey& k : rows) {
+    out += (out.empty() ? "" : ", ") + k.op + " isl " + std::to_string(k.isl) + " batch " +
+           std::to_string(k.batch);
+  }
+  return out;
 }
 
 std::string DocumentMemory(const json& impl) {

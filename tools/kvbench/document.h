@@ -10,6 +10,7 @@
 
 #include "kvlane/provenance.h"
 #include "kvlane/status.h"
+#include "plan.h"
 #include "stats.h"
 #include "verdict.h"
 
@@ -22,7 +23,11 @@ namespace kvbench {
 // implementation.memory (and pool.memory) is then the pair ("cuda,host") and
 // staging is "pinned-host" when either rank stages. When both ranks agree these
 // keys mean what they meant in version 2, and version 2 documents are still read.
-inline constexpr int kDocumentVersion = 3;
+// 4: a document may hold part of its grid (a run stopped by a signal keeps the rows
+// that finished): "complete" says whether "rows" holds every planned row,
+// "rows_missing" lists those it lacks, "stopped_by" and "stopped_rank" name the
+// signal and the rank it stopped. Older documents, without "complete", are complete.
+inline constexpr int kDocumentVersion = 4;
 
 // The same bytes moved by the plainest path (memcpy, or a plain socket loop).
 struct ReferenceFigures {
@@ -61,6 +66,16 @@ struct RankInfo {
   std::vector<std::string> devices;  // memory the pool lives in, e.g. "host"
 };
 
+// Whether a run measured every row it planned. A run stopped by a signal keeps the
+// rows that finished (the row in flight is dropped, never kept half-measured); a
+// run-level error (a failed socket reference, a lost peer) ends a run early too.
+struct Completeness {
+  bool complete = true;         // every planned row is in the document's rows
+  std::string stopped_by;       // the signal that cut the run short ("SIGINT"); empty if none
+  std::string stopped_rank;     // the rank it stopped: "initiator" | "target"; empty if none
+  std::vector<RowKey> missing;  // the planned rows not measured, in plan order
+};
+
 struct CaseDocument {
   std::string case_name;
   std::string timestamp;    // UTC, ISO 8601
@@ -73,11 +88,24 @@ struct CaseDocument {
   std::vector<RankInfo> ranks;
   std::string link;                          // "loopback", "same-host", "network"
   std::vector<std::string> invalid_reasons;  // empty: the outcome is valid
+  Completeness completeness;
 };
 
 nlohmann::json RowToJson(const RowResult& row);
 kvlane::Result<RowResult> RowFromJson(const nlohmann::json& j);
 nlohmann::json DocumentToJson(const CaseDocument& doc);
+
+// What a run that planned `planned` and measured `rows` lacks. The stop (a signal
+// name and a rank) is kept only when it cut a row: a stop after the last row leaves
+// the run complete.
+Completeness CompletenessOf(const std::vector<RowKey>& planned, const std::vector<RowResult>& rows,
+                            const std::string& stopped_by, const std::string& stopped_rank);
+// A document's "complete", "rows_missing", "stopped_by" and "stopped_rank"; a document
+// without "complete" (version 3 and older) is complete. InvalidArgument when a field
+// has another type.
+kvlane::Result<Completeness> CompletenessFromJson(const nlohmann::json& doc);
+// "pull isl 8192 batch 2, push isl 8192 batch 2"
+std::string DescribeRows(const std::vector<RowKey>& rows);
 
 // The pool memory an implementation section records ("host" | "cuda", or the
 // pair "cuda,host" | "host,cuda" of a version 3 mixed run, target first): its

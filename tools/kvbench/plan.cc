@@ -101,6 +101,16 @@ size_t Plan::Rows() const {
   return n;
 }
 
+std::vector<RowKey> PlannedRows(const Plan& plan, const std::vector<std::string>& ops) {
+  std::vector<RowKey> rows;
+  for (const PlanPoint& p : plan.points) {
+    for (uint64_t batch : p.batches) {
+      for (const std::string& op : ops) rows.push_back({op, p.isl, batch});
+    }
+  }
+  return rows;
+}
+
 kvlane::Result<Plan> BuildPlan(const Workload& workload, const PlanOptions& options) {
   KVLANE_RETURN_IF_ERROR(options.Validate());
   Plan plan{workload, options, {}, {}};

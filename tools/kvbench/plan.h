@@ -49,6 +49,18 @@ struct Plan {
   size_t Rows() const;  // surviving (isl, batch) pairs
 };
 
+// One row of a run: one op at one (ISL, batch) point of the plan.
+struct RowKey {
+  std::string op;  // "pull" | "push"
+  uint64_t isl = 0;
+  uint64_t batch = 0;
+  bool operator==(const RowKey&) const = default;
+};
+
+// The rows a run of `plan` with `ops` measures, in the order it measures them: ISL
+// ascending, then batch ascending, then the ops as given.
+std::vector<RowKey> PlannedRows(const Plan& plan, const std::vector<std::string>& ops);
+
 // Fails when the options are invalid or no point fits the budgets.
 kvlane::Result<Plan> BuildPlan(const Workload& workload, const PlanOptions& options);
 

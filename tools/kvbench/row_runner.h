@@ -15,9 +15,12 @@
 namespace kvbench {
 
 struct RunResult {
-  std::vector<RowResult> rows;
+  std::vector<RowResult> rows;      // the rows that finished, each measured whole
   std::vector<std::string> errors;  // run-level failures (the run is invalid)
   double list_prep_ms = 0;          // PrepareLocal + PrepareRemote of the pool lists
+  // A stop signal ended the run before its last row: its name ("SIGINT") and the
+  // rank it stopped ("initiator", or "target" when the target said so). Empty if none.
+  std::string stopped_by, stopped_rank;
 };
 
 class RowRunner {

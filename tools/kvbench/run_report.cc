@@ -136,6 +136,8 @@ CaseDocument BuildDocument(const Session& s, const RunResult& result) {
   doc.ranks = {s.peer(), s.self()};  // target (rank 0) first
   doc.link = Link(s);
   doc.invalid_reasons = InvalidReasons(result);
+  doc.completeness = CompletenessOf(PlannedRows(s.plan(), s.config().ops), result.rows,
+                                    result.stopped_by, result.stopped_rank);
   return doc;
 }
 

@@ -86,6 +86,62 @@ TEST(Document, HasTheRequiredSections) {
   EXPECT_EQ(UtcTimestamp().size(), 20u);
 }
 
+// A stopped run keeps the rows that finished: the document says it is not complete,
+// which rows it lacks (in plan order) and which signal stopped which rank.
+TEST(Document, APartialRunNamesItsMissingRowsAndTheStop) {
+  const std::vector<RowKey> planned = {
+      {"pull", 8192, 4}, {"push", 8192, 4}, {"pull", 8192, 8}, {"push", 8192, 8}};
+  CaseDocument doc;
+  doc.rows = {SampleRow()};  // pull isl 8192 batch 4
+  doc.completeness = CompletenessOf(planned, doc.rows, "SIGINT", "initiator");
+  EXPECT_FALSE(doc.completeness.complete);
+  const std::vector<RowKey> missing(planned.begin() + 1, planned.end());
+  EXPECT_EQ(doc.completeness.missing, missing);
+  nlohmann::json j = DocumentToJson(doc);
+  EXPECT_EQ(j["version"], 4);
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_EQ(j["stopped_by"], "SIGINT");
+  EXPECT_EQ(j["stopped_rank"], "initiator");
+  ASSERT_EQ(j["rows_missing"].size(), 3u);
+  EXPECT_EQ(j["rows_missing"][0], (nlohmann::json{{"op", "push"}, {"isl", 8192}, {"batch", 4}}));
+  EXPECT_EQ(j["outcome"]["valid"], true);  // the rows it holds all passed
+  auto back = CompletenessFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_FALSE(back->complete);
+  EXPECT_EQ(back->missing, missing);
+  EXPECT_EQ(back->stopped_by, "SIGINT");
+  EXPECT_EQ(back->stopped_rank, "initiator");
+  EXPECT_EQ(DescribeRows({missing[0], missing[1]}), "push isl 8192 batch 4, pull isl 8192 batch 8");
+}
+
+// A stop after the last row cut nothing: the document is complete and names no stop.
+// A complete document says so too; one without the field (version 3) reads as complete.
+TEST(Document, AWholeRunIsCompleteAndOlderDocumentsReadAsComplete) {
+  const std::vector<RowKey> planned = {{"pull", 8192, 4}};
+  Completeness c = CompletenessOf(planned, {SampleRow()}, "SIGTERM", "initiator");
+  EXPECT_TRUE(c.complete);
+  EXPECT_TRUE(c.missing.empty());
+  EXPECT_EQ(c.stopped_by, "");
+  CaseDocument doc;
+  doc.rows = {SampleRow()};
+  doc.completeness = c;
+  nlohmann::json j = DocumentToJson(doc);
+  EXPECT_EQ(j["complete"], true);
+  EXPECT_EQ(j["rows_missing"], nlohmann::json::array());
+  EXPECT_FALSE(j.contains("stopped_by"));
+  j.erase("complete");
+  j.erase("rows_missing");
+  j["version"] = 3;
+  auto old = CompletenessFromJson(j);
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(old->complete);
+  j["complete"] = "no";
+  EXPECT_FALSE(CompletenessFromJson(j).ok());
+  j["complete"] = false;
+  j["rows_missing"] = {{{"op", "pull"}}};
+  EXPECT_FALSE(CompletenessFromJson(j).ok());
+}
+
 // Version 3 documents give each rank's memory and staging; older ones one memory
 // for both ranks, which each rank then reads.
 TEST(Document, EachRanksMemoryFromPerRankElseTheSharedFields) {

@@ -96,7 +96,7 @@ TEST_P(GpuMixedRun, TcpMovesBetweenAHostPoolAndADevicePool) {
             0);
   nlohmann::json doc = testing::OnlyDocument(out);
   testing::ExpectValid(doc, "tcp", 4);  // 2 batches x pull, push; every row verified
-  EXPECT_EQ(doc["version"], 3);
+  EXPECT_EQ(doc["version"], 4);
   const nlohmann::json& impl = doc["implementation"];
   EXPECT_EQ(impl["memory"], m.memory);
   EXPECT_EQ(impl["memory_declared"], m.memory);

@@ -80,6 +80,9 @@ inline nlohmann::json OnlyDocument(const fs::path& dir) {
 inline void ExpectValid(const nlohmann::json& doc, const std::string& transport, size_t rows) {
   EXPECT_TRUE(doc["version"].is_number_integer());
   EXPECT_EQ(doc["outcome"]["valid"], true) << doc["outcome"].dump();
+  EXPECT_EQ(doc["complete"], true);  // every planned row measured
+  EXPECT_EQ(doc["rows_missing"], nlohmann::json::array());
+  EXPECT_FALSE(doc.contains("stopped_by"));
   EXPECT_EQ(doc["implementation"]["transport"], transport);
   ASSERT_EQ(doc["rows"].size(), rows);
   for (const auto& row : doc["rows"]) {

@@ -27,6 +27,23 @@ TEST(Plan, DefaultsKeepTheWholeGridThatFits) {
   EXPECT_EQ(At(*plan, 524288).descs, 6146u);
 }
 
+// The rows a run measures, in its order: ISL, then batch, then op; shed batches are
+// no rows.
+TEST(Plan, PlannedRowsFollowTheRunsOrder) {
+  PlanOptions o;
+  o.isl = {32768, 8192};
+  o.batches = {2, 1};
+  auto plan = BuildPlan(Dsv4(), o);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  std::vector<RowKey> rows = PlannedRows(*plan, {"push", "pull"});
+  const std::vector<RowKey> want = {{"push", 8192, 1},  {"pull", 8192, 1},  {"push", 8192, 2},
+                                    {"pull", 8192, 2},  {"push", 32768, 1}, {"pull", 32768, 1},
+                                    {"push", 32768, 2}, {"pull", 32768, 2}};
+  EXPECT_EQ(rows, want);
+  plan->points[0].batches = {1};  // as if batch 2 were shed at 8192
+  EXPECT_EQ(PlannedRows(*plan, {"pull"}).size(), 3u);
+}
+
 TEST(Plan, DescriptorBudgetShedsButKeepsTheLadderFloor) {
   PlanOptions o;
   o.pool_budget = 1ull << 50;

@@ -232,7 +232,7 @@ TEST(Summarize, NamesEachRanksMemoryWhenTheyDiffer) {
   std::ostringstream log;
   auto docs = LoadDocuments({dir.string()}, log).value();
   ASSERT_EQ(docs.size(), 2u);
-  EXPECT_EQ(docs[0].json["version"], 3);
+  EXPECT_EQ(docs[0].json["version"], kDocumentVersion);
   EXPECT_EQ(docs[0].series, "kv-dsv4 tcp-cuda-host");
   EXPECT_EQ(docs[1].series, "kv-dsv4 tcp-cuda");
   std::string md = RenderMarkdown(docs, {});
