@@ -61,7 +61,7 @@ kvlane::Status CheckSections(const json& doc, const std::string& path) {
 kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
   std::ifstream in(path);
   if (!in) return kvlane::Status::NotFound("cannot open " + path);
-  LoadedDocument d{path, json::parse(in, nullptr, false), {}, {}};
+  LoadedDocument d{path, json::parse(in, nullptr, false), {}, {}, {}};
   if (d.json.is_discarded()) {
     return kvlane::Status::InvalidArgument(path + " is not valid JSON (truncated?)");
   }
@@ -73,10 +73,16 @@ kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
     KVLANE_ASSIGN_OR_RETURN(RowResult r, RowFromJson(row));
     d.rows.push_back(std::move(r));
   }
+  auto completeness = CompletenessFromJson(d.json);
+  if (!completeness.ok()) {
+    return kvlane::Status::InvalidArgument(path + ": " + completeness.status().message());
+  }
+  d.completeness = std::move(completeness).value();
   try {
     const json& impl = d.json["implementation"];
-    d.series = fmt::format("{} {}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
-                           PathLabel(impl.value("transport", "?"), DocumentMemory(impl)));
+    d.series = fmt::format("{} {}{}", d.json["workload"].value("/workload/name"_json_pointer, "?"),
+                           PathLabel(impl.value("transport", "?"), DocumentMemory(impl)),
+                           d.completeness.complete ? "" : " (partial)");
     (void)CaseSection(d);  // every field it reads has the type it expects
   } catch (const json::exception& e) {
     return kvlane::Status::InvalidArgument(path + ": " + e.what());
@@ -93,17 +99,51 @@ std::string RowLine(const RowResult& r) {
       r.reference.gbps_p50, VerdictName(r.verdict));
 }
 
+// A partial document's line: why it stopped, how far it got, what it lacks.
+std::string PartialLine(const LoadedDocument& d) {
+  const Completeness& c = d.completeness;
+  const std::string why = c.stopped_by.empty()
+                              ? "the run ended early (see the outcome)"
+                              : fmt::format("stopped by {} on the {}", c.stopped_by,
+                                            c.stopped_rank.empty() ? "?" : c.stopped_rank);
+  return fmt::format(
+      "- **PARTIAL**: {} after {} of {} rows; not measured (neither failed nor "
+      "verified): {}\n",
+      why, d.rows.size(), d.rows.size() + c.missing.size(),
+      c.missing.empty() ? "not listed" : DescribeRows(c.missing));
+}
+
+// The page header's word on partial documents; empty when every one is complete.
+std::string PartialNote(const std::vector<LoadedDocument>& docs) {
+  std::string partial;
+  size_t n = 0;
+  for (const LoadedDocument& d : docs) {
+    if (d.completeness.complete) continue;
+    partial += fmt::format("{}`{}`", n++ ? ", " : "", d.path);
+  }
+  if (n == 0) return "";
+  return fmt::format(
+      "**PARTIAL** ({} of {} document(s) hold part of their grid: the run ended before its "
+      "last row): {}. Each one's section lists the rows it lacks as not measured (neither "
+      "failed nor verified), and its chart lines are marked (partial).\n\n",
+      n, docs.size(), partial);
+}
+
 std::string CaseSection(const LoadedDocument& d) {
   const json& impl = d.json["implementation"];
   const json& outcome = d.json["outcome"];
-  std::string s = fmt::format("## {}\n\n", d.json["identity"].value("case", d.path));
+  const bool partial = !d.completeness.complete;
+  std::string s = fmt::format("## {}{}\n\n", d.json["identity"].value("case", d.path),
+                              partial ? " (PARTIAL)" : "");
   s += fmt::format("- document: `{}` ({})\n", d.path, d.json["identity"].value("timestamp", ""));
   s +=
       fmt::format("- transport: {} (declared {}), memory {}, lanes {}, {}\n",
                   impl.value("transport", "?"), impl.value("transport_declared", "?"),
                   DescribeMemory(impl), impl.value("lanes", 0), impl.value("library_version", "?"));
+  if (partial) s += PartialLine(d);
   s += fmt::format(
-      "- outcome: {}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
+      "- outcome: {}{}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
+      partial ? " (over the rows measured)" : "",
       outcome.value("reasons", json::array()).empty() ? "" : " — " + outcome["reasons"].dump());
   s += "| op | isl | batch | descs/req | MB/req | p50 ms | p95 ms | min ms | max ms | GB/s p50 "
        "| GB/s incl prep | prep ms | ref GB/s | verified |\n";
@@ -136,6 +176,7 @@ std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
       "# kvbench summary\n\nRendered from {} case document(s). Metrics are defined in "
       "docs/METHODOLOGY.md; GB/s are decimal (1e9 B/s) of request bytes.\n\n",
       docs.size());
+  s += PartialNote(docs);
   for (const LoadedDocument& d : docs) s += CaseSection(d);
   if (!chart_files.empty()) s += "## Charts\n\n";
   for (const std::string& f : chart_files) s += fmt::format("![{}]({})\n\n", f, f);

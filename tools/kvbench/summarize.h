@@ -16,7 +16,12 @@ struct LoadedDocument {
   std::string path;
   nlohmann::json json;
   std::vector<RowResult> rows;
-  std::string series;  // "<workload> <PathLabel>": how charts name this case's lines
+  // Whether `rows` holds the whole grid; a document without the field (version 3
+  // and older) is complete.
+  Completeness completeness;
+  // "<workload> <PathLabel>", then " (partial)" for a partial document: how charts
+  // name this case's lines.
+  std::string series;
 };
 
 // Reads every *.json case document in the given files or directories (sorted by
@@ -26,7 +31,10 @@ struct LoadedDocument {
 kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
                                                           std::ostream& log);
 
-// The summary page: one table per case, then the charts (by file name).
+// The summary page: one table per case, then the charts (by file name). A partial
+// document (a stopped run) is called PARTIAL in the page's header and its case's
+// heading, and its section lists the rows it lacks as not measured: they are
+// neither failures nor missing results of a complete run.
 std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
                            const std::vector<std::string>& chart_files);
 

@@ -246,6 +246,58 @@ TEST(Summarize, NamesEachRanksMemoryWhenTheyDiffer) {
       << md;
 }
 
+// A stopped run's document holds part of the grid: the page header and the case's
+// heading say PARTIAL, the section lists the rows it lacks as not measured (not as
+// failures), its outcome is over the rows it holds, and its chart lines are marked.
+// A version 3 document beside it, without the field, is a complete one.
+TEST(Summarize, SaysAPartialDocumentIsPartialAndWhichRowsItLacks) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("partial");
+  CaseDocument stopped = SampleDoc(), old = SampleDoc();
+  std::vector<RowKey> planned;
+  for (const RowResult& r : stopped.rows) planned.push_back({r.op, r.isl, r.batch});
+  stopped.rows.resize(4);  // pull isl 8192 batches 1, 2, 4 and pull isl 32768 batch 1
+  stopped.completeness = CompletenessOf(planned, stopped.rows, "SIGINT", "initiator");
+  old.case_name = "kv-dsv4-b256-shm-old";
+  nlohmann::json old_json = DocumentToJson(old);
+  old_json["version"] = 3;
+  old_json.erase("complete");
+  old_json.erase("rows_missing");
+  Write(dir / "a.json", DocumentToJson(stopped));
+  Write(dir / "b.json", old_json);
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 2u) << log.str();
+  EXPECT_FALSE(docs[0].completeness.complete);
+  EXPECT_TRUE(docs[1].completeness.complete);
+  EXPECT_EQ(docs[0].series, "kv-dsv4 shm (partial)");
+  EXPECT_EQ(docs[1].series, "kv-dsv4 shm");
+  std::string md = RenderMarkdown(docs, {});
+  const std::string header = md.substr(0, md.find("\n## "));
+  EXPECT_NE(header.find("**PARTIAL** (1 of 2 document(s) hold part of their grid"),
+            std::string::npos)
+      << header;
+  EXPECT_NE(header.find((dir / "a.json").string()), std::string::npos) << header;
+  EXPECT_EQ(header.find("b.json"), std::string::npos) << header;
+  EXPECT_NE(md.find("## kv-dsv4-b256-shm (PARTIAL)\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## kv-dsv4-b256-shm-old\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- **PARTIAL**: stopped by SIGINT on the initiator after 4 of 12 rows; not "
+                    "measured (neither failed nor verified): pull isl 32768 batch 2, pull isl "
+                    "32768 batch 4, push isl 8192 batch 1,"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- outcome: valid (over the rows measured)\n"), std::string::npos) << md;
+  EXPECT_EQ(md.find("INVALID"), std::string::npos) << md;
+  const size_t section = md.find("## kv-dsv4-b256-shm (PARTIAL)");
+  ASSERT_NE(section, std::string::npos) << md;
+  const std::string partial = md.substr(section, md.find("## kv-dsv4-b256-shm-old") - section);
+  EXPECT_EQ(partial.find("| push |"), std::string::npos)
+      << partial;  // none made up for the missing
+  ChartSpec f = FrontierChart(docs);
+  ASSERT_EQ(f.series.size(), 3u);  // pull of the partial document; pull and push of the other
+  EXPECT_EQ(f.series[0].label, "pull kv-dsv4 shm (partial) isl 32768");
+}
+
 TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;
