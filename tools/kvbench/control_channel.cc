@@ -277,13 +277,19 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive() {
 }
 
 kvlane::Result<nlohmann::json> ControlChannel::Expect(const std::string& type) {
+  return ExpectOneOf({type});
+}
+
+kvlane::Result<nlohmann::json> ControlChannel::ExpectOneOf(const std::vector<std::string>& types) {
   KVLANE_ASSIGN_OR_RETURN(nlohmann::json j, Receive());
   std::string got = j.value("type", "");
   if (got == "error") {
     return kvlane::Status::Backend("peer reported: " + j.value("message", std::string("?")));
   }
-  if (got != type) {
-    return kvlane::Status::InvalidArgument("control: expected '" + type + "', got '" + got + "'");
+  if (std::find(types.begin(), types.end(), got) == types.end()) {
+    std::string wanted;
+    for (const std::string& t : types) wanted += (wanted.empty() ? "'" : " or '") + t + "'";
+    return kvlane::Status::InvalidArgument("control: expected " + wanted + ", got '" + got + "'");
   }
   return j;
 }

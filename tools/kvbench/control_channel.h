@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "kvlane/status.h"
 
@@ -45,6 +46,8 @@ class ControlChannel {
   kvlane::Result<nlohmann::json> Receive();
   // Receives a message and checks its "type"; a peer "error" message becomes an error.
   kvlane::Result<nlohmann::json> Expect(const std::string& type);
+  // The same, for a message of any of `types`.
+  kvlane::Result<nlohmann::json> ExpectOneOf(const std::vector<std::string>& types);
 
   kvlane::Status SendRaw(const void* data, uint64_t len);
   kvlane::Status ReceiveRaw(void* data, uint64_t len);

@@ -102,6 +102,22 @@ TEST(ControlChannel, UnexpectedAndErrorMessages) {
   EXPECT_NE(m.status().message().find("boom"), std::string::npos);
 }
 
+// A reply that may be either of two messages (the target's "ready", or "stopped"
+// once a stop signal reached it): either is taken, anything else named.
+TEST(ControlChannel, ExpectOneOfTakesAnyOfItsTypes) {
+  Pair p = Connect();
+  ASSERT_TRUE(p.a->Send({{"type", "stopped"}, {"signal", "SIGINT"}}).ok());
+  auto m = p.b->ExpectOneOf({"ready", "stopped"});
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ((*m)["signal"], "SIGINT");
+  ASSERT_TRUE(p.a->Send({{"type", "ready"}}).ok());
+  EXPECT_TRUE(p.b->ExpectOneOf({"ready", "stopped"}).ok());
+  ASSERT_TRUE(p.a->Send({{"type", "verdict"}}).ok());
+  m = p.b->ExpectOneOf({"ready", "stopped"});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), "control: expected 'ready' or 'stopped', got 'verdict'");
+}
+
 TEST(ControlChannel, NoListenerTimesOutOnConnect) {
   uint16_t port = PickFreePort().value();
   std::vector<milliseconds> notices;
