@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "commands.h"
+#include "common/die_by.h"
+#include "common/stop_signal.h"
 #include "launcher.h"
 #include "rank.h"
 #include "run_config.h"
@@ -27,6 +29,9 @@ void AddRunCommand(CLI::App* app, int* exit_code) {
       return;
     }
     *exit_code = config->rank < 0 ? SpawnRanks(*config) : RunRank(*config);
+    // A rank, or the local transport's rank threads, stopped by a signal: the clean-up
+    // and the document are done, and it dies by the signal (a shell sees 128 + N).
+    if (const int sig = kvlane_tools::StopSignal(); sig != 0) kvlane_tools::DieBy(sig);
   });
 }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/die_by.h"
+#include "common/stop_signal.h"
 #include "control_channel.h"
 #include "rank.h"
 
@@ -35,17 +36,26 @@ int RunThreads(const RunConfig& config, const std::string& peer) {
 // The spawned ranks not yet reaped, for ForwardStop; set and cleared while the
 // stop signals are blocked.
 volatile sig_atomic_t g_ranks[2] = {-1, -1};
-volatile sig_atomic_t g_stop_signal = 0;
+volatile sig_atomic_t g_stop_signal = 0;   // the first stop signal
+volatile sig_atomic_t g_killed_ranks = 0;  // a second one came: the ranks were killed
 constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // A launcher stopped by SIGINT, SIGTERM or SIGHUP passes the signal on to both
-// ranks (async-signal-safe: kill only), so that none keeps running on its own.
+// ranks (async-signal-safe: kill only), so that none keeps running on its own: they
+// end the run at a row boundary and the initiator writes the rows that finished. A
+// second stop kills both at once (SIGKILL; a spawned rank ignores a second stop
+// signal itself, which a Ctrl-C also sends it directly).
 extern "C" void ForwardStop(int sig) {
   const int saved = errno;
-  g_stop_signal = sig;
+  const bool again = g_stop_signal != 0;
+  if (again) {
+    g_killed_ranks = 1;
+  } else {
+    g_stop_signal = sig;
+  }
   for (int i = 0; i < 2; ++i) {
     const pid_t pid = g_ranks[i];
-    if (pid > 0) kill(pid, sig);
+    if (pid > 0) kill(pid, again ? SIGKILL : sig);
   }
   errno = saved;
 }
@@ -100,7 +110,7 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
             const StopForwarding& forwarding) {
   std::vector<std::string> args = {"kvbench", "run"};
   for (std::string& a : config.ForwardArgs()) args.push_back(std::move(a));
-  args.insert(args.end(), {"--rank", std::to_string(rank), "--peer", peer});
+  args.insert(args.end(), {"--rank", std::to_string(rank), "--peer", peer, "--spawned"});
   const pid_t launcher = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
@@ -131,7 +141,7 @@ int WaitExit(int rank) {
   StopForwarding::Block(false);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   const int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-  if (sig != g_stop_signal)
+  if (sig != g_stop_signal && !(sig == SIGKILL && g_killed_ranks))
     fmt::print(stderr, "kvbench: rank process {} died (signal {})\n", pid, sig);
   return kExitError;
 }
@@ -142,6 +152,7 @@ int WaitExit(int rank) {
 int SpawnAndWait(const RunConfig& config, const std::string& peer) {
   StopForwarding forwarding;
   g_stop_signal = 0;
+  g_killed_ranks = 0;
   g_ranks[0] = Spawn(config, 0, peer, forwarding);
   g_ranks[1] = Spawn(config, 1, peer, forwarding);
   StopForwarding::Block(false);  // delivers a stop that came meanwhile: the ranks are known
@@ -171,7 +182,13 @@ int SpawnRanks(const RunConfig& config) {
   const int code = SpawnAndWait(config, peer);
   const int stop_signal = g_stop_signal;
   if (stop_signal == 0) return code;
-  fmt::print(stderr, "kvbench: stopped by signal {}, passed on to both ranks\n", stop_signal);
+  if (g_killed_ranks) {
+    fmt::print(stderr, "kvbench: stopped by {} twice: both ranks killed at once\n",
+               kvlane_tools::SignalName(stop_signal));
+  } else {
+    fmt::print(stderr, "kvbench: stopped by {}, passed on to both ranks\n",
+               kvlane_tools::SignalName(stop_signal));
+  }
   kvlane_tools::DieBy(stop_signal);
 }
 

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "common/stop_signal.h"
 #include "row_runner.h"
 #include "run_report.h"
 #include "session.h"
@@ -25,6 +26,19 @@ void PrintHeader(const Session& s) {
              s.config().ops.size(), s.config().warmup, s.config().samples, s.config().trials);
 }
 
+// Whether a run a stop signal cut short (a stop after its last row cut nothing)
+// still writes a document: with no row finished there is nothing to keep, and an
+// earlier document of the case is left as it is.
+bool WriteAfterStop(const Session& s, const RunResult& result) {
+  const size_t planned = PlannedRows(s.plan(), s.config().ops).size();
+  if (result.stopped_by.empty() || result.rows.size() >= planned) return true;
+  fmt::print(stderr, "[kvbench] stopped by {} on the {} after {} of {} row(s){}\n",
+             result.stopped_by, result.stopped_rank, result.rows.size(), planned,
+             result.rows.empty() ? ": no document written (nothing to keep)"
+                                 : "; the rows that finished go to the document");
+  return !result.rows.empty();
+}
+
 int RunInitiator(Session* s) {
   PrintHeader(*s);
   RunResult result;
@@ -32,6 +46,7 @@ int RunInitiator(Session* s) {
     RowRunner runner(s);
     result = runner.RunAll([](const RowResult& r) { fmt::print(stderr, "{}\n", ProgressLine(r)); });
   }
+  if (!WriteAfterStop(*s, result)) return kExitInvalid;
   CaseDocument doc = BuildDocument(*s, result);
   auto path = WriteDocument(doc, s->config().out_dir);
   PrintSummaryTable(doc, std::cout);
@@ -41,9 +56,11 @@ int RunInitiator(Session* s) {
     return kExitError;
   }
   // A second run into the same --out with the same case name replaces the first's.
-  fmt::print(stderr, "[kvbench] wrote {}{}\n", path->path,
+  fmt::print(stderr, "[kvbench] wrote {}{}{}\n", path->path,
+             doc.completeness.complete ? "" : " (partial, marked \"complete\": false)",
              path->replaced ? " (replaced an earlier document)" : "");
-  return doc.invalid_reasons.empty() ? kExitValid : kExitInvalid;
+  const bool valid = doc.invalid_reasons.empty() && doc.completeness.complete;
+  return valid ? kExitValid : kExitInvalid;
 }
 
 }  // namespace
@@ -54,6 +71,11 @@ int RunRank(const RunConfig& config) {
     fmt::print(stderr, "kvbench rank {}: {}\n", config.rank, session.status().message());
     return kExitError;
   }
+  // From here a stop signal ends the run at a row boundary, the rows that finished
+  // kept; before, it ended this rank at once (nothing measured yet). A second stop
+  // ends a rank at once, or is left to the launcher that spawned it.
+  kvlane_tools::CatchStopSignals(config.spawned ? kvlane_tools::LaterStop::kIgnore
+                                                : kvlane_tools::LaterStop::kDie);
   if (config.rank == kInitiatorRank) return RunInitiator(session.value().get());
   kvlane::Status s = TargetLoop(session.value().get()).Run();
   if (!s.ok()) fmt::print(stderr, "kvbench rank 0 (target): {}\n", s.message());

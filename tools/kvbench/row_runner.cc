@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "burst_check.h"
+#include "common/stop_signal.h"
 #include "reference.h"
 
 namespace kvbench {
@@ -67,9 +68,18 @@ kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result
   return kvlane::Status::Ok();
 }
 
+bool RowRunner::Stopping() const { return kvlane_tools::StopSignal() != 0 || !peer_stop_.empty(); }
+
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
   RunPoints(progress, &result);
+  if (const int sig = kvlane_tools::StopSignal(); sig != 0) {
+    result.stopped_by = kvlane_tools::SignalName(sig);
+    result.stopped_rank = "initiator";
+  } else if (!peer_stop_.empty()) {
+    result.stopped_by = peer_stop_;
+    result.stopped_rank = "target";
+  }
   if (!stop_.empty()) {  // the target has stopped, or is told to by the aborted connection
     result.errors.push_back(stop_);
     return result;
@@ -92,7 +102,10 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
     for (uint64_t batch : point.batches) {
       BurstMap map = MakeBurstMap(list_, point.demand, batch, s_->config().seed);
       for (const std::string& op : s_->config().ops) {
-        result->rows.push_back(RunRow(op, point, map, ++epoch));
+        if (Stopping()) return;
+        std::optional<RowResult> row = RunRow(op, point, map, ++epoch);
+        if (!row.has_value()) return;  // a stop came while it ran: dropped
+        result->rows.push_back(std::move(*row));
         progress(result->rows.back());
         if (!stop_.empty()) return;
       }
@@ -105,8 +118,10 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
   }
 }
 
-RowResult RowRunner::RunRow(const std::string& op, const PlanPoint& point, const BurstMap& map,
-                            uint64_t epoch) {
+// Checks for a stop between its phases: a row whose verified burst passed and that
+// a stop then interrupts is dropped, not kept with part of its timing.
+std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoint& point,
+                                           const BurstMap& map, uint64_t epoch) {
   RowResult row;
   row.op = op;
   row.isl = point.isl;
@@ -123,8 +138,12 @@ RowResult RowRunner::RunRow(const std::string& op, const PlanPoint& point, const
   }
   row.segments = burst.value().segments();
   VerifiedBurst(&burst.value(), op, point, map, epoch, &row);
-  if (row.verdict != Verdict::kFail) TimedBursts(&burst.value(), &row);
-  if (row.verdict != Verdict::kFail) Reference(op, point, map, &row);
+  if (row.verdict == Verdict::kFail) return row;
+  if (Stopping()) return std::nullopt;
+  TimedBursts(&burst.value(), &row);  // returns early, row unfinished, on a stop
+  if (row.verdict == Verdict::kFail) return row;
+  if (Stopping()) return std::nullopt;
+  Reference(op, point, map, &row);
   return row;
 }
 
@@ -133,10 +152,15 @@ void RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoi
   ControlChannel& c = s_->control();
   kvlane::Status s = c.Send(
       {{"type", "row"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"epoch", epoch}});
-  if (s.ok()) s = c.Expect("ready").status();  // the target wiped or filled its side
-  if (!s.ok()) {
+  // The target wiped or filled its side; or, stopped by a signal, started no row.
+  auto ready = s.ok() ? c.ExpectOneOf({"ready", "stopped"}) : kvlane::Result<json>(s);
+  if (!ready.ok()) {
     row->verdict = Verdict::kFail;
-    row->verify_detail = "control: " + s.ToString();
+    row->verify_detail = "control: " + ready.status().ToString();
+    return;
+  }
+  if (ready->value("type", "") == "stopped") {
+    peer_stop_ = ready->value("signal", "a stop signal");
     return;
   }
   std::string detail;
@@ -187,6 +211,7 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   std::vector<BurstTiming> timings;
   int total = c.warmup + c.samples * c.trials;
   for (int i = 0; i < total; ++i) {
+    if (Stopping()) return;
     BurstTiming t = burst->Run(c.control_timeout_ms);
     if (!t.status.ok()) {
       row->verdict = Verdict::kFail;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,15 +33,22 @@ class RowRunner {
 
   // Runs every row, then tells the target the run is done. A failed socket
   // reference stops the run there (a run-level error in the result) and ends the
-  // control connection instead.
+  // control connection instead. A stop signal caught by this rank
+  // (common/stop_signal.h), or one the target reports when asked for a row, ends
+  // the run at the next row boundary: the row in flight is dropped (a row is kept
+  // only measured whole), the target is told "done" as usual, and the result names
+  // the stop.
   RunResult RunAll(const Progress& progress);
 
  private:
   void RunPoints(const Progress& progress, RunResult* result);
+  // A stop signal reached this rank, or the target reported one.
+  bool Stopping() const;
   kvlane::Status PrepareLists(const PlanPoint& point, RunResult* result);
   void ReleaseLists();
-  RowResult RunRow(const std::string& op, const PlanPoint& point, const BurstMap& map,
-                   uint64_t epoch);
+  // The row, measured whole (or failed); nullopt when a stop came first.
+  std::optional<RowResult> RunRow(const std::string& op, const PlanPoint& point,
+                                  const BurstMap& map, uint64_t epoch);
   void VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
                      const BurstMap& map, uint64_t epoch, RowResult* row);
   LocalCheck LandAndCheck(Burst* burst, bool push, const BurstMap& map, uint64_t epoch,
@@ -56,6 +64,7 @@ class RowRunner {
   std::vector<uint64_t> list_shape_;  // desc_bytes per group the lists were made for
   kvlane::PreparedId local_, remote_;
   std::string stop_;  // why the run stopped early (a run-level error); empty while it runs
+  std::string peer_stop_;  // the signal the target said it was stopped by; empty if none
 };
 
 kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE

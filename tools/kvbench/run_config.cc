@@ -207,6 +207,8 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
       ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
                              "ref-initiator-setup", "ref-initiator-stream"}))
       ->group("Testing");
+  app->add_flag("--spawned", c->spawned, "set by the launcher on the ranks it spawns")
+      ->group("");  // hidden: not for people to pass
 }
 
 }  // namespace kvbench

@@ -27,6 +27,9 @@ struct RunConfig {
   // --warmup, --samples, --trials as given; one left out takes the preset's (Resolve).
   std::optional<int> warmup_flag, samples_flag, trials_flag;
   int rank = -1;     // -1: spawn both ranks on this host
+  // Set by the launcher on the ranks it spawns (hidden --spawned): such a rank ignores
+  // a second stop signal, which its launcher answers by killing both ranks.
+  bool spawned = false;
   std::string peer;  // HOST:PORT of rank 0's control listener (both ranks pass the same)
   // The data listener's bind address (tcp); "auto": this rank's address on the
   // control connection (127.0.0.1 for ranks spawned on one host; across hosts

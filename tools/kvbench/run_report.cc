@@ -178,10 +178,22 @@ kvlane::Status CheckOutputDir(const std::string& out_dir) {
   return kvlane::Status::Ok();
 }
 
+std::string PartialLine(const CaseDocument& doc) {
+  const Completeness& c = doc.completeness;
+  const size_t planned = doc.rows.size() + c.missing.size();
+  const std::string why = c.stopped_by.empty()
+                              ? "ended early by a run-level error (see outcome)"
+                              : "stopped by " + c.stopped_by + " on the " + c.stopped_rank;
+  return fmt::format("PARTIAL RESULT, not a full run: {} after {} of {} rows", why, doc.rows.size(),
+                     planned);
+}
+
 void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {
   fmt::print(out, "\nkvbench {}  transport {}  memory {}  {}\n", doc.case_name,
              doc.implementation.value("transport", "?"), DescribeMemory(doc.implementation),
              doc.implementation.value("library_version", "?"));
+  const Completeness& c = doc.completeness;
+  if (!c.complete) fmt::print(out, "{}\n", PartialLine(doc));
   fmt::print(out, "{:<5} {:>7} {:>5} {:>6} {:>9} {:>10} {:>10} {:>9} {:>9} {:>9}  {}\n", "op",
              "isl", "batch", "descs", "MB/req", "p50_ms", "p95_ms", "GB/s", "GB/s+prep", "ref_GB/s",
              "verified");
@@ -192,7 +204,10 @@ void PrintSummaryTable(const CaseDocument& doc, std::ostream& out) {
                r.op, r.isl, r.batch, r.descs, r.req_bytes / 1e6, r.burst_ms.p50, r.burst_ms.p95,
                r.gbps_p50, r.gbps_p50_incl_prep, r.reference.gbps_p50, VerdictName(r.verdict));
   }
-  fmt::print(out, "outcome: {}\n", doc.invalid_reasons.empty() ? "valid" : "INVALID");
+  if (!c.complete)
+    fmt::print(out, "not measured (neither failed nor verified): {}\n", DescribeRows(c.missing));
+  fmt::print(out, "outcome: {}{}\n", doc.invalid_reasons.empty() ? "valid" : "INVALID",
+             c.complete ? "" : " (over the rows measured)");
   for (const std::string& reason : doc.invalid_reasons) fmt::print(out, "  - {}\n", reason);
 }
 

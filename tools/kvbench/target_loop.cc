@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "common/stop_signal.h"
 #include "pool_ops.h"
 #include "reference.h"
 
@@ -15,6 +16,11 @@ kvlane::Status TargetLoop::Run() {
     std::string type = m.value("type", "");
     if (type == "done") return s_->control().Send({{"type", "bye"}});
     if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));
+    if (type == "row" && kvlane_tools::StopSignal() != 0) {  // no new row: says why, waits for done
+      KVLANE_RETURN_IF_ERROR(s_->control().Send(
+          {{"type", "stopped"}, {"signal", kvlane_tools::SignalName(kvlane_tools::StopSignal())}}));
+      continue;
+    }
     kvlane::Status s = type == "row"   ? HandleRow(m)
                        : type == "ref" ? HandleReference(m)
                                        : kvlane::Status::InvalidArgument("unexpected " + type);

@@ -14,7 +14,10 @@ class TargetLoop {
  public:
   // REQUIRES: session is the target's and outlives the loop.
   explicit TargetLoop(Session* session) : s_(session) {}
-  // Returns when the initiator says "done" (ok) or the control plane fails.
+  // Returns when the initiator says "done" (ok) or the control plane fails. Once a
+  // stop signal reached this rank (common/stop_signal.h) it starts no new row: it
+  // answers the initiator's next "row" with "stopped" and the signal's name, and
+  // goes on waiting for "done".
   kvlane::Status Run();
 
  private:

@@ -1,5 +1,7 @@
 // End to end: stopping `kvbench run` by a signal (the launcher, its ranks, a shell
-// loop around it), watched from /proc (common/process_watch.h).
+// loop around it), watched from /proc (common/process_watch.h): no process is left,
+// and the rows that finished before the stop are kept in a document marked
+// incomplete.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -9,6 +11,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,7 +23,10 @@
 
 namespace {
 
+namespace fs = std::filesystem;
 using kvbench::testing::Dirs;
+using kvbench::testing::OnlyDocument;
+using kvbench::testing::ReadFile;
 using kvlane_tools::ChildrenOf;
 using kvlane_tools::EndsWithin;
 using kvlane_tools::Gone;
@@ -141,6 +149,210 @@ TEST(KvbenchEndToEnd, CtrlCStopsAShellLoopAroundTheRun) {
   }
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+}
+
+// Starts `kvbench ARGS` as a child of this test, its stdout and stderr to the files
+// named, with SIGINT's default action (as a terminal's foreground job has it).
+pid_t StartKvbench(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+    signal(SIGINT, SIG_DFL);
+    std::vector<char*> argv = {const_cast<char*>("kvbench")};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(KVBENCH_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `limit` for `file` to hold `text`; whether it came.
+bool WaitFor(const fs::path& file, const std::string& text, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (ReadFile(file).find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Waits up to `limit` for child `pid`; kills it (SIGKILL) when it is still there.
+// Whether it ended by itself (*status then says how).
+bool EndsOrKill(pid_t pid, std::chrono::seconds limit, int* status) {
+  if (EndsWithin(pid, limit, status)) return true;
+  kill(pid, SIGKILL);
+  waitpid(pid, status, 0);
+  return false;
+}
+
+// Expects every process of `pids` gone within a few seconds; kills any left.
+void ExpectGone(const std::vector<pid_t>& pids, const std::string& what) {
+  for (pid_t pid : pids) {
+    bool gone = Gone(pid);
+    for (int i = 0; i < 500 && !gone; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      gone = Gone(pid);
+    }
+    EXPECT_TRUE(gone) << "process " << pid << " outlived " << what;
+    if (!gone) {
+      kill(pid, SIGKILL);
+      kill(pid, SIGCONT);
+    }
+  }
+}
+
+// The --rank of a rank process, from its command line; -1 if none.
+int RankOf(pid_t pid) {
+  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  const std::string flag = std::string("--rank") + '\0';
+  const size_t at = cmdline.find(flag);
+  return at == std::string::npos ? -1 : cmdline[at + flag.size()] - '0';
+}
+
+// Two ops at two batches: four rows, each long enough (samples) that a stop sent
+// when the first row's progress line appears comes while a later one runs.
+constexpr int kSamples = 100;
+std::vector<std::string> FourRowRun() {
+  std::istringstream flags(
+      "run --transport shm --isl 8192 --batches 1,2 --ops pull,push --warmup 0 --samples " +
+      std::to_string(kSamples) + " --trials 1 --pool-budget 1GiB --control-timeout 60s");
+  return {std::istream_iterator<std::string>(flags), {}};
+}
+
+// The document of a run stopped by `signal_name` on `rank` after its first row:
+// incomplete, naming the stop, holding at least the first row and not all four,
+// each row it holds measured whole and verified, the rest listed as missing.
+void ExpectPartial(const nlohmann::json& doc, const std::string& signal_name,
+                   const std::string& rank) {
+  EXPECT_EQ(doc["version"], 4);
+  EXPECT_EQ(doc["complete"], false);
+  EXPECT_EQ(doc["stopped_by"], signal_name);
+  EXPECT_EQ(doc["stopped_rank"], rank);
+  const size_t rows = doc["rows"].size();
+  EXPECT_GE(rows, 1u);
+  EXPECT_LT(rows, 4u);
+  EXPECT_EQ(doc["rows_missing"].size(), 4u - rows) << doc["rows_missing"].dump();
+  for (const auto& row : doc["rows"]) {
+    EXPECT_EQ(row["verified"], "pass") << row["verify_detail"];
+    EXPECT_EQ(row["burst_ms"]["n"], kSamples);  // no row kept half-measured
+    EXPECT_EQ(row["request_ms"].size(), size_t{kSamples});
+  }
+  EXPECT_EQ(doc["outcome"]["valid"], true) << doc["outcome"].dump();
+}
+
+// A run stopped by SIGINT or SIGTERM after its first row finished: the launcher
+// passes the stop on, the initiator ends the run at a row boundary and writes the
+// rows that finished, marked incomplete; both ranks end, the launcher dies by the
+// signal, its table says PARTIAL, and so does `summarize` of the document, which
+// names the rows it lacks.
+TEST(KvbenchEndToEnd, AStoppedRunKeepsTheRowsThatFinished) {
+  for (const auto& [sig, name] : {std::pair{SIGINT, "SIGINT"}, std::pair{SIGTERM, "SIGTERM"}}) {
+    Dirs FreshDir;
+    const fs::path out = FreshDir("partial"), table = FreshDir("partial_stdout"),
+                   log = FreshDir("partial_stderr"), summary = FreshDir("partial_summary");
+    std::vector<std::string> args = FourRowRun();
+    args.insert(args.end(), {"--out", out.string()});
+    const pid_t launcher = StartKvbench(args, table, log);
+    ASSERT_GT(launcher, 0);
+    const bool first_row = WaitFor(log, "[kvbench] pull isl", std::chrono::seconds(120));
+    const std::vector<pid_t> ranks = ChildrenOf(launcher);
+    EXPECT_TRUE(first_row) << ReadFile(log);
+    EXPECT_EQ(ranks.size(), 2u);
+    kill(launcher, sig);
+    int status = 0;
+    EXPECT_TRUE(EndsOrKill(launcher, std::chrono::seconds(60), &status)) << name;
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << name << ": " << status;
+    ExpectGone(ranks, std::string("a launcher stopped by ") + name);
+    if (!first_row) continue;
+    ASSERT_TRUE(fs::exists(out)) << "no document written: " << ReadFile(log);
+    const nlohmann::json doc = OnlyDocument(out);
+    ExpectPartial(doc, name, "initiator");
+    EXPECT_NE(ReadFile(table).find(std::string("PARTIAL RESULT, not a full run: stopped by ") +
+                                   name + " on the initiator after "),
+              std::string::npos)
+        << ReadFile(table);
+    EXPECT_EQ(
+        kvbench::testing::RunBinary(KVBENCH_BINARY, "summarize " + out.string() + " --out " +
+                                                        summary.string() + " > /dev/null 2>&1"),
+        0);
+    const std::string md = ReadFile(summary / "summary.md");
+    EXPECT_NE(md.find("**PARTIAL** (1 of 1 document(s)"), std::string::npos) << md;
+    EXPECT_NE(md.find(" (PARTIAL)\n"), std::string::npos) << md;
+    for (const auto& m : doc["rows_missing"]) {
+      const std::string row =
+          m["op"].get<std::string>() + " isl " + m["isl"].dump() + " batch " + m["batch"].dump();
+      EXPECT_NE(md.find(row), std::string::npos) << row << " not named in\n" << md;
+    }
+  }
+}
+
+// A second stop does not wait for the clean-up: here the target no longer answers
+// (SIGSTOP), so the initiator, stopped at a row boundary, waits for its "bye"; a
+// second SIGINT to the launcher kills both ranks at once, and the launcher dies by
+// SIGINT. No row finished, so no document is written.
+TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
+  Dirs FreshDir;
+  const fs::path out = FreshDir("second_stop"), log = FreshDir("second_stop_stderr");
+  const pid_t launcher = StartKvbench(
+      {"run", "--transport", "shm", "--isl", "8192", "--batches", "1", "--warmup", "100000",
+       "--samples", "1", "--trials", "1", "--pool-budget", "1GiB", "--out", out.string()},
+      "/dev/null", log);
+  ASSERT_GT(launcher, 0);
+  // The initiator's header comes once its session is open; the target's opens with it.
+  const bool open = WaitFor(log, "[kvbench] kv-dsv4", std::chrono::seconds(120));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::vector<pid_t> ranks = ChildrenOf(launcher);
+  int status = 0;
+  if (!open || ranks.size() != 2) EndsOrKill(launcher, std::chrono::seconds(0), &status);
+  ASSERT_TRUE(open) << ReadFile(log);
+  ASSERT_EQ(ranks.size(), 2u);
+  const pid_t target = RankOf(ranks[0]) == 0 ? ranks[0] : ranks[1];
+  EXPECT_EQ(RankOf(target), 0);
+  kill(target, SIGSTOP);
+  kill(launcher, SIGINT);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_EQ(waitpid(launcher, &status, WNOHANG), 0) << "the first stop did not wait for the ranks";
+  kill(launcher, SIGINT);
+  EXPECT_TRUE(EndsOrKill(launcher, std::chrono::seconds(15), &status))
+      << "a second stop did not end the run at once";
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  ExpectGone(ranks, "a launcher stopped twice");
+  EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out));
+}
+
+// Ranks started by hand, and only the target stopped (SIGINT): it starts no new row
+// and tells the initiator, which ends the run there, writes the rows that finished
+// (stopped on the target) and exits 1, not being stopped itself; the target then
+// dies by the signal.
+TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRunAtARowBoundary) {
+  Dirs FreshDir;
+  const fs::path out = FreshDir("target_stop"), target_out = FreshDir("target_stop_target"),
+                 log = FreshDir("target_stop_stderr"), table = FreshDir("target_stop_stdout"),
+                 target_log = FreshDir("target_stop_target_stderr");
+  std::vector<std::string> common = FourRowRun();
+  common.insert(common.end(),
+                {"--peer", "127.0.0.1:" + std::to_string(kvbench::testing::FreePort())});
+  std::vector<std::string> t = common, i = common;
+  t.insert(t.end(), {"--rank", "0", "--out", target_out.string()});
+  i.insert(i.end(), {"--rank", "1", "--out", out.string()});
+  const pid_t target = StartKvbench(t, "/dev/null", target_log);
+  const pid_t initiator = StartKvbench(i, table, log);
+  ASSERT_GT(target, 0);
+  ASSERT_GT(initiator, 0);
+  const bool first_row = WaitFor(log, "[kvbench] pull isl", std::chrono::seconds(120));
+  EXPECT_TRUE(first_row) << ReadFile(log);
+  kill(target, SIGINT);
+  int status = 0;
+  EXPECT_TRUE(EndsOrKill(initiator, std::chrono::seconds(60), &status)) << ReadFile(log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << "\n" << ReadFile(log);
+  EXPECT_TRUE(EndsOrKill(target, std::chrono::seconds(60), &status)) << ReadFile(target_log);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  if (!first_row) return;
+  ASSERT_TRUE(fs::exists(out)) << "no document written: " << ReadFile(log);
+  ExpectPartial(OnlyDocument(out), "SIGINT", "target");
+  EXPECT_FALSE(fs::exists(target_out));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 namespace kvbench {
 namespace {
@@ -67,6 +68,29 @@ CaseDocument DocWithRows(size_t rows) {
   doc.implementation = nlohmann::json::object();
   for (size_t i = 0; i < rows; ++i) doc.rows.push_back(Row("pull", Verdict::kPass));
   return doc;
+}
+
+// A stopped run's table is headed PARTIAL RESULT and ends with the rows it lacks;
+// its outcome is over the rows it holds.
+TEST(RunReport, APartialRunsTableSaysSo) {
+  CaseDocument doc = DocWithRows(1);
+  doc.completeness = CompletenessOf({{"pull", 8192, 1}, {"push", 8192, 1}, {"pull", 8192, 2}},
+                                    doc.rows, "SIGTERM", "target");
+  std::ostringstream out;
+  PrintSummaryTable(doc, out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("PARTIAL RESULT, not a full run: stopped by SIGTERM on the target after 1 "
+                      "of 3 rows\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("not measured (neither failed nor verified): push isl 8192 batch 1, pull "
+                      "isl 8192 batch 2\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("outcome: valid (over the rows measured)\n"), std::string::npos) << text;
+  std::ostringstream whole;
+  PrintSummaryTable(DocWithRows(1), whole);
+  EXPECT_EQ(whole.str().find("PARTIAL"), std::string::npos) << whole.str();
 }
 
 // A second run into the same --out replaces the first's document whole and says
