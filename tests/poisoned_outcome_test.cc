@@ -41,38 +41,36 @@ TEST(PoisonedOutcome, ReadsOkOncePoisonIsLifted) {
   EXPECT_EQ(r.PoisonedOutcome(kGen), Code::kOk);
 }
 
-// The lane sets the error a moment after the GPU's ok landed: the answer is
-// the error, never ok first.
-TEST(PoisonedOutcome, WaitsForTheLanesErrorWhileUndecided) {
-  Poisoned p;
-  Request& r = p.r;
+// PoisonedOutcome of a poisoned request whose lane runs `decide` 50 ms later,
+// on a thread of its own; fails the test if it answered before.
+template <class F>
+Code OutcomeDecidedLater(Request& r, F decide) {
   std::atomic<bool> decided{false};
   std::thread lane([&] {
     std::this_thread::sleep_for(50ms);
     decided.store(true);
-    r.SetError(Status::Timeout("gave up"));
+    decide();
   });
   const Code c = r.PoisonedOutcome(kGen);
   EXPECT_TRUE(decided.load()) << "answered before the lane decided";
-  EXPECT_EQ(c, Code::kTimeout);
   lane.join();
+  return c;
+}
+
+// The lane sets the error a moment after the GPU's ok landed: the answer is
+// the error, never ok first.
+TEST(PoisonedOutcome, WaitsForTheLanesErrorWhileUndecided) {
+  Poisoned p;
+  EXPECT_EQ(OutcomeDecidedLater(p.r, [&] { p.r.SetError(Status::Timeout("gave up")); }),
+            Code::kTimeout);
 }
 
 // The lane's last look found the record landed: it lifts the poison, and the
 // post reads ok.
 TEST(PoisonedOutcome, WaitsForThePoisonToLiftWhileUndecided) {
   Poisoned p;
-  Request& r = p.r;
-  std::atomic<bool> decided{false};
-  std::thread lane([&] {
-    std::this_thread::sleep_for(50ms);
-    decided.store(true);
-    r.poisoned.store(false, std::memory_order_release);
-  });
-  const Code c = r.PoisonedOutcome(kGen);
-  EXPECT_TRUE(decided.load()) << "answered before the lane decided";
-  EXPECT_EQ(c, Code::kOk);
-  lane.join();
+  EXPECT_EQ(OutcomeDecidedLater(p.r, [&] { p.r.poisoned.store(false, std::memory_order_release); }),
+            Code::kOk);
 }
 
 // A copy of the handle, read while the owner posts the slot again: stale.
