@@ -1,5 +1,6 @@
 #include "common/process_watch.h"
 
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -48,6 +49,14 @@ bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status) {
     if (waitpid(pid, status, WNOHANG) == pid) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  return false;
+}
+
+bool CtrlCEndsWithin(pid_t shell, std::chrono::seconds limit, int* status) {
+  kill(-shell, SIGINT);
+  if (EndsWithin(shell, limit, status)) return true;
+  kill(-shell, SIGKILL);
+  waitpid(shell, status, 0);
   return false;
 }
 

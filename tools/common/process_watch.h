@@ -15,5 +15,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent);
 bool Gone(pid_t pid);
 // Waits up to `limit` for child `pid` to end; whether it did (*status then holds how).
 bool EndsWithin(pid_t pid, std::chrono::seconds limit, int* status);
+// Sends SIGINT to the process group of `shell` (a terminal's Ctrl-C) and waits
+// up to `limit` for that child to end; whether it did (*status then holds how).
+// One that did not is killed (SIGKILL to the group) and reaped.
+bool CtrlCEndsWithin(pid_t shell, std::chrono::seconds limit, int* status);
 
 }  // namespace kvlane_tools

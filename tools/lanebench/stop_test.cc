@@ -24,6 +24,7 @@ namespace lanebench {
 namespace {
 
 using kvlane_tools::ChildrenOf;
+using kvlane_tools::CtrlCEndsWithin;
 using kvlane_tools::EndsWithin;
 using kvlane_tools::Gone;
 
@@ -169,13 +170,8 @@ TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
   ASSERT_EQ(orchestrator.size(), 1u);
   const std::vector<pid_t> workers = WaitForChildren(orchestrator[0], 2);
   EXPECT_GE(workers.size(), 2u);
-  kill(-shell, SIGINT);
-  int status = 0;
-  const bool ended = EndsWithin(shell, std::chrono::seconds(20), &status);
-  if (!ended) {  // the loop went on to its second run
-    kill(-shell, SIGKILL);
-    waitpid(shell, &status, 0);
-  }
+  int status = 0;  // not ended: the loop went on to its second run
+  const bool ended = CtrlCEndsWithin(shell, std::chrono::seconds(20), &status);
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
 }
