@@ -62,6 +62,8 @@ class Agent {
   // io_timeout without progress), so the memory may be freed once it returns.
   // kBackend when a GPU that stopped answering (wedged) was left with a copy of
   // the region: it is gone for new posts all the same, but its memory must stay.
+  // A post that GPU finished just as its lane gave up (it reads kOk) does not
+  // count: called meanwhile, this waits for the lane's decision.
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,

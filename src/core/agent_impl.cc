@@ -8,7 +8,6 @@
 
 #include "control/metadata_server.h"
 #include "core/affinity.h"
-#include "core/backoff.h"
 #include "core/device_copier.h"
 #include "core/host_info.h"
 #include "core/random.h"
@@ -137,23 +136,11 @@ Status AgentImpl::DeregisterMemory(RegionId region) {
   std::sort(keys.begin(), keys.end());
   // Posts from now on refuse the region (Post reads the removal count after it
   // marks itself posting); those posting or in flight on it are waited for
-  // here, so that the caller may free the memory once this returns. No
-  // deadline: each ends by itself (it completes, or its lane fails after
-  // io_timeout without progress). A post a wedged GPU gave up on (poisoned)
-  // may still move data: then kBackend, and the memory must stay.
+  // here, so that the caller may free the memory once this returns. A post a
+  // wedged GPU gave up on (poisoned) may still move data: then kBackend, and
+  // the memory must stay.
   bool wedged = false;
-  for (const auto& r : slots_) {
-    while (r->posting.load(std::memory_order_seq_cst)) std::this_thread::yield();  // a lookup
-    const uint64_t w = r->record.load(std::memory_order_seq_cst);
-    const bool uses =
-        (RecordCode(w) == Code::kInProgress || r->poisoned.load(std::memory_order_acquire)) &&
-        r->UsesAnyOf(keys);
-    if (!uses) continue;
-    if (RecordCode(w) == Code::kInProgress) {
-      for (Backoff backoff; r->record.load(std::memory_order_acquire) == w;) backoff.Nap();
-    }
-    wedged = wedged || r->poisoned.load(std::memory_order_acquire);
-  }
+  for (const auto& r : slots_) wedged = r->AwaitOffRegions(keys) || wedged;
   if (wedged)
     return Status::Backend(
         "DeregisterMemory: a GPU that stopped answering (wedged) may still copy into or out of "

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "core/backoff.h"
 #include "core/channel.h"
 
 namespace kvlane::core {
@@ -30,6 +31,21 @@ Code Request::PoisonedOutcome(uint32_t gen) const {
     if (RecordGen(record.load(std::memory_order_acquire)) != gen) return Code::kNotFound;
     if (n >= 64) std::this_thread::yield();
   }
+}
+
+bool Request::AwaitOffRegions(std::span<const uint64_t> sorted_keys) const {
+  while (posting.load(std::memory_order_seq_cst)) std::this_thread::yield();  // a lookup
+  const uint64_t w = record.load(std::memory_order_seq_cst);
+  const bool live = RecordCode(w) == Code::kInProgress || poisoned.load(std::memory_order_acquire);
+  if (!live || !UsesAnyOf(sorted_keys)) return false;
+  // No deadline: a post ends by itself (it completes, or its lane fails after
+  // io_timeout without progress).
+  if (RecordCode(w) == Code::kInProgress) {
+    for (Backoff backoff; record.load(std::memory_order_acquire) == w;) backoff.Nap();
+  }
+  if (poisoned.load(std::memory_order_acquire))
+    (void)PoisonedOutcome(RecordGen(record.load(std::memory_order_acquire)));
+  return poisoned.load(std::memory_order_acquire);
 }
 
 Completer::Completer(ProgressPolicy policy, uint32_t max_requests)

@@ -108,6 +108,13 @@ struct alignas(64) Request {
   // post's error, or kNotFound once the slot was posted again. Waits out the
   // lane's decision (completer.cc).
   Code PoisonedOutcome(uint32_t gen) const;
+  // DeregisterMemory's wait on this slot, for the regions whose piece keys are
+  // `sorted_keys`: returns once its post no longer moves their data (it ended,
+  // or never touched them), false; or true when a GPU that stopped answering
+  // still may (the post stays poisoned): their memory must not be freed. A
+  // lane between its poison and its decision is waited out, so a post that
+  // stands as ok does not keep the region (completer.cc).
+  bool AwaitOffRegions(std::span<const uint64_t> sorted_keys) const;
 
   // Per post.
   // True from the start of Post's look for removed local regions until its
