@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 namespace kvlane::test {
 
 NotifWatch::NotifWatch(Agent& agent) : agent_(agent), thread_([this] { Loop(); }) {}
@@ -12,13 +10,10 @@ std::string NotifWatch::Name(uint32_t worker, uint32_t group) {
   return "mix w" + std::to_string(worker) + " g" + std::to_string(group);
 }
 
-void NotifWatch::Expect(const std::string& name, std::vector<const uint8_t*> want,
-                        std::vector<const uint8_t*> at, uint64_t len) {
+void NotifWatch::Expect(const std::string& name, std::function<bool()> in_place) {
   std::lock_guard lock(mu_);
   Expectation& e = expected_[name];
-  e.want = std::move(want);
-  e.at = std::move(at);
-  e.len = len;
+  e.in_place = std::move(in_place);
   e.state = State::kPending;
 }
 
@@ -49,9 +44,7 @@ void NotifWatch::OnArrival(const std::string& name) {
     return;
   }
   Expectation& e = it->second;
-  e.state = State::kArrived;
-  for (size_t k = 0; k < e.want.size(); ++k)
-    if (std::memcmp(e.at[k], e.want[k], e.len) != 0) e.state = State::kWrongBytes;
+  e.state = e.in_place() ? State::kArrived : State::kWrongBytes;
   checked_.fetch_add(1);
   cv_.notify_all();
 }

@@ -1,6 +1,6 @@
 // NotifWatch: mixed_calls_test's watch over one agent's notifications. A worker
-// registers what a notified WRITE must have put in place before it posts
-// (Expect); a thread takes the agent's notifications as they come and checks
+// registers how to check what a notified WRITE must have put in place before
+// it posts (Expect); a thread takes the agent's notifications as they come and checks
 // those bytes at once (a notification that overtook its data fails when the
 // check runs before the data lands). The
 // worker then settles the post (Settle): it waits for the notification of a
@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -30,11 +31,11 @@ class NotifWatch {
   // The notification bytes of worker `worker`'s handle for group `group`.
   static std::string Name(uint32_t worker, uint32_t group);
 
-  // The next notification `name` must find at[k] equal to want[k] (`len`
-  // bytes each). REQUIRES: no earlier expectation of `name` is unsettled; the
-  // caller keeps the memory unchanged until Settle.
-  void Expect(const std::string& name, std::vector<const uint8_t*> want,
-              std::vector<const uint8_t*> at, uint64_t len);
+  // The next notification `name` must find `in_place()` true when it is
+  // taken (it reads the WRITE's destination). REQUIRES: no earlier
+  // expectation of `name` is unsettled; the caller keeps that memory
+  // unchanged until Settle.
+  void Expect(const std::string& name, std::function<bool()> in_place);
   // `delivered`: waits up to `timeout` for the notification and returns what
   // its check found. Not delivered (a canceled post): an error if it came.
   Status Settle(const std::string& name, bool delivered, std::chrono::nanoseconds timeout);
@@ -49,8 +50,7 @@ class NotifWatch {
  private:
   enum class State { kPending, kArrived, kWrongBytes };
   struct Expectation {
-    std::vector<const uint8_t*> want, at;
-    uint64_t len = 0;
+    std::function<bool()> in_place;
     State state = State::kPending;
   };
   void Loop();
