@@ -85,10 +85,11 @@ struct AgentOptions {
   // least 2 x io_timeout + 1 s, which also ends data left unacknowledged that
   // long. So a connection whose peer's host vanished (power loss: no FIN or RST)
   // ends max(tcp_keepalive + 3 x max(1 s, tcp_keepalive / 3), 2 x io_timeout + 1 s)
-  // after the peer last answered (whole seconds: 7 s gives 7 + 3 x 2 = 13 s), idle
-  // or not: the target frees its thread and descriptor; the initiator's lane
-  // fails (kRemoteDisconnect), and so do later posts to that peer. A live peer
-  // that stops reading still fails by io_timeout (kTimeout).
+  // after the peer last answered (whole seconds: 7 s gives max(7 + 3 x 2, 21) = 21 s
+  // with the default io_timeout), idle or not: the target frees its thread and
+  // descriptor; the initiator's lane fails (kRemoteDisconnect), and so do later
+  // posts to that peer. A live peer that stops reading still fails by io_timeout
+  // (kTimeout).
   // 0: off (an idle connection to a vanished host lives until the agent stops).
   // 0..32767 s (the kernel's limit), default 30 s (dropped after 60 s). shm and
   // cuda use unix sockets, which need none.
