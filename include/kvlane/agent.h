@@ -43,7 +43,10 @@ class Agent {
   // Registers [addr, addr+len). Regions larger than options().piece_bytes are cut
   // into pieces transparently; an agent's regions hold at most 1,048,576 pieces
   // in all (what its metadata carries): one that would pass that is refused with
-  // kInvalidArgument. REQUIRES: the memory outlives the registration.
+  // kInvalidArgument, as is a null address, a zero length, a range that wraps or
+  // overlaps a registered one. kCuda memory needs the cuda transport enabled, or
+  // tcp in a CUDA build on a machine with a GPU (else kNotSupported).
+  // REQUIRES: the memory outlives the registration.
   // `access` is what peers may do and travels in the metadata. kReadOnly: a
   // peer's WRITE into the region fails with kNotAllowed and no byte of it
   // changes; a kvlane initiator refuses it at MakeTransfer, and this agent
@@ -64,6 +67,7 @@ class Agent {
   // the region: it is gone for new posts all the same, but its memory must stay.
   // A post that GPU finished just as its lane gave up (it reads kOk) does not
   // count: called meanwhile, this waits for the lane's decision.
+  // kNotFound for a region not registered (or removed already).
   Status DeregisterMemory(RegionId region);
 
   // This agent's metadata: an opaque blob carrying its identity, secret,
@@ -88,9 +92,11 @@ class Agent {
   Status ReleasePrepared(PreparedId id);
 
   // Pairs local[local_idx[i]] with remote[remote_idx[i]]. Empty index spans mean
-  // "all descriptors in order". `notif` (may be empty: none) is delivered to the
-  // peer after the data is visible there. At most kMaxTransferBytes and
-  // kMaxTransferPairs per transfer (transfer.h).
+  // "all descriptors in order". `notif` (may be empty: none; at most 64 KiB) is
+  // delivered to the peer after the data is visible there. At most
+  // kMaxTransferBytes and kMaxTransferPairs per transfer (transfer.h); past any of
+  // these kInvalidArgument. kNotAllowed when options().max_requests transfers are
+  // alive already.
   Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif = {}, XferOptions xo = {});
@@ -105,7 +111,8 @@ class Agent {
   // handle->gen. REQUIRES: the previous post of this handle has finished, and
   // the bytes to move are in place: for device memory, the work that wrote them
   // has completed (kvlane copies on its own streams, not the caller's).
-  // Never allocates. On error the handle stays valid and owned by the caller.
+  // Never allocates. On error the handle stays valid and owned by the caller:
+  // kNotAllowed while its previous post is in flight, kNotFound when it is stale.
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
   // kNotFound when the handle is stale (slot reposted or released). A transfer
@@ -122,16 +129,19 @@ class Agent {
   // A finished request: kOk.
   Status Cancel(const XferHandle& handle);
   // Frees the handle's slot. An in-flight request is canceled first; if a lane
-  // still owns it, kNotAllowed and the handle stays valid.
+  // still owns it, kNotAllowed and the handle stays valid. kTimeout, the handle
+  // valid too, when the lane of a post the GPU published holds it past io_timeout.
   Status Release(XferHandle* handle);
 
-  // Standalone notification to a peer (ordered after this agent's finished WRITEs).
+  // Standalone notification of at most 64 KiB to a peer (ordered after this
+  // agent's finished WRITEs). kNotFound for a peer not loaded.
   Status SendNotification(std::string_view peer, std::string_view bytes);
   // Takes every notification received so far, oldest first. Out of memory it
   // takes none and returns none; they stay for a later call.
   std::vector<Notification> TakeNotifications();
 
-  // First fatal error latched on the connection to `peer` (kOk when none).
+  // First fatal error latched on the connection to `peer` (kOk when none);
+  // kNotFound for a peer not loaded.
   Status PeerError(std::string_view peer) const;
 
   core::AgentImpl* impl() { return impl_.get(); }

@@ -40,9 +40,10 @@ const char* StagingCopyName(StagingCopy copy);  // "batch" | "each" | "kernel"
 Result<StagingCopy> ParseStagingCopy(const std::string& name);
 
 struct AgentOptions {
-  std::string name;                         // required; unique among the agents of a job
+  std::string name;  // required, 1..255 bytes; unique among the agents of a job
   ProgressPolicy policy = ProgressPolicy::kIndependent;
-  // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda").
+  // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda");
+  // another name is refused.
   std::vector<std::string> transports = {"local", "shm", "tcp", "cuda"};
   std::string tcp_listen_host = "127.0.0.1";  // data listener bind address (no forced wildcard)
   uint16_t tcp_listen_port = 0;               // 0: ephemeral
@@ -51,8 +52,8 @@ struct AgentOptions {
   std::string tcp_advertise_host;
   std::string metadata_listen;                // "host:port" serves ExportMetadata(); empty = off
   int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
-  uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once
-  uint32_t max_segments_per_chunk = 256;      // segments gathered into one chunk
+  uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once; 4 KiB..1 GiB
+  uint32_t max_segments_per_chunk = 256;      // segments gathered into one chunk; 1..1024
   // Consecutive descriptor pairs that continue each other on both sides, inside
   // the same registered pieces, move as one segment (up to the request's chunk
   // size: chunk_bytes, or less for a striped request): one copy for a run of
@@ -60,8 +61,9 @@ struct AgentOptions {
   // descriptor (per piece it crosses); benchmarks use it to compare.
   bool merge_adjacent = true;
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
-  uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (power of two)
-  uint32_t max_requests = 1u << 14;           // transfer handles alive at once
+  uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (a power of two, >= 2)
+  // Transfer handles alive at once (MakeTransfer past it: kNotAllowed); 1..2^24.
+  uint32_t max_requests = 1u << 14;
   // Regions are registered in pieces of at most this. 4 KiB..256 TiB (2^48, past
   // what a 4-level-paging x86-64 process can map: a larger region just takes more
   // pieces), default 4 GiB.
@@ -83,10 +85,11 @@ struct AgentOptions {
   // least 2 x io_timeout + 1 s, which also ends data left unacknowledged that
   // long. So a connection whose peer's host vanished (power loss: no FIN or RST)
   // ends max(tcp_keepalive + 3 x max(1 s, tcp_keepalive / 3), 2 x io_timeout + 1 s)
-  // after the peer last answered (whole seconds: 7 s gives 7 + 3 x 2 = 13 s), idle
-  // or not: the target frees its thread and descriptor; the initiator's lane
-  // fails (kRemoteDisconnect), and so do later posts to that peer. A live peer
-  // that stops reading still fails by io_timeout (kTimeout).
+  // after the peer last answered (whole seconds: 7 s gives max(7 + 3 x 2, 21) = 21 s
+  // with the default io_timeout), idle or not: the target frees its thread and
+  // descriptor; the initiator's lane fails (kRemoteDisconnect), and so do later
+  // posts to that peer. A live peer that stops reading still fails by io_timeout
+  // (kTimeout).
   // 0: off (an idle connection to a vanished host lives until the agent stops).
   // 0..32767 s (the kernel's limit), default 30 s (dropped after 60 s). shm and
   // cuda use unix sockets, which need none.

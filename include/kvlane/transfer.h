@@ -35,7 +35,9 @@ inline constexpr uint64_t kMaxTransferPairs = UINT32_MAX;
 
 // Per-transfer choices made at MakeTransfer time.
 struct XferOptions {
-  int lane = -1;           // -1: engine picks (stripe bulk, least-loaded lane for small)
+  // -1 (any negative): the engine picks (stripes bulk, least-loaded lane for small);
+  // else every post goes to lane `lane` modulo the channel's lanes (lanes_per_peer).
+  int lane = -1;
   bool stripe = true;      // allow striping chunks over every lane of the peer
 };
 

@@ -73,13 +73,13 @@ kvlane::Result<bool> MoveIntoPlace(const std::string& temp, const std::string& p
   return replaced;
 }
 
-// Syncs the directory holding `path`, so that the rename survives a crash. A file
-// system that cannot sync a directory (EINVAL) is not an error.
-kvlane::Status SyncDirectory(const fs::path& path) {
+// Syncs the directory holding `path` with `sync` (fsync), so that the rename
+// survives a crash. A file system that cannot sync a directory (EINVAL) is not an error.
+kvlane::Status SyncDirectory(const fs::path& path, detail::DirSync sync) {
   const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Errno("cannot open " + dir.string() + " to sync it", errno);
-  const int synced = ::fsync(fd);
+  const int synced = sync(fd);
   const int err = errno;
   ::close(fd);
   if (synced != 0 && err != EINVAL) return Errno("cannot sync " + dir.string(), err);
@@ -99,7 +99,8 @@ kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path,
 
 kvlane::Result<WrittenFile> detail::WriteFileAtomically(const std::string& path,
                                                         std::string_view contents,
-                                                        RenameNoReplace rename_noreplace) {
+                                                        RenameNoReplace rename_noreplace,
+                                                        DirSync sync_directory) {
   std::string temp;
   KVLANE_ASSIGN_OR_RETURN(int fd, OpenTemporary(fs::path(path), &temp));
   kvlane::Status s = WriteAll(fd, contents, temp);
@@ -109,7 +110,7 @@ kvlane::Result<WrittenFile> detail::WriteFileAtomically(const std::string& path,
     ::unlink(temp.c_str());
     return replaced.status();
   }
-  KVLANE_RETURN_IF_ERROR(SyncDirectory(fs::path(path)));
+  KVLANE_RETURN_IF_ERROR(SyncDirectory(fs::path(path), sync_directory));
   return WrittenFile{path, replaced.value()};
 }
 

@@ -6,6 +6,8 @@
 // thread-safe (each call uses a temporary name of its own).
 #pragma once
 
+#include <unistd.h>
+
 #include <string>
 #include <string_view>
 
@@ -35,10 +37,17 @@ namespace detail {
 // the write then takes its fallback, link() and unlink().
 using RenameNoReplace = int (*)(const char* from, const char* to);
 
+// Test seam: the sync of the directory once the file has its name, with the
+// contract of fsync(dir_fd): 0, or -1 with errno set. EINVAL says the file system
+// cannot sync a directory, which is not an error.
+using DirSync = int (*)(int dir_fd);
+
 // WriteFileAtomically with `rename_noreplace` in place of renameat2 (a test
-// passes one that fails with EINVAL to take the fallback).
+// passes one that fails with EINVAL to take the fallback) and `sync_directory`
+// in place of fsync on the directory.
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::string_view contents,
-                                                RenameNoReplace rename_noreplace);
+                                                RenameNoReplace rename_noreplace,
+                                                DirSync sync_directory = ::fsync);
 
 }  // namespace detail
 

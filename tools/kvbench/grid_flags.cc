@@ -67,8 +67,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--dtype", flags->workload.dtype,
                   "kv-mla element type: bf16 (default) | fp8; refused for kv-dsv4 and contig");
   app->add_option("--grid", flags->preset,
-                  "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full "
-                  "(DESIGN.md); --isl and --batches replace its ladders")
+                  "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full (isl "
+                  "8192..524288 batches 1..32); --isl and --batches replace its ladders")
       ->capture_default_str();
   app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
   app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');

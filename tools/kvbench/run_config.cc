@@ -165,8 +165,8 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
 void AddRunFlags(CLI::App* app, RunConfig* c) {
   AddGridFlags(app, &c->grid);
   app->add_option("--transport", c->transport,
-                  "auto (tcp across hosts; on one host cuda between two GPUs or for --memory "
-                  "cuda, else shm) | local | shm | tcp | cuda")
+                  "auto (tcp across hosts or for a --memory pair; on one host cuda between two "
+                  "GPUs or for --memory cuda, else shm) | local | shm | tcp | cuda")
       ->capture_default_str();
   app->add_option("--memory", c->memory,
                   "where each rank's pool lives: auto (cuda for the cuda transport, else host) | "
@@ -199,7 +199,10 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "this rank's GPU when its pool is on one (-1: on one host rank 0 uses GPU 0, "
                   "rank 1 GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / "
                   "LOCAL_RANK modulo the visible GPUs)");
-  app->add_option("--case", c->case_name, "case name (default <workload>-b<block>-<transport>)");
+  app->add_option("--case", c->case_name,
+                  "case name (default <workload>-b<block>-<transport>, then the memory where it "
+                  "is not the transport's own and a staging copy other than batch: "
+                  "docs/METHODOLOGY.md)");
   app->add_option("--inject-fault", c->fault,
                   "testing only: flip-byte flips one landed byte before each verification; "
                   "ref-{target,initiator}-{setup,stream} fails that rank's socket reference "

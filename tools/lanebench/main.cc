@@ -133,8 +133,8 @@ int main(int argc, char** argv) {
   using namespace lanebench;
   CLI::App app{"lanebench: completion isolation between lanes, global-fifo vs independent"};
   app.footer(
-      "exit codes: 0 ok, 1 a run failed or did not verify, 2 bad flags or an unwritable --json, "
-      "77 not available");
+      "exit codes: 0 ok, 1 a run failed or did not verify (or the JSON was not written), 2 bad "
+      "flags or an unwritable --json, 77 not available");
   BenchConfig cfg;
   AddBenchFlags(app, cfg);
   std::string role = "bench", dir;

@@ -1,12 +1,15 @@
 #include "atomic_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -232,6 +235,54 @@ TEST(AtomicFile, ADirectoryThatCannotBeSyncedIsAClearError) {
   ASSERT_FALSE(written.ok());
   EXPECT_EQ(written.status().message(),
             "cannot open " + dir.path().string() + " to sync it: " + std::strerror(EACCES));
+  EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+}
+
+// The directory opens but will not sync: a stand-in for fsync that fails with
+// kErrno and records what it was handed.
+int t_sync_fd = -1;
+struct stat t_sync_stat {};
+template <int kErrno>
+int FailingDirSync(int fd) {
+  t_sync_fd = fd;
+  EXPECT_EQ(fstat(fd, &t_sync_stat), 0);
+  errno = kErrno;
+  return -1;
+}
+
+int RealRenameNoReplace(const char* from, const char* to) {
+  return ::renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+}
+
+// Only the last step failed, and the error says which: the new file is under its
+// name, whole, no temporary file is left, and the directory's descriptor, the one
+// the sync was handed, is closed.
+TEST(AtomicFile, ADirectorySyncThatFailsIsAClearError) {
+  TempDir dir;
+  ASSERT_TRUE(WriteFileAtomically(dir / "doc.json", "first\n").ok());
+  auto written = detail::WriteFileAtomically(dir / "doc.json", "second\n", RealRenameNoReplace,
+                                             FailingDirSync<EIO>);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.status().code(), kvlane::Code::kBackend);
+  EXPECT_EQ(written.status().message(),
+            "cannot sync " + dir.path().string() + ": " + std::strerror(EIO));
+  struct stat want {};
+  ASSERT_EQ(stat(dir.path().c_str(), &want), 0);
+  EXPECT_TRUE(S_ISDIR(t_sync_stat.st_mode));
+  EXPECT_EQ(t_sync_stat.st_ino, want.st_ino);
+  EXPECT_EQ(fcntl(t_sync_fd, F_GETFD), -1) << "the directory's descriptor leaked";
+  EXPECT_EQ(ReadFile(dir / "doc.json"), "second\n");
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+}
+
+// A file system that cannot sync a directory (EINVAL) is not an error.
+TEST(AtomicFile, ADirectoryThatCannotBeSyncedOnItsFileSystemIsNoError) {
+  TempDir dir;
+  auto written = detail::WriteFileAtomically(dir / "doc.json", "first\n", RealRenameNoReplace,
+                                             FailingDirSync<EINVAL>);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_FALSE(written->replaced);
   EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
   EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
 }
