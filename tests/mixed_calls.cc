@@ -82,7 +82,7 @@ class Worker {
   bool Start(uint32_t g);
   bool Finish(uint32_t g);
   bool FinishAll();
-  bool Verify(uint32_t g, Code c);
+  bool Verify(uint32_t g, const Status& st);
   bool GroupMatchesShadow(uint32_t g, bool remote, const char* what);
   bool ChurnLocal();
   bool ChurnRemote();
@@ -234,7 +234,7 @@ bool Worker::Finish(uint32_t g) {
   s.in_flight = false;
   for (int k = 0; k < 3; ++k)
     MIX_CHECK(a_.Check(s.h).code() == st.code(), "a terminal answer changed");
-  return Verify(g, st.code());
+  return Verify(g, st);
 }
 
 bool Worker::GroupMatchesShadow(uint32_t g, bool remote, const char* what) {
@@ -249,7 +249,8 @@ bool Worker::GroupMatchesShadow(uint32_t g, bool remote, const char* what) {
   return true;
 }
 
-bool Worker::Verify(uint32_t g, Code c) {
+bool Worker::Verify(uint32_t g, const Status& st) {
+  const Code c = st.code();
   Slot& s = slots_[g];
   const bool dst_remote = s.op == Op::kWrite;
   const auto& src = dst_remote ? s.li : s.ri;
@@ -260,8 +261,7 @@ bool Worker::Verify(uint32_t g, Code c) {
       std::memcpy(Shadow(dst_remote, dst[k]), Shadow(!dst_remote, src[k]), kPage);
   } else {
     MIX_CHECK(c == Code::kCanceled && s.canceled,
-              "unexpected answer " << Status(c, "").ToString()
-                                   << (s.canceled ? " after Cancel said ok" : ""));
+              "unexpected answer " << st.ToString() << (s.canceled ? " after Cancel said ok" : ""));
   }
   if (!GroupMatchesShadow(g, dst_remote, "after a post")) return false;
   if (s.notified) {

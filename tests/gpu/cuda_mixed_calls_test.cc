@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mixed_calls.h"
 #include "test_util.h"
@@ -49,14 +50,64 @@ class DevicePages final : public PageStore {
   void* base_ = nullptr;
 };
 
-class CudaMixedCallsTest : public ::testing::TestWithParam<std::string> {};
+class CudaMixedCallsTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
+    const bool two = GetParam() == "two_gpus";
+    if (two && n < 2) GTEST_SKIP() << "needs two GPUs";
+    peer_device_ = two ? 1 : 0;
+  }
+  int peer_device_ = 0;
+};
+
+// The plain case first: one WRITE and one READ of every page between the two
+// agents, default options.
+TEST_P(CudaMixedCallsTest, OneWriteAndOneReadBetweenAgentsOfThisProcess) {
+  DevicePages mine(0), theirs(peer_device_);
+  std::vector<uint8_t> page(kMixPage), got(kMixPage);
+  for (uint32_t p = 0; p < kMixPages; ++p) {
+    Fill(page.data(), kMixPage, 5, p * kMixPage);
+    mine.Put(p, page.data());
+  }
+  Pair pair = MakePair("cuda");
+  ASSERT_TRUE(pair.a && pair.b);
+  ASSERT_TRUE(pair.a->RegisterMemory(mine.base(), kMixPages * kMixPage, MemoryKind::kCuda, 0).ok());
+  ASSERT_TRUE(
+      pair.b->RegisterMemory(theirs.base(), kMixPages * kMixPage, MemoryKind::kCuda, peer_device_)
+          .ok());
+  Connect(*pair.a, *pair.b);
+  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
+  l.Add(mine.base(), kMixPages * kMixPage, 0);
+  r.Add(theirs.base(), kMixPages * kMixPage, peer_device_);
+  auto lp = pair.a->PrepareLocal(l);
+  auto rp = pair.a->PrepareRemote("b", r);
+  ASSERT_TRUE(lp.ok() && rp.ok()) << lp.status().ToString() << " " << rp.status().ToString();
+  auto w = pair.a->MakeTransfer(Op::kWrite, lp.value(), {}, rp.value(), {});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  const Status sw = PostAndWait(*pair.a, &w.value());
+  ASSERT_TRUE(sw.ok()) << sw.ToString();
+  for (uint32_t p = 0; p < kMixPages; ++p) {
+    theirs.Get(p, got.data());
+    ASSERT_EQ(FirstMismatch(got.data(), kMixPage, 5, p * kMixPage), -1) << "page " << p;
+  }
+  for (uint32_t p = 0; p < kMixPages; ++p) {
+    Fill(page.data(), kMixPage, 6, p * kMixPage);
+    theirs.Put(p, page.data());
+  }
+  auto rd = pair.a->MakeTransfer(Op::kRead, lp.value(), {}, rp.value(), {});
+  ASSERT_TRUE(rd.ok()) << rd.status().ToString();
+  const Status sr = PostAndWait(*pair.a, &rd.value());
+  ASSERT_TRUE(sr.ok()) << sr.ToString();
+  for (uint32_t p = 0; p < kMixPages; ++p) {
+    mine.Get(p, got.data());
+    ASSERT_EQ(FirstMismatch(got.data(), kMixPage, 6, p * kMixPage), -1) << "page " << p;
+  }
+}
 
 TEST_P(CudaMixedCallsTest, RandomCallsFromSeveralThreadsKeepEveryByteRight) {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) GTEST_SKIP() << "no CUDA device";
-  const bool two = GetParam() == "two_gpus";
-  if (two && n < 2) GTEST_SKIP() << "needs two GPUs";
-  const int peer_device = two ? 1 : 0;
+  const int peer_device = peer_device_;
   MixTally t;
   {
     Pair p = MakePair("cuda", MixedCallsOptions());

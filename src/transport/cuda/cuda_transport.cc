@@ -9,6 +9,7 @@
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
 #include "transport/cuda/vmm.h"
+#include "transport/local/local_directory.h"
 
 namespace kvlane::core {
 namespace {
@@ -86,6 +87,11 @@ class CudaTransport final : public Transport {
     KVLANE_RETURN_IF_ERROR(server_.Start(socket_));
     devices_ = static_cast<uint32_t>(n);
     ctx_->registry->SetRemoveHook([this](const std::vector<Piece>& gone) { Revoke(gone); });
+    // An agent of this process is reached through peer access, its pieces
+    // checked in its registry (CudaChannel::OpenRemote), not through IPC
+    // handles, which CUDA does not open in the process that made them.
+    PublishLocal(ctx_->agent_id, std::make_shared<LocalEndpoint>(LocalEndpoint{
+                                     ctx_->name, ctx_->registry, ctx_->notifs, false}));
     return Status::Ok();
   }
 
@@ -127,6 +133,7 @@ class CudaTransport final : public Transport {
 
   void Stop() override {
     if (devices_ == 0) return;
+    UnpublishLocal(ctx_->agent_id);
     ctx_->registry->SetRemoveHook(nullptr);
     server_.Stop();
   }

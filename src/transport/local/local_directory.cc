@@ -20,7 +20,10 @@ Directory& Dir() {
 
 void PublishLocal(uint64_t agent_id, std::shared_ptr<LocalEndpoint> ep) {
   std::lock_guard lock(Dir().mu);
-  Dir().map[agent_id] = std::move(ep);
+  auto& slot = Dir().map[agent_id];
+  if (slot != nullptr && slot->serves_local && !ep->serves_local)
+    ep = std::make_shared<LocalEndpoint>(LocalEndpoint{ep->name, ep->registry, ep->notifs, true});
+  slot = std::move(ep);
 }
 
 void UnpublishLocal(uint64_t agent_id) {

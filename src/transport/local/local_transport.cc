@@ -92,16 +92,19 @@ class LocalTransport final : public Transport {
   const char* name() const override { return "local"; }
 
   Status Start() override {
-    PublishLocal(ctx_->agent_id,
-                 std::make_shared<LocalEndpoint>(LocalEndpoint{ctx_->name, ctx_->registry, ctx_->notifs}));
+    PublishLocal(ctx_->agent_id, std::make_shared<LocalEndpoint>(LocalEndpoint{
+                                     ctx_->name, ctx_->registry, ctx_->notifs, true}));
     return Status::Ok();
   }
   bool CanReach(const AgentMeta& peer) const override {
-    return peer.process_token == ProcessToken() && FindLocal(peer.agent_id) != nullptr;
+    if (peer.process_token != ProcessToken()) return false;
+    auto ep = FindLocal(peer.agent_id);
+    return ep != nullptr && ep->serves_local;
   }
   Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) override {
     auto ep = FindLocal(peer.agent_id);
-    if (ep == nullptr) return Status::RemoteDisconnect("local peer '" + peer.name + "' is gone");
+    if (ep == nullptr || !ep->serves_local)
+      return Status::RemoteDisconnect("local peer '" + peer.name + "' is gone");
     return std::unique_ptr<Channel>(
         new LocalChannel(std::move(ep), ctx_->name, ctx_->options, ctx_->completer));
   }
