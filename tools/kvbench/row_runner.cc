@@ -32,6 +32,15 @@ kvlane::DescList ListAt(uint64_t base, const PoolList& list, kvlane::MemoryKind 
   return out;
 }
 
+// The reference's reps: --samples; with --inject-fault slow-reference (testing a
+// stop that comes during a long reference) as good as endless from the second row
+// on (`epoch` > 1), said on stderr.
+int ReferenceReps(const RunConfig& c, uint64_t epoch) {
+  if (c.fault != "slow-reference" || epoch <= 1) return c.samples;
+  fmt::print(stderr, "[kvbench] injected fault: the reference repeats until the run is stopped\n");
+  return 1 << 30;
+}
+
 std::string Describe(const VerifyResult& v) {
   return fmt::format("checked {} B, {} mismatching{}", v.checked, v.mismatches,
                      v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
@@ -143,7 +152,7 @@ std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoin
   TimedBursts(&burst.value(), &row);  // returns early, row unfinished, on a stop
   if (row.verdict == Verdict::kFail) return row;
   if (Stopping()) return std::nullopt;
-  Reference(op, point, map, &row);
+  Reference(op, point, map, epoch, &row);
   return row;
 }
 
@@ -231,8 +240,8 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
 }
 
 void RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
-                          RowResult* row) {
-  int reps = s_->config().samples;
+                          uint64_t epoch, RowResult* row) {
+  const int reps = ReferenceReps(s_->config(), epoch);
   // One process reaches both sides (local, shm, cuda: both pools of one kind): copy
   // within its pool. A mixed pair runs over tcp only.
   if (s_->transport_used() != "tcp") {

@@ -55,7 +55,7 @@ class RowRunner {
                           std::string* detail);
   void AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
   void TimedBursts(Burst* burst, RowResult* row);
-  void Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
+  void Reference(const std::string& op, const PlanPoint& point, const BurstMap& map, uint64_t epoch,
                  RowResult* row);
   void StopRun(const std::string& reason);
 

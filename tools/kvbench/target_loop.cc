@@ -52,8 +52,12 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
   uint64_t epoch = m.value("epoch", uint64_t{0});
   bool push = m.value("op", "") == "push";  // push lands here; pull reads from here
   PoolView pool = s_->pool_view();
-  KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target)
-                              : FillSources(pool, list_, map.target, kTargetRank, epoch));
+  const bool slow = s_->config().fault == "slow-target-prepare" && epoch > 1;
+  if (slow) fmt::print(stderr, "[kvbench] injected fault: the target prepares until stopped\n");
+  do {
+    KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target)
+                                : FillSources(pool, list_, map.target, kTargetRank, epoch));
+  } while (slow);
   KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "ready"}}));
   KVLANE_ASSIGN_OR_RETURN(json check, s_->control().Expect("check"));
   LocalCheck mine = LocalCheck::kNotVerifier;
