@@ -20,16 +20,21 @@
 
 #include "common/process_watch.h"
 #include "kvbench_process.h"
+#include "stopped_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kvbench::testing::Dirs;
+using kvbench::testing::EndsOrKill;
+using kvbench::testing::ExpectGone;
 using kvbench::testing::OnlyDocument;
+using kvbench::testing::RankOf;
 using kvbench::testing::ReadFile;
+using kvbench::testing::StartKvbench;
+using kvbench::testing::WaitFor;
 using kvlane_tools::ChildrenOf;
 using kvlane_tools::CtrlCEndsWithin;
-using kvlane_tools::EndsWithin;
 using kvlane_tools::Gone;
 
 // Starts a launcher whose warm-up alone would last minutes (SIGHUP ignored when
@@ -145,66 +150,6 @@ TEST(KvbenchEndToEnd, CtrlCStopsAShellLoopAroundTheRun) {
   const bool ended = CtrlCEndsWithin(shell, std::chrono::seconds(15), &status);
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
-}
-
-// Starts `kvbench ARGS` as a child of this test, its stdout and stderr to the files
-// named, with SIGINT's default action (as a terminal's foreground job has it).
-pid_t StartKvbench(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
-    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
-    signal(SIGINT, SIG_DFL);
-    std::vector<char*> argv = {const_cast<char*>("kvbench")};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(KVBENCH_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits up to `limit` for `file` to hold `text`; whether it came.
-bool WaitFor(const fs::path& file, const std::string& text, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (ReadFile(file).find(text) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
-// Waits up to `limit` for child `pid`; kills it (SIGKILL) when it is still there.
-// Whether it ended by itself (*status then says how).
-bool EndsOrKill(pid_t pid, std::chrono::seconds limit, int* status) {
-  if (EndsWithin(pid, limit, status)) return true;
-  kill(pid, SIGKILL);
-  waitpid(pid, status, 0);
-  return false;
-}
-
-// Expects every process of `pids` gone within a few seconds; kills any left.
-void ExpectGone(const std::vector<pid_t>& pids, const std::string& what) {
-  for (pid_t pid : pids) {
-    bool gone = Gone(pid);
-    for (int i = 0; i < 500 && !gone; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      gone = Gone(pid);
-    }
-    EXPECT_TRUE(gone) << "process " << pid << " outlived " << what;
-    if (!gone) {
-      kill(pid, SIGKILL);
-      kill(pid, SIGCONT);
-    }
-  }
-}
-
-// The --rank of a rank process, from its command line; -1 if none.
-int RankOf(pid_t pid) {
-  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-  const std::string flag = std::string("--rank") + '\0';
-  const size_t at = cmdline.find(flag);
-  return at == std::string::npos ? -1 : cmdline[at + flag.size()] - '0';
 }
 
 // Two ops at two batches: four rows, each long enough (samples) that a stop sent
