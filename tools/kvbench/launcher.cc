@@ -42,7 +42,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // A launcher stopped by SIGINT, SIGTERM or SIGHUP passes the signal on to both
 // ranks (async-signal-safe: kill only), so that none keeps running on its own: they
-// end the run at a row boundary and the initiator writes the rows that finished. A
+// end the run promptly and the initiator writes the rows that finished. A
 // second stop kills both at once (SIGKILL; a spawned rank ignores a second stop
 // signal itself, which a Ctrl-C also sends it directly).
 extern "C" void ForwardStop(int sig) {

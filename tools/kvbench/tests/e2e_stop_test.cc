@@ -184,7 +184,7 @@ void ExpectPartial(const nlohmann::json& doc, const std::string& signal_name,
 }
 
 // A run stopped by SIGINT or SIGTERM after its first row finished: the launcher
-// passes the stop on, the initiator ends the run at a row boundary and writes the
+// passes the stop on, the initiator abandons the row in flight and writes the
 // rows that finished, marked incomplete; both ranks end, the launcher dies by the
 // signal, its table says PARTIAL, and so does `summarize` of the document, which
 // names the rows it lacks.
@@ -230,9 +230,9 @@ TEST(KvbenchEndToEnd, AStoppedRunKeepsTheRowsThatFinished) {
 }
 
 // A second stop does not wait for the clean-up: here the target no longer answers
-// (SIGSTOP), so the initiator, stopped at a row boundary, waits for its "bye"; a
-// second SIGINT to the launcher kills both ranks at once, and the launcher dies by
-// SIGINT. No row finished, so no document is written.
+// (SIGSTOP), so the initiator, stopped, waits for it to leave the row; a second
+// SIGINT to the launcher kills both ranks at once, and the launcher dies by SIGINT.
+// No row finished, so no document is written.
 TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
   Dirs FreshDir;
   const fs::path out = FreshDir("second_stop"), log = FreshDir("second_stop_stderr");
@@ -263,11 +263,11 @@ TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
   EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out));
 }
 
-// Ranks started by hand, and only the target stopped (SIGINT): it starts no new row
-// and tells the initiator, which ends the run there, writes the rows that finished
+// Ranks started by hand, and only the target stopped (SIGINT): it tells the
+// initiator, which abandons the row in flight, writes the rows that finished
 // (stopped on the target) and exits 1, not being stopped itself; the target then
 // dies by the signal.
-TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRunAtARowBoundary) {
+TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRun) {
   Dirs FreshDir;
   const fs::path out = FreshDir("target_stop"), target_out = FreshDir("target_stop_target"),
                  log = FreshDir("target_stop_stderr"), table = FreshDir("target_stop_stdout"),
