@@ -13,6 +13,9 @@ namespace kvbench {
 // instead of returning, dies by that signal itself (a shell sees 128 + the signal,
 // and a loop around kvbench stops on Ctrl-C). A second stop kills both ranks at once
 // (SIGKILL) before it dies. One killed outright (SIGKILL) has its ranks sent SIGTERM.
+// A rank that ends by a signal (killed so, whoever sent it) may have been writing
+// the document: the temporary file it left in --out is removed before the rank is
+// reaped (atomic_file.h: RemoveTemporaryFiles).
 // With the local transport (two threads) the caller dies by the stop instead.
 int SpawnRanks(const RunConfig& config);
 
