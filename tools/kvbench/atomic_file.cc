@@ -17,12 +17,24 @@ kvlane::Status Errno(const std::string& what, int err) {
   return kvlane::Status::Backend(what + ": " + std::strerror(err));
 }
 
+// The part of a temporary file's name that names its writer (RemoveTemporaryFiles).
+std::string WriterTag(int pid) { return ".tmp-" + std::to_string(pid) + "-"; }
+
+// Whether `name` is ".<name>.tmp-<pid>-<n>" for this pid.
+bool IsTemporaryOf(const std::string& name, int pid) {
+  const std::string tag = WriterTag(pid);
+  const size_t at = name.rfind(tag);
+  if (name.size() < 2 || name[0] != '.' || at == std::string::npos || at < 2) return false;
+  const std::string n = name.substr(at + tag.size());
+  return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // Opens a fresh ".<name>.tmp-<pid>-<n>" beside `path` (mode 0666 less the umask,
 // like the file an ofstream would have made).
 kvlane::Result<int> OpenTemporary(const fs::path& path, std::string* temp) {
   for (int n = 0; n < 100; ++n) {
-    *temp = (path.parent_path() / ("." + path.filename().string() + ".tmp-" +
-                                   std::to_string(getpid()) + "-" + std::to_string(n)))
+    *temp = (path.parent_path() /
+             ("." + path.filename().string() + WriterTag(getpid()) + std::to_string(n)))
                 .string();
     int fd = ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return fd;
@@ -91,6 +103,17 @@ int RenameAt2NoReplace(const char* from, const char* to) {
 }
 
 }  // namespace
+
+int RemoveTemporaryFiles(const std::string& dir, int pid) {
+  std::error_code ec;
+  int removed = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!IsTemporaryOf(it->path().filename().string(), pid)) continue;
+    std::error_code gone;
+    if (fs::remove(it->path(), gone)) ++removed;
+  }
+  return removed;
+}
 
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path,
                                                 std::string_view contents) {

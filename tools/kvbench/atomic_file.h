@@ -29,6 +29,15 @@ struct WrittenFile {
 // its name, whole, but the rename may not outlast a crash.
 kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::string_view contents);
 
+// A writer killed between creating its temporary file and renaming it (SIGKILL:
+// no clean-up runs) leaves that file behind: ".<name>.tmp-<pid>-<n>" beside the
+// name, <pid> the writer's process id. Removes every such file of process `pid`
+// in `dir` (the launcher, for the ranks it killed) and returns how many; files of
+// other names or other processes are left alone, and an unreadable `dir` counts
+// none. REQUIRES: `pid` cannot be reused meanwhile (its zombie not yet reaped),
+// or it is known to have written nothing there since.
+int RemoveTemporaryFiles(const std::string& dir, int pid);
+
 namespace detail {
 
 // Test seam (atomic_file_test): the rename that refuses to replace a file, with

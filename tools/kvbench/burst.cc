@@ -1,5 +1,6 @@
 #include "burst.h"
 
+#include <algorithm>
 #include <thread>
 
 namespace kvbench {
@@ -40,12 +41,13 @@ void Burst::Release() {
   agent_ = nullptr;
 }
 
-BurstTiming Burst::Run(std::chrono::milliseconds timeout) {
+BurstTiming Burst::Run(std::chrono::milliseconds timeout, const StopCheck& stop) {
   BurstTiming t;
   t.request_ms.assign(handles_.size(), -1);
   std::vector<bool> done(handles_.size(), false);
   size_t pending = handles_.size();
   Clock::time_point t0 = Clock::now();
+  Clock::time_point next_ask = t0 + kStopEvery;
   for (size_t i = 0; i < handles_.size(); ++i) {
     kvlane::Status s = agent_->Post(&handles_[i]);
     if (s.is_error()) {
@@ -70,10 +72,33 @@ BurstTiming Burst::Run(std::chrono::milliseconds timeout) {
                                          std::to_string(timeout.count()) + " ms");
       break;
     }
+    if (stop && Clock::now() >= next_ask) {
+      next_ask = Clock::now() + kStopEvery;
+      if (stop()) {
+        kvlane::Status s = Abandon(done, t0 + timeout);
+        t.status = s.ok() ? kvlane::Status::Canceled("burst abandoned: the run is stopping") : s;
+        t.abandoned = true;
+        break;
+      }
+    }
     std::this_thread::yield();  // share the cores with the engine's lane workers
   }
   t.total_ms = MsSince(t0);
   return t;
+}
+
+kvlane::Status Burst::Abandon(const std::vector<bool>& done, Clock::time_point deadline) {
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    if (!done[i]) (void)agent_->Cancel(handles_[i]);  // kNotAllowed: a lane has it; waited below
+  }
+  kvlane::Status first;
+  for (size_t i = 0; i < handles_.size(); ++i) {
+    if (done[i]) continue;
+    const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+    kvlane::Status s = agent_->Wait(handles_[i], left);
+    if (s.is_error() && s.code() != kvlane::Code::kCanceled && first.ok()) first = s;
+  }
+  return first;
 }
 
 }  // namespace kvbench

@@ -9,6 +9,7 @@
 
 #include "burst_map.h"
 #include "kvlane/agent.h"
+#include "stop_check.h"
 
 namespace kvbench {
 
@@ -16,6 +17,7 @@ struct BurstTiming {
   double total_ms = 0;             // first post to the last completion seen
   std::vector<double> request_ms;  // per request: completion offset from the first post
   kvlane::Status status;           // the first error, if any
+  bool abandoned = false;          // a stop ended it early (status kCanceled): not a timing
 };
 
 class Burst {
@@ -32,11 +34,22 @@ class Burst {
   uint64_t segments() const { return segments_; }
 
   // Posts every request, then polls Check until all end or `timeout` passes.
-  BurstTiming Run(std::chrono::milliseconds timeout);
+  // With a `stop`, asks it every kStopEvery while requests are pending; once it
+  // answers true the burst is abandoned: the requests no lane has started are
+  // canceled and the others waited for (a request a lane owns runs to its end;
+  // still within `timeout`), so that no request is in flight when Run returns
+  // unless `timeout` passed.
+  BurstTiming Run(std::chrono::milliseconds timeout, const StopCheck& stop = {});
+
+  static constexpr std::chrono::milliseconds kStopEvery{10};
 
  private:
   explicit Burst(kvlane::Agent* agent) : agent_(agent) {}
   void Release();
+  // Cancels the requests not `done` and waits for them until `deadline`; the
+  // first error other than their cancellation.
+  kvlane::Status Abandon(const std::vector<bool>& done,
+                         std::chrono::steady_clock::time_point deadline);
 
   kvlane::Agent* agent_;
   std::vector<kvlane::XferHandle> handles_;

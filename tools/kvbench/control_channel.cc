@@ -228,6 +228,30 @@ kvlane::Status ControlChannel::WaitReady(short events) {
   return kvlane::Status::Ok();
 }
 
+// WaitReady(POLLIN) that asks `stop` every kStopPoll of the wait.
+kvlane::Status ControlChannel::WaitReadable(const std::function<bool()>& stop) {
+  if (!stop) return WaitReady(POLLIN);
+  if (aborted_) return kvlane::Status::Canceled("control: connection aborted by this rank");
+  const auto deadline = Clock::now() + timeout_;
+  while (true) {
+    pollfd pfd{fd_, POLLIN, 0};
+    const int rc = poll(&pfd, 1, MsUntil(std::min(deadline, Clock::now() + kStopPoll)));
+    if (rc < 0 && errno != EINTR) return Errno("poll");
+    if (rc > 0) return kvlane::Status::Ok();
+    if (stop()) return kvlane::Status::Canceled("control: wait given up (stop)");
+    if (Clock::now() >= deadline) {
+      return kvlane::Status::Timeout("control: peer silent for " +
+                                     std::to_string(timeout_.count()) + " ms");
+    }
+  }
+}
+
+bool ControlChannel::Pending() const {
+  if (aborted_) return false;
+  pollfd pfd{fd_, POLLIN, 0};
+  return poll(&pfd, 1, 0) > 0;
+}
+
 kvlane::Status ControlChannel::SendRaw(const void* data, uint64_t len) {
   const char* p = static_cast<const char*>(data);
   while (len > 0) {
@@ -262,7 +286,8 @@ kvlane::Status ControlChannel::Send(const nlohmann::json& message) {
   return SendRaw(body.data(), body.size());
 }
 
-kvlane::Result<nlohmann::json> ControlChannel::Receive() {
+kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool()>& stop) {
+  KVLANE_RETURN_IF_ERROR(WaitReadable(stop));
   uint32_t len = 0;
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
   len = ntohl(len);
@@ -280,8 +305,9 @@ kvlane::Result<nlohmann::json> ControlChannel::Expect(const std::string& type) {
   return ExpectOneOf({type});
 }
 
-kvlane::Result<nlohmann::json> ControlChannel::ExpectOneOf(const std::vector<std::string>& types) {
-  KVLANE_ASSIGN_OR_RETURN(nlohmann::json j, Receive());
+kvlane::Result<nlohmann::json> ControlChannel::ExpectOneOf(const std::vector<std::string>& types,
+                                                           const std::function<bool()>& stop) {
+  KVLANE_ASSIGN_OR_RETURN(nlohmann::json j, Receive(stop));
   std::string got = j.value("type", "");
   if (got == "error") {
     return kvlane::Status::Backend("peer reported: " + j.value("message", std::string("?")));

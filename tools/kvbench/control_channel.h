@@ -42,12 +42,21 @@ class ControlChannel {
   ControlChannel& operator=(const ControlChannel&) = delete;
 
   kvlane::Status Send(const nlohmann::json& message);
-  // Waits at most timeout() for the next message.
-  kvlane::Result<nlohmann::json> Receive();
+  // Waits at most timeout() for the next message. With a `stop`, asks it every
+  // kStopPoll while no byte of the message has come: kCanceled, nothing read (the
+  // connection still framed), once it answers true.
+  kvlane::Result<nlohmann::json> Receive(const std::function<bool()>& stop = {});
   // Receives a message and checks its "type"; a peer "error" message becomes an error.
   kvlane::Result<nlohmann::json> Expect(const std::string& type);
-  // The same, for a message of any of `types`.
-  kvlane::Result<nlohmann::json> ExpectOneOf(const std::vector<std::string>& types);
+  // The same, for a message of any of `types`; `stop` as for Receive.
+  kvlane::Result<nlohmann::json> ExpectOneOf(const std::vector<std::string>& types,
+                                             const std::function<bool()>& stop = {});
+  // Whether something is there to read now (a message, or the peer's close),
+  // without waiting or reading it. False once aborted.
+  bool Pending() const;
+
+  // How often a Receive with a `stop` asks it.
+  static constexpr std::chrono::milliseconds kStopPoll{100};
 
   kvlane::Status SendRaw(const void* data, uint64_t len);
   kvlane::Status ReceiveRaw(void* data, uint64_t len);
@@ -71,6 +80,7 @@ class ControlChannel {
  private:
   ControlChannel(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
   kvlane::Status WaitReady(short events);
+  kvlane::Status WaitReadable(const std::function<bool()>& stop);
 
   int fd_;
   std::chrono::milliseconds timeout_;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "atomic_file.h"
 #include "common/die_by.h"
 #include "common/stop_signal.h"
 #include "control_channel.h"
@@ -42,7 +43,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // A launcher stopped by SIGINT, SIGTERM or SIGHUP passes the signal on to both
 // ranks (async-signal-safe: kill only), so that none keeps running on its own: they
-// end the run at a row boundary and the initiator writes the rows that finished. A
+// end the run promptly and the initiator writes the rows that finished. A
 // second stop kills both at once (SIGKILL; a spawned rank ignores a second stop
 // signal itself, which a Ctrl-C also sends it directly).
 extern "C" void ForwardStop(int sig) {
@@ -126,13 +127,27 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   _exit(kExitError);
 }
 
-// Waits for rank `rank` to end, then reaps it with the stop signals blocked and
-// its pid cleared first, so ForwardStop never signals a reaped (reusable) pid.
-int WaitExit(int rank) {
+// A rank that did not exit (killed, by this launcher's second stop or by anyone
+// else) may have been writing the document: removes the temporary file it left in
+// `out_dir`. REQUIRES: `pid` not yet reaped, so no other process can have its pid.
+void RemoveLeftovers(pid_t pid, const siginfo_t& info, const std::string& out_dir) {
+  if (info.si_code == CLD_EXITED) return;  // an exit removes its own (atomic_file.h)
+  const int removed = RemoveTemporaryFiles(out_dir, pid);
+  if (removed > 0) {
+    fmt::print(stderr, "kvbench: removed {} temporary file(s) of rank process {} from {}\n",
+               removed, pid, out_dir);
+  }
+}
+
+// Waits for rank `rank` to end, removes what it left half-written, then reaps it
+// with the stop signals blocked and its pid cleared first, so ForwardStop never
+// signals a reaped (reusable) pid.
+int WaitExit(int rank, const std::string& out_dir) {
   const pid_t pid = g_ranks[rank];
   siginfo_t info{};
   while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
   }
+  RemoveLeftovers(pid, info, out_dir);
   StopForwarding::Block(true);
   g_ranks[rank] = -1;
   int status = 0;
@@ -165,7 +180,9 @@ int SpawnAndWait(const RunConfig& config, const std::string& peer) {
     }
   }
   int codes[2] = {kExitError, kExitError};
-  for (int rank : {1, 0}) codes[rank] = spawned[rank] > 0 ? WaitExit(rank) : kExitError;
+  for (int rank : {1, 0}) {
+    codes[rank] = spawned[rank] > 0 ? WaitExit(rank, config.out_dir) : kExitError;
+  }
   return forked ? std::max(codes[0], codes[1]) : kExitError;
 }
 

@@ -8,11 +8,14 @@
 namespace kvbench {
 
 // Returns the worse of the two ranks' exit codes. A launcher stopped by SIGINT,
-// SIGTERM or SIGHUP passes the signal on to both ranks (which end the run at a row
-// boundary, the initiator writing the rows that finished), waits for them and then,
+// SIGTERM or SIGHUP passes the signal on to both ranks (which end the run promptly,
+// the initiator writing the rows that finished), waits for them and then,
 // instead of returning, dies by that signal itself (a shell sees 128 + the signal,
 // and a loop around kvbench stops on Ctrl-C). A second stop kills both ranks at once
 // (SIGKILL) before it dies. One killed outright (SIGKILL) has its ranks sent SIGTERM.
+// A rank that ends by a signal (killed so, whoever sent it) may have been writing
+// the document: the temporary file it left in --out is removed before the rank is
+// reaped (atomic_file.h: RemoveTemporaryFiles).
 // With the local transport (two threads) the caller dies by the stop instead.
 int SpawnRanks(const RunConfig& config);
 

@@ -8,23 +8,36 @@ namespace {
 
 bool OnDevice(const PoolView& pool) { return pool.kind == kvlane::MemoryKind::kCuda; }
 
+kvlane::Status Stopped() { return kvlane::Status::Canceled("stopped partway"); }
+
+// `stop`, remembering in *fired whether it answered true.
+StopCheck Recording(const StopCheck& stop, bool* fired) {
+  if (!stop) return {};
+  return [&stop, fired] { return *fired = stop(); };
+}
+
 }  // namespace
 
 kvlane::Status FillSources(const PoolView& pool, const PoolList& list,
-                           const RequestIndices& indices, uint32_t rank, uint64_t epoch) {
+                           const RequestIndices& indices, uint32_t rank, uint64_t epoch,
+                           const StopCheck& stop) {
+  bool fired = false;
   if (!OnDevice(pool)) {
-    FillSources(pool.base, list, indices, rank, epoch);
-    return kvlane::Status::Ok();
+    FillSources(pool.base, list, indices, rank, epoch, Recording(stop, &fired));
+    return fired ? Stopped() : kvlane::Status::Ok();
   }
+  if (stop && stop()) return Stopped();
   return DeviceFill(pool.device, MakePatternTable(pool.base, list, indices, nullptr), rank, epoch);
 }
 
 kvlane::Status WipeDestinations(const PoolView& pool, const PoolList& list,
-                                const RequestIndices& indices) {
+                                const RequestIndices& indices, const StopCheck& stop) {
+  bool fired = false;
   if (!OnDevice(pool)) {
-    WipeDestinations(pool.base, list, indices);
-    return kvlane::Status::Ok();
+    WipeDestinations(pool.base, list, indices, Recording(stop, &fired));
+    return fired ? Stopped() : kvlane::Status::Ok();
   }
+  if (stop && stop()) return Stopped();
   return DeviceWipe(pool.device, MakePatternTable(pool.base, list, indices, nullptr),
                     kSentinelByte);
 }
@@ -32,8 +45,15 @@ kvlane::Status WipeDestinations(const PoolView& pool, const PoolList& list,
 kvlane::Result<VerifyResult> VerifyDestinations(const PoolView& pool, const PoolList& list,
                                                 const RequestIndices& dst,
                                                 const RequestIndices& src, uint32_t src_rank,
-                                                uint64_t epoch) {
-  if (!OnDevice(pool)) return VerifyDestinations(pool.base, list, dst, src, src_rank, epoch);
+                                                uint64_t epoch, const StopCheck& stop) {
+  bool fired = false;
+  if (!OnDevice(pool)) {
+    VerifyResult v =
+        VerifyDestinations(pool.base, list, dst, src, src_rank, epoch, Recording(stop, &fired));
+    if (fired) return Stopped();
+    return v;
+  }
+  if (stop && stop()) return Stopped();
   PatternTable table = MakePatternTable(pool.base, list, dst, &src);
   KVLANE_ASSIGN_OR_RETURN(gpu::VerifyTotals totals,
                           DeviceVerify(pool.device, table, src_rank, epoch));

@@ -71,9 +71,9 @@ int RunRank(const RunConfig& config) {
     fmt::print(stderr, "kvbench rank {}: {}\n", config.rank, session.status().message());
     return kExitError;
   }
-  // From here a stop signal ends the run at a row boundary, the rows that finished
-  // kept; before, it ended this rank at once (nothing measured yet). A second stop
-  // ends a rank at once, or is left to the launcher that spawned it.
+  // From here a stop signal ends the run promptly, the rows that finished kept; before, it ended
+  // this rank at once (nothing measured yet). A second stop ends a rank at once, or is left to the
+  // launcher that spawned it.
   kvlane_tools::CatchStopSignals(config.spawned ? kvlane_tools::LaterStop::kIgnore
                                                 : kvlane_tools::LaterStop::kDie);
   if (config.rank == kInitiatorRank) return RunInitiator(session.value().get());

@@ -30,15 +30,17 @@ const RequestIndices& To(const BurstMap& map, kvlane::Op op) {
   return Pushes(op) ? map.target : map.initiator;
 }
 
-// Runs copy(dst, src, len) over every pair; false as soon as one fails.
+// Runs copy(dst, src, len) over every pair, counting the bytes to `pacer`; false
+// as soon as one fails or the pacer says to stop.
 template <typename Copy>
-bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy copy) {
+bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy copy,
+               StopPacer* pacer) {
   const RequestIndices &from = From(map, op), &to = To(map, op);
   for (size_t r = 0; r < from.size(); ++r) {
     for (size_t k = 0; k < from[r].size(); ++k) {
       const Extent& src = list.extents[from[r][k]];
       const Extent& dst = list.extents[to[r][k]];
-      if (!copy(dst.offset, src.offset, src.len)) return false;
+      if (!copy(dst.offset, src.offset, src.len) || pacer->Done(src.len)) return false;
     }
   }
   return true;
@@ -47,6 +49,29 @@ bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy co
 ReferenceFigures Figures(const std::string& method, const std::vector<double>& ms, uint64_t bytes) {
   double p50 = Percentile(ms, 0.5);
   return {method, p50, GigabytesPerSecond(bytes, p50)};
+}
+
+// `reps` timed reps of `copy` over every pair after one warm-up, under `method`;
+// "<method>-failed" when a copy fails, nullopt when `stop` answered true (asked
+// before each rep after the warm-up, and between pairs).
+template <typename Copy>
+std::optional<ReferenceFigures> CopyReference(const std::string& method, const PoolList& list,
+                                              const BurstMap& map, kvlane::Op op, int reps,
+                                              const StopCheck& stop, Copy copy) {
+  bool stopped = false;
+  const StopCheck ask = stop ? StopCheck([&] { return stopped = stop(); }) : StopCheck();
+  StopPacer pacer(ask);
+  std::vector<double> ms;
+  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
+    if (i > 0 && ask && ask()) return std::nullopt;
+    Clock::time_point t0 = Clock::now();
+    if (!CopyPairs(list, map, op, copy, &pacer)) {
+      if (stopped) return std::nullopt;
+      return ReferenceFigures{method + "-failed", 0, 0};
+    }
+    if (i > 0) ms.push_back(MsSince(t0));
+  }
+  return Figures(method, ms, map.burst_bytes);
 }
 
 // A device pool's socket reference stages each extent through one pinned host
@@ -114,11 +139,14 @@ kvlane::Status StreamExtents(const Stream& st, const PoolList& list, const Reque
   return kvlane::Status::Ok();
 }
 
-// The initiator's timed reps; the time of each after the warm-up.
+// The initiator's timed reps; the time of each after the warm-up. kCanceled, with
+// nothing sent, when `stop` answers true before a rep.
 kvlane::Result<std::vector<double>> InitiatorReps(const Stream& st, const PoolList& list,
-                                                  const BurstMap& map, kvlane::Op op, int reps) {
+                                                  const BurstMap& map, kvlane::Op op, int reps,
+                                                  const StopCheck& stop) {
   std::vector<double> ms;
   for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
+    if (stop && stop()) return kvlane::Status::Canceled("reference abandoned: the run is stopping");
     Clock::time_point t0 = Clock::now();
     KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_go"}}));
     KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.initiator, Pushes(op)));
@@ -128,10 +156,14 @@ kvlane::Result<std::vector<double>> InitiatorReps(const Stream& st, const PoolLi
   return ms;
 }
 
+// kCanceled when the initiator abandons the row ("abandon" in place of "ref_go").
 kvlane::Status TargetReps(const Stream& st, const PoolList& list, const BurstMap& map,
                           kvlane::Op op, int reps) {
   for (int i = 0; i <= reps; ++i) {
-    KVLANE_RETURN_IF_ERROR(st.control->Expect("ref_go").status());
+    KVLANE_ASSIGN_OR_RETURN(json go, st.control->ExpectOneOf({"ref_go", "abandon"}));
+    if (go.value("type", "") == "abandon") {
+      return kvlane::Status::Canceled("the initiator abandoned the row");
+    }
     KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.target, !Pushes(op)));
     if (Pushes(op)) KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_done"}}));
   }
@@ -146,43 +178,31 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
   return ReferenceFault::kNone;
 }
 
-ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                 kvlane::Op op, int reps) {
-  auto copy = [pool](uint64_t dst, uint64_t src, uint64_t len) {
-    std::memmove(pool + dst, pool + src, len);
-    return true;
-  };
-  std::vector<double> ms;
-  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
-    Clock::time_point t0 = Clock::now();
-    CopyPairs(list, map, op, copy);
-    if (i > 0) ms.push_back(MsSince(t0));
-  }
-  return Figures("memcpy", ms, map.burst_bytes);
+std::optional<ReferenceFigures> MemcpyReference(uint8_t* pool, const PoolList& list,
+                                                const BurstMap& map, kvlane::Op op, int reps,
+                                                const StopCheck& stop) {
+  return CopyReference("memcpy", list, map, op, reps, stop,
+                       [pool](uint64_t dst, uint64_t src, uint64_t len) {
+                         std::memmove(pool + dst, pool + src, len);
+                         return true;
+                       });
 }
 
-ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                     kvlane::Op op, int reps) {
-  auto copy = [pool](uint64_t dst, uint64_t src, uint64_t len) {
-    return CopyDeviceToDevice(pool + dst, pool + src, len).ok();
-  };
-  std::vector<double> ms;
-  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
-    Clock::time_point t0 = Clock::now();
-    if (!CopyPairs(list, map, op, copy)) return {"cudaMemcpy-failed", 0, 0};
-    if (i > 0) ms.push_back(MsSince(t0));
-  }
-  return Figures("cudaMemcpy", ms, map.burst_bytes);
+std::optional<ReferenceFigures> DeviceCopyReference(uint8_t* pool, const PoolList& list,
+                                                    const BurstMap& map, kvlane::Op op, int reps,
+                                                    const StopCheck& stop) {
+  return CopyReference("cudaMemcpy", list, map, op, reps, stop,
+                       [pool](uint64_t dst, uint64_t src, uint64_t len) {
+                         return CopyDeviceToDevice(pool + dst, pool + src, len).ok();
+                       });
 }
 
-kvlane::Result<ReferenceFigures> SocketReferenceInitiator(ControlChannel* control,
-                                                          const PoolView& pool,
-                                                          const PoolList& list, const BurstMap& map,
-                                                          kvlane::Op op, int reps,
-                                                          ReferenceFault fault) {
-  KVLANE_ASSIGN_OR_RETURN(json ready, control->Expect("ref_ready"));  // or the target's reason
+kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
+    ControlChannel* control, const json& ready, const PoolView& pool, const PoolList& list,
+    const BurstMap& map, kvlane::Op op, int reps, ReferenceFault fault, const StopCheck& stop) {
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
-  auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps);
+  auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps, stop);
+  if (ms.status().code() == kvlane::Code::kCanceled && !control->aborted()) return ms.status();
   if (!ms.ok()) {
     control->Abort();  // the raw stream may be cut partway: the target must not wait on it
     return ms.status();
@@ -197,7 +217,8 @@ kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& po
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
   KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_ready"}, {"staged", stage != nullptr}}));
   kvlane::Status s = TargetReps({control, pool, stage.get(), fault}, list, map, op, reps);
-  if (!s.ok()) control->Abort();  // as on the initiator
+  const bool abandoned = s.code() == kvlane::Code::kCanceled && !control->aborted();
+  if (!s.ok() && !abandoned) control->Abort();  // as on the initiator
   return s;
 }
 

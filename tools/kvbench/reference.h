@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "burst_map.h"
@@ -15,18 +16,23 @@
 #include "document.h"
 #include "kvlane/transfer.h"
 #include "pool_ops.h"
+#include "stop_check.h"
 
 namespace kvbench {
 
 // Copies every pair of one pool from its source-side extent to its landing-side
 // extent (kRead: target-side to initiator-side; kWrite: the reverse), `reps` times
-// after one warm-up. REQUIRES: reps >= 1.
-ReferenceFigures MemcpyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                 kvlane::Op op, int reps);
+// after one warm-up. `stop` (stop_check.h) is asked before each rep and between
+// pairs (StopPacer); nullopt, the reference unfinished, once it answers true.
+// REQUIRES: reps >= 1.
+std::optional<ReferenceFigures> MemcpyReference(uint8_t* pool, const PoolList& list,
+                                                const BurstMap& map, kvlane::Op op, int reps,
+                                                const StopCheck& stop = {});
 
 // The same pairs copied with cudaMemcpy device to device (pool is a device pointer).
-ReferenceFigures DeviceCopyReference(uint8_t* pool, const PoolList& list, const BurstMap& map,
-                                     kvlane::Op op, int reps);
+std::optional<ReferenceFigures> DeviceCopyReference(uint8_t* pool, const PoolList& list,
+                                                    const BurstMap& map, kvlane::Op op, int reps,
+                                                    const StopCheck& stop = {});
 
 // Testing only (--inject-fault): a socket reference that fails on purpose on the
 // rank given it. kSetup: as if its pinned staging buffer could not be allocated,
@@ -40,8 +46,9 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 
 // The socket reference, run by both ranks with the same map, op and reps once the
 // initiator has sent the row's "ref" request. The target allocates its staging
-// buffer and answers "ref_ready"; the initiator waits for it, then allocates its
-// own. Per rep the initiator says go; for kRead the target sends its extents and
+// buffer and answers "ref_ready"; the initiator's caller waits for it (an "error"
+// instead gives the target's reason) and passes it on, and the initiator then
+// allocates its own. Per rep the initiator says go; for kRead the target sends its extents and
 // the initiator receives them into its own, for kWrite the initiator sends and the
 // target receives, then acknowledges. Timed on the initiator, from go to the last
 // byte received (kRead) or to the acknowledgement (kWrite). Each rank stages where
@@ -62,9 +69,17 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 // (ControlChannel::Abort: every later send is refused) and its peer's wait fails
 // at once instead of at the control timeout. The ranks' pools may be of different
 // kinds (a mixed --memory pair).
+//
+// The initiator asks `stop` before each rep; once it answers true the initiator
+// returns kCanceled at that rep boundary, the connection intact and framed, and
+// sends nothing more: its caller tells the target ("abandon", which the target
+// takes in place of the next "ref_go" and returns kCanceled for, the connection
+// intact). A rep once begun runs whole: its raw bytes cannot be cut short
+// without ending the connection.
 kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
-    ControlChannel* control, const PoolView& pool, const PoolList& list, const BurstMap& map,
-    kvlane::Op op, int reps, ReferenceFault fault = ReferenceFault::kNone);
+    ControlChannel* control, const nlohmann::json& ready, const PoolView& pool,
+    const PoolList& list, const BurstMap& map, kvlane::Op op, int reps,
+    ReferenceFault fault = ReferenceFault::kNone, const StopCheck& stop = {});
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
                                      int reps, ReferenceFault fault = ReferenceFault::kNone);

@@ -32,6 +32,18 @@ kvlane::DescList ListAt(uint64_t base, const PoolList& list, kvlane::MemoryKind 
   return out;
 }
 
+// Whether a stop signal reached this rank: what a wait for the target asks.
+bool StopSignalled() { return kvlane_tools::StopSignal() != 0; }
+
+// The reference's reps: --samples; with --inject-fault slow-reference (testing a
+// stop that comes during a long reference) as good as endless from the second row
+// on (`epoch` > 1), said on stderr.
+int ReferenceReps(const RunConfig& c, uint64_t epoch) {
+  if (c.fault != "slow-reference" || epoch <= 1) return c.samples;
+  fmt::print(stderr, "[kvbench] injected fault: the reference repeats until the run is stopped\n");
+  return 1 << 30;
+}
+
 std::string Describe(const VerifyResult& v) {
   return fmt::format("checked {} B, {} mismatching{}", v.checked, v.mismatches,
                      v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
@@ -68,7 +80,19 @@ kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result
   return kvlane::Status::Ok();
 }
 
-bool RowRunner::Stopping() const { return kvlane_tools::StopSignal() != 0 || !peer_stop_.empty(); }
+bool RowRunner::Stopping() {
+  if (kvlane_tools::StopSignal() != 0 || !peer_stop_.empty() || !stop_.empty()) return true;
+  if (!s_->control().Pending()) return false;
+  auto m = s_->control().Receive();
+  const std::string type = m.ok() ? m->value("type", "") : "";
+  if (type == "stopped") {
+    peer_stop_ = m->value("signal", "a stop signal");
+  } else {
+    StopRun(m.ok() ? "control: unexpected '" + type + "' from the target"
+                   : "control: " + m.status().ToString());
+  }
+  return true;
+}
 
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
@@ -85,7 +109,7 @@ RunResult RowRunner::RunAll(const Progress& progress) {
     return result;
   }
   kvlane::Status bye = s_->control().Send({{"type", "done"}});
-  if (bye.ok()) bye = s_->control().Expect("bye").status();
+  if (bye.ok()) bye = ReceiveUntil("bye");
   if (!bye.ok()) result.errors.push_back("control: " + bye.ToString());
   return result;
 }
@@ -104,7 +128,10 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
       for (const std::string& op : s_->config().ops) {
         if (Stopping()) return;
         std::optional<RowResult> row = RunRow(op, point, map, ++epoch);
-        if (!row.has_value()) return;  // a stop came while it ran: dropped
+        if (!row.has_value()) {  // a stop came while it ran: dropped
+          if (stop_.empty()) Abandon();
+          return;
+        }
         result->rows.push_back(std::move(*row));
         progress(result->rows.back());
         if (!stop_.empty()) return;
@@ -118,8 +145,8 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
   }
 }
 
-// Checks for a stop between its phases: a row whose verified burst passed and that
-// a stop then interrupts is dropped, not kept with part of its timing.
+// Checks for a stop between its phases and within each: a row whose verified burst
+// passed and that a stop then interrupts is dropped, not kept with part of its timing.
 std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoint& point,
                                            const BurstMap& map, uint64_t epoch) {
   RowResult row;
@@ -137,52 +164,71 @@ std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoin
     return row;
   }
   row.segments = burst.value().segments();
-  VerifiedBurst(&burst.value(), op, point, map, epoch, &row);
+  if (!VerifiedBurst(&burst.value(), op, point, map, epoch, &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
-  if (Stopping()) return std::nullopt;
-  TimedBursts(&burst.value(), &row);  // returns early, row unfinished, on a stop
+  if (Stopping() || !TimedBursts(&burst.value(), &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
-  if (Stopping()) return std::nullopt;
-  Reference(op, point, map, &row);
+  if (Stopping() || !Reference(op, point, map, epoch, &row)) return std::nullopt;
   return row;
 }
 
-void RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
-                              const BurstMap& map, uint64_t epoch, RowResult* row) {
-  ControlChannel& c = s_->control();
-  kvlane::Status s = c.Send(
-      {{"type", "row"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"epoch", epoch}});
-  // The target wiped or filled its side; or, stopped by a signal, started no row.
-  auto ready = s.ok() ? c.ExpectOneOf({"ready", "stopped"}) : kvlane::Result<json>(s);
-  if (!ready.ok()) {
+std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& types,
+                                                RowResult* row) {
+  std::vector<std::string> any = types;
+  any.push_back("stopped");
+  auto m = s_->control().ExpectOneOf(any, StopSignalled);
+  if (!m.ok() && m.status().code() == kvlane::Code::kCanceled && !s_->control().aborted()) {
+    return std::nullopt;  // this rank was stopped while it waited
+  }
+  if (!m.ok()) {
     row->verdict = Verdict::kFail;
-    row->verify_detail = "control: " + ready.status().ToString();
-    return;
+    row->verify_detail = "control: " + m.status().ToString();
+    return json::object();
   }
-  if (ready->value("type", "") == "stopped") {
-    peer_stop_ = ready->value("signal", "a stop signal");
-    return;
-  }
-  std::string detail;
-  LocalCheck mine = LandAndCheck(burst, op == "push", map, epoch, &detail);
-  AgreeOnVerdict(mine, detail, row);
+  if (m->value("type", "") != "stopped") return m.value();
+  peer_stop_ = m->value("signal", "a stop signal");
+  return std::nullopt;
 }
 
-LocalCheck RowRunner::LandAndCheck(Burst* burst, bool push, const BurstMap& map, uint64_t epoch,
-                                   std::string* detail) {
+bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+                              const BurstMap& map, uint64_t epoch, RowResult* row) {
+  kvlane::Status s = s_->control().Send(
+      {{"type", "row"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"epoch", epoch}});
+  if (!s.ok()) {
+    row->verdict = Verdict::kFail;
+    row->verify_detail = "control: " + s.ToString();
+    return true;
+  }
+  // The target wiped or filled its side; or, stopped by a signal, says so.
+  if (!Answer({"ready"}, row).has_value()) return false;
+  if (row->verdict == Verdict::kFail) return true;
+  std::string detail;
+  std::optional<LocalCheck> mine = LandAndCheck(burst, op == "push", map, epoch, &detail);
+  if (!mine.has_value() || Stopping()) return false;
+  return AgreeOnVerdict(*mine, detail, row);
+}
+
+std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const BurstMap& map,
+                                                  uint64_t epoch, std::string* detail) {
   // push lands on the target (this rank is the source); pull lands here.
   PoolView pool = s_->pool_view();
-  kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch)
-                          : WipeDestinations(pool, list_, map.initiator);
-  BurstTiming t = s.ok() ? burst->Run(s_->config().control_timeout_ms) : BurstTiming{0, {}, s};
+  const StopCheck stop = [this] { return Stopping(); };
+  kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch, stop)
+                          : WipeDestinations(pool, list_, map.initiator, stop);
+  if (!s.ok() && Stopping()) return std::nullopt;
+  BurstTiming t =
+      s.ok() ? burst->Run(s_->config().control_timeout_ms, stop) : BurstTiming{0, {}, s};
+  if (t.abandoned) return std::nullopt;
   if (!t.status.ok()) {
     *detail = "transfer: " + t.status.ToString();
     return LocalCheck::kFail;
   }
   if (push) return LocalCheck::kNotVerifier;
   if (s_->config().fault == "flip-byte") s = FlipOneLandedByte(pool, list_, map.initiator);
-  auto v = s.ok() ? VerifyDestinations(pool, list_, map.initiator, map.target, kTargetRank, epoch)
-                  : kvlane::Result<VerifyResult>(s);
+  auto v =
+      s.ok() ? VerifyDestinations(pool, list_, map.initiator, map.target, kTargetRank, epoch, stop)
+             : kvlane::Result<VerifyResult>(s);
+  if (!v.ok() && Stopping()) return std::nullopt;
   if (!v.ok()) {
     *detail = "initiator: cannot check: " + v.status().ToString();
     return LocalCheck::kFail;
@@ -191,32 +237,36 @@ LocalCheck RowRunner::LandAndCheck(Burst* burst, bool push, const BurstMap& map,
   return v->ok() ? LocalCheck::kPass : LocalCheck::kFail;
 }
 
-void RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row) {
-  ControlChannel& c = s_->control();
+bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row) {
   kvlane::Status s =
-      c.Send({{"type", "check"}, {"local", LocalCheckName(mine)}, {"detail", detail}});
-  auto verdict = s.ok() ? c.Expect("verdict") : kvlane::Result<json>(s);
-  if (!verdict.ok()) {
+      s_->control().Send({{"type", "check"}, {"local", LocalCheckName(mine)}, {"detail", detail}});
+  if (!s.ok()) {
     row->verdict = Verdict::kFail;
-    row->verify_detail = "control: " + verdict.status().ToString();
-    return;
+    row->verify_detail = "control: " + s.ToString();
+    return true;
   }
+  std::optional<json> verdict = Answer({"verdict"}, row);
+  if (!verdict.has_value()) return false;
+  if (row->verdict == Verdict::kFail) return true;
   row->verdict = Combine(mine, ParseLocalCheck(verdict->value("local", "")));
   std::string theirs = verdict->value("detail", "");
   row->verify_detail = detail + (detail.empty() || theirs.empty() ? "" : "; ") + theirs;
+  return true;
 }
 
-void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
+bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
+  const StopCheck stop = [this] { return Stopping(); };
   std::vector<BurstTiming> timings;
   int total = c.warmup + c.samples * c.trials;
   for (int i = 0; i < total; ++i) {
-    if (Stopping()) return;
-    BurstTiming t = burst->Run(c.control_timeout_ms);
+    if (Stopping()) return false;
+    BurstTiming t = burst->Run(c.control_timeout_ms, stop);
+    if (t.abandoned) return false;
     if (!t.status.ok()) {
       row->verdict = Verdict::kFail;
       row->verify_detail += "; timed burst failed: " + t.status.ToString();
-      return;
+      return true;
     }
     if (i >= c.warmup) timings.push_back(std::move(t));
   }
@@ -228,32 +278,68 @@ void RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   uint64_t bytes = row->batch * row->req_bytes;
   row->gbps_p50 = GigabytesPerSecond(bytes, row->burst_ms.p50);
   row->gbps_p50_incl_prep = GigabytesPerSecond(bytes, row->burst_ms.p50 + row->prep_ms);
+  return true;
 }
 
-void RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
-                          RowResult* row) {
-  int reps = s_->config().samples;
+bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
+                          uint64_t epoch, RowResult* row) {
+  const int reps = ReferenceReps(s_->config(), epoch);
+  const StopCheck stop = [this] { return Stopping(); };
   // One process reaches both sides (local, shm, cuda: both pools of one kind): copy
   // within its pool. A mixed pair runs over tcp only.
   if (s_->transport_used() != "tcp") {
-    row->reference = s_->kind() == kvlane::MemoryKind::kCuda
-                         ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps)
-                         : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps);
-    return;
+    auto ref = s_->kind() == kvlane::MemoryKind::kCuda
+                   ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps, stop)
+                   : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps, stop);
+    if (!ref.has_value()) return false;
+    row->reference = *ref;
+    return true;
   }
   ControlChannel& c = s_->control();
   kvlane::Status s = c.Send(
       {{"type", "ref"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});
-  auto ref = s.ok() ? SocketReferenceInitiator(&c, s_->pool_view(), list_, map, OpOf(op), reps,
-                                               ReferenceFaultFor(s_->config().fault, "initiator"))
-                    : kvlane::Result<ReferenceFigures>(s);
+  // "ref_ready", the target's reason, or its "stopped" (told before it read "ref").
+  auto ready =
+      s.ok() ? c.ExpectOneOf({"ref_ready", "stopped"}, StopSignalled) : kvlane::Result<json>(s);
+  if (!ready.ok() && ready.status().code() == kvlane::Code::kCanceled && !c.aborted()) {
+    return false;
+  }
+  if (ready.ok() && ready->value("type", "") == "stopped") {
+    peer_stop_ = ready->value("signal", "a stop signal");
+    return false;
+  }
+  auto ref = ready.ok() ? SocketReferenceInitiator(
+                              &c, ready.value(), s_->pool_view(), list_, map, OpOf(op), reps,
+                              ReferenceFaultFor(s_->config().fault, "initiator"), stop)
+                        : kvlane::Result<ReferenceFigures>(ready.status());
   if (ref.ok()) {
     row->reference = ref.value();
-    return;
+    return true;
   }
+  if (ref.status().code() == kvlane::Code::kCanceled && !c.aborted()) return false;
   row->reference = {"socket-failed: " + ref.status().ToString(), 0, 0};
   StopRun(fmt::format("socket reference ({}, isl {}, batch {}): {}", op, point.isl, row->batch,
                       ref.status().ToString()));
+  return true;
+}
+
+// The target takes "abandon" wherever it is in the row (in place of the next row
+// message it waits for, or once a step of its own notices it waiting) and answers
+// "abandoned" from its loop; the answers it sent meanwhile are passed over.
+void RowRunner::Abandon() {
+  kvlane::Status s = s_->control().Send({{"type", "abandon"}});
+  if (s.ok()) s = ReceiveUntil("abandoned");
+  if (!s.ok()) StopRun("abandoning the row in flight: " + s.ToString());
+}
+
+kvlane::Status RowRunner::ReceiveUntil(const std::string& type) {
+  while (true) {
+    KVLANE_ASSIGN_OR_RETURN(json m, s_->control().ExpectOneOf({type, "stopped", "ready", "verdict",
+                                                               "ref_ready", "ref_done"}));
+    const std::string got = m.value("type", "");
+    if (got == type) return kvlane::Status::Ok();
+    if (got == "stopped" && peer_stop_.empty()) peer_stop_ = m.value("signal", "a stop signal");
+  }
 }
 
 // A failed socket reference ends the run (the target has stopped, or the raw bytes

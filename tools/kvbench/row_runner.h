@@ -34,29 +34,45 @@ class RowRunner {
   // Runs every row, then tells the target the run is done. A failed socket
   // reference stops the run there (a run-level error in the result) and ends the
   // control connection instead. A stop signal caught by this rank
-  // (common/stop_signal.h), or one the target reports when asked for a row, ends
-  // the run at the next row boundary: the row in flight is dropped (a row is kept
-  // only measured whole), the target is told "done" as usual, and the result names
-  // the stop.
+  // (common/stop_signal.h), or one the target tells of ("stopped"), ends the run
+  // promptly: the row in flight is abandoned at its next safe point (between
+  // pieces of a pool wipe, fill or check, between bursts, while a burst waits,
+  // between reference reps, or while waiting for the target), its transfers
+  // canceled or waited for, and the target told ("abandon", answered with
+  // "abandoned" once it has left the row); the target is then told "done" as
+  // usual, and the result names the stop. A row is kept only measured whole.
   RunResult RunAll(const Progress& progress);
 
  private:
   void RunPoints(const Progress& progress, RunResult* result);
-  // A stop signal reached this rank, or the target reported one.
-  bool Stopping() const;
+  // A stop signal reached this rank, or the target told of one: read here when a
+  // message waits while the target owes none (it tells unasked only then).
+  bool Stopping();
   kvlane::Status PrepareLists(const PlanPoint& point, RunResult* result);
   void ReleaseLists();
-  // The row, measured whole (or failed); nullopt when a stop came first.
+  // The row, measured whole (or failed); nullopt when a stop came first (the
+  // caller then abandons it with the target).
   std::optional<RowResult> RunRow(const std::string& op, const PlanPoint& point,
                                   const BurstMap& map, uint64_t epoch);
-  void VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+  // These return false when a stop dropped the row.
+  bool VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
                      const BurstMap& map, uint64_t epoch, RowResult* row);
-  LocalCheck LandAndCheck(Burst* burst, bool push, const BurstMap& map, uint64_t epoch,
-                          std::string* detail);
-  void AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
-  void TimedBursts(Burst* burst, RowResult* row);
-  void Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
+  std::optional<LocalCheck> LandAndCheck(Burst* burst, bool push, const BurstMap& map,
+                                         uint64_t epoch, std::string* detail);
+  bool AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
+  bool TimedBursts(Burst* burst, RowResult* row);
+  bool Reference(const std::string& op, const PlanPoint& point, const BurstMap& map, uint64_t epoch,
                  RowResult* row);
+  // Reads an answer of `types` to a row message, or the target's "stopped"; gives
+  // up on a stop of this rank while waiting. The answer; nullopt when a stop came
+  // (the target's is recorded); an empty object on a control failure (`row` failed,
+  // saying why).
+  std::optional<nlohmann::json> Answer(const std::vector<std::string>& types, RowResult* row);
+  // Tells the target the row in flight is dropped and waits until it has left it.
+  void Abandon();
+  // Receives until a message of `type`, passing over the row's answers already on
+  // their way and a "stopped" (recorded).
+  kvlane::Status ReceiveUntil(const std::string& type);
   void StopRun(const std::string& reason);
 
   Session* s_;

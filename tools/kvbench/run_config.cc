@@ -206,9 +206,13 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--inject-fault", c->fault,
                   "testing only: flip-byte flips one landed byte before each verification; "
                   "ref-{target,initiator}-{setup,stream} fails that rank's socket reference "
-                  "before its first byte or partway through")
+                  "before its first byte or partway through; slow-reference and "
+                  "slow-target-prepare repeat the initiator's reference, or the target's "
+                  "wipe or fill before a verified burst, from the second row on until the run "
+                  "is stopped")
       ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
-                             "ref-initiator-setup", "ref-initiator-stream"}))
+                             "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
+                             "slow-target-prepare"}))
       ->group("Testing");
   app->add_flag("--spawned", c->spawned, "set by the launcher on the ranks it spawns")
       ->group("");  // hidden: not for people to pass

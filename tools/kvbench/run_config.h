@@ -43,7 +43,11 @@ struct RunConfig {
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
   std::string fault;      // testing: "flip-byte" corrupts each verified burst; "ref-<role>-setup"
-                          // or "ref-<role>-stream" fails that rank's socket reference
+                          // or "ref-<role>-stream" fails that rank's socket reference;
+                          // "slow-reference" (the initiator's reference) and
+                          // "slow-target-prepare" (the target's wipe or fill of a row's
+                          // verified burst) repeat, from the second row on, until a stop
+                          // interrupts them
 
   // Filled by Resolve():
   int warmup = 0, samples = 0, trials = 0;  // the flags', else the preset's (--grid)

@@ -12,23 +12,60 @@ using nlohmann::json;
 
 kvlane::Status TargetLoop::Run() {
   while (true) {
-    KVLANE_ASSIGN_OR_RETURN(json m, s_->control().Receive());
+    KVLANE_ASSIGN_OR_RETURN(json m, Next());
     std::string type = m.value("type", "");
     if (type == "done") return s_->control().Send({{"type", "bye"}});
     if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));
-    if (type == "row" && kvlane_tools::StopSignal() != 0) {  // no new row: says why, waits for done
-      KVLANE_RETURN_IF_ERROR(s_->control().Send(
-          {{"type", "stopped"}, {"signal", kvlane_tools::SignalName(kvlane_tools::StopSignal())}}));
+    if (type == "abandon") {
+      KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "abandoned"}}));
       continue;
     }
+    // Sent before the initiator read our "stopped": it abandons the row instead.
+    if (told_stop_ && (type == "row" || type == "ref" || type == "check")) continue;
     kvlane::Status s = type == "row"   ? HandleRow(m)
                        : type == "ref" ? HandleReference(m)
                                        : kvlane::Status::InvalidArgument("unexpected " + type);
-    if (!s.ok()) {  // tells the initiator why, unless the connection was aborted
-      (void)s_->control().Send({{"type", "error"}, {"message", s.message()}});
-      return s;
-    }
+    if (s.ok() || EndedEarly(s)) continue;
+    // Tells the initiator why, unless the connection was aborted.
+    (void)s_->control().Send({{"type", "error"}, {"message", s.message()}});
+    return s;
   }
+}
+
+bool TargetLoop::StopUntold() const { return !told_stop_ && kvlane_tools::StopSignal() != 0; }
+
+kvlane::Status TargetLoop::TellStopped() {
+  told_stop_ = true;
+  return s_->control().Send(
+      {{"type", "stopped"}, {"signal", kvlane_tools::SignalName(kvlane_tools::StopSignal())}});
+}
+
+kvlane::Result<json> TargetLoop::Next() {
+  if (held_.has_value()) {
+    json m = std::move(*held_);
+    held_.reset();
+    return m;
+  }
+  if (StopUntold()) KVLANE_RETURN_IF_ERROR(TellStopped());
+  auto m = s_->control().Receive([this] { return StopUntold(); });
+  if (m.ok() || !EndedEarly(m.status())) return m;
+  KVLANE_RETURN_IF_ERROR(TellStopped());
+  return s_->control().Receive();
+}
+
+kvlane::Result<json> TargetLoop::NextOf(const std::string& type) {
+  KVLANE_ASSIGN_OR_RETURN(json m, Next());
+  if (m.value("type", "") == type && !told_stop_) return m;
+  held_ = std::move(m);
+  return kvlane::Status::Canceled("the row ended early");
+}
+
+bool TargetLoop::Interrupted() const {
+  return kvlane_tools::StopSignal() != 0 || s_->control().Pending();
+}
+
+bool TargetLoop::EndedEarly(const kvlane::Status& s) const {
+  return s.code() == kvlane::Code::kCanceled && !s_->control().aborted();
 }
 
 kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
@@ -46,16 +83,24 @@ kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
   return kvlane::Status::NotFound(fmt::format("isl {} is not in the plan", isl));
 }
 
+// Each step gives up (kCanceled) when Interrupted(); the loop then tells the stop or
+// reads the initiator's "abandon".
 kvlane::Status TargetLoop::HandleRow(const json& m) {
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
   BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
   uint64_t epoch = m.value("epoch", uint64_t{0});
   bool push = m.value("op", "") == "push";  // push lands here; pull reads from here
   PoolView pool = s_->pool_view();
-  KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target)
-                              : FillSources(pool, list_, map.target, kTargetRank, epoch));
+  const StopCheck stop = [this] { return Interrupted(); };
+  const bool slow = s_->config().fault == "slow-target-prepare" && epoch > 1;
+  if (slow) fmt::print(stderr, "[kvbench] injected fault: the target prepares until stopped\n");
+  do {
+    if (slow && stop()) return kvlane::Status::Canceled("the row ended early");
+    KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target, stop)
+                                : FillSources(pool, list_, map.target, kTargetRank, epoch, stop));
+  } while (slow);
   KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "ready"}}));
-  KVLANE_ASSIGN_OR_RETURN(json check, s_->control().Expect("check"));
+  KVLANE_ASSIGN_OR_RETURN(json check, NextOf("check"));
   LocalCheck mine = LocalCheck::kNotVerifier;
   std::string detail;
   if (push) {
@@ -64,7 +109,7 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
     }
     KVLANE_ASSIGN_OR_RETURN(
         VerifyResult v,
-        VerifyDestinations(pool, list_, map.target, map.initiator, kInitiatorRank, epoch));
+        VerifyDestinations(pool, list_, map.target, map.initiator, kInitiatorRank, epoch, stop));
     mine = v.ok() ? LocalCheck::kPass : LocalCheck::kFail;
     detail = fmt::format("target: checked {} B, {} mismatching{}", v.checked, v.mismatches,
                          v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
@@ -77,8 +122,11 @@ kvlane::Status TargetLoop::HandleReference(const json& m) {
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
   BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
   kvlane::Op op = m.value("op", "") == "push" ? kvlane::Op::kWrite : kvlane::Op::kRead;
-  return SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1),
-                               ReferenceFaultFor(s_->config().fault, "target"));
+  kvlane::Status s =
+      SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1),
+                            ReferenceFaultFor(s_->config().fault, "target"));
+  if (EndedEarly(s)) held_ = json{{"type", "abandon"}};  // taken in place of "ref_go"
+  return s;
 }
 
 }  // namespace kvbench

@@ -3,6 +3,8 @@
 // verified burst of each row, serve the socket reference) until "done".
 #pragma once
 
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "burst_map.h"
@@ -14,20 +16,44 @@ class TargetLoop {
  public:
   // REQUIRES: session is the target's and outlives the loop.
   explicit TargetLoop(Session* session) : s_(session) {}
-  // Returns when the initiator says "done" (ok) or the control plane fails. Once a
-  // stop signal reached this rank (common/stop_signal.h) it starts no new row: it
-  // answers the initiator's next "row" with "stopped" and the signal's name, and
-  // goes on waiting for "done".
+  // Returns when the initiator says "done" (ok) or the control plane fails.
+  //
+  // A row may end early either way. The initiator may abandon it ("abandon"): the
+  // target takes it in place of the row message it waits for, or notices it
+  // waiting between pieces of its own wipe, fill or check, leaves the row and
+  // answers "abandoned". A stop signal reaching this rank (common/stop_signal.h)
+  // ends its wipe, fill or check at the next piece, and it tells the initiator
+  // once ("stopped" and the signal's name) as soon as it next waits for the
+  // initiator outside the socket reference (within kStopPoll), in place of the
+  // answer the initiator waits for or unasked; from then on it serves no row
+  // message, only "abandon" and "done". A socket reference already begun is served
+  // to its end first (its raw bytes leave no room for a message).
   kvlane::Status Run();
 
  private:
   kvlane::Result<const PlanPoint*> PointFor(const nlohmann::json& message);
   kvlane::Status HandleRow(const nlohmann::json& message);
   kvlane::Status HandleReference(const nlohmann::json& message);
+  // The initiator's next message: the one a row step held back, else the next on
+  // the connection; a stop of this rank not yet told is told first, or while it
+  // waits.
+  kvlane::Result<nlohmann::json> Next();
+  // Next(), when it is of `type` and this rank has not told a stop; else the
+  // message is held back for the loop and kCanceled returned (the row ends here).
+  kvlane::Result<nlohmann::json> NextOf(const std::string& type);
+  kvlane::Status TellStopped();
+  bool StopUntold() const;
+  // Whether a row step should give up: a stop of this rank, or a message waiting
+  // (while the target prepares or checks, the initiator sends only "abandon").
+  bool Interrupted() const;
+  // A row handler's status that means "the row ended early" (not a failure).
+  bool EndedEarly(const kvlane::Status& s) const;
 
   Session* s_;
   PoolList list_;
   std::vector<uint64_t> list_shape_;
+  std::optional<nlohmann::json> held_;  // a message a row step took for the loop
+  bool told_stop_ = false;              // "stopped" has been sent
 };
 
 }  // namespace kvbench

@@ -5,8 +5,10 @@
 #include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -285,6 +287,36 @@ TEST(AtomicFile, ADirectoryThatCannotBeSyncedOnItsFileSystemIsNoError) {
   EXPECT_FALSE(written->replaced);
   EXPECT_EQ(ReadFile(dir / "doc.json"), "first\n");
   EXPECT_EQ(dir.Names(), std::vector<std::string>{"doc.json"});
+}
+
+// A writer killed between creating its temporary file and renaming it (here it
+// exits in the rename itself, as a SIGKILL would end it: no clean-up runs) leaves
+// the file; RemoveTemporaryFiles of its pid removes exactly that one, and leaves
+// the documents, other writers' temporary files and look-alike names.
+TEST(AtomicFile, AKilledWritersTemporaryFileIsFoundByItsPid) {
+  TempDir dir;
+  const pid_t writer = fork();
+  if (writer == 0) {
+    (void)detail::WriteFileAtomically(dir / "doc.json", "half\n",
+                                      [](const char*, const char*) -> int { _exit(0); });
+    _exit(1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(writer, &status, 0), writer);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  const std::string left = ".doc.json.tmp-" + std::to_string(writer) + "-0";
+  ASSERT_EQ(dir.Names(), std::vector<std::string>{left});
+  const std::string pid = std::to_string(writer);
+  const std::vector<std::string> kept = {
+      "doc.json", ".doc.json.tmp-" + std::to_string(writer + 1) + "-0",
+      ".doc.json.tmp-" + pid + "-0x", "doc.json.tmp-" + pid + "-0", ".tmp-" + pid + "-0"};
+  for (const std::string& name : kept) std::ofstream(dir / name) << "keep\n";
+  EXPECT_EQ(RemoveTemporaryFiles(dir.path().string(), writer), 1);
+  std::vector<std::string> names = dir.Names(), want = kept;
+  std::sort(names.begin(), names.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(names, want);
+  EXPECT_EQ(RemoveTemporaryFiles((dir.path() / "missing").string(), writer), 0);
 }
 
 }  // namespace

@@ -60,6 +60,29 @@ TEST(ControlChannel, SilentPeerTimesOut) {
   EXPECT_EQ(m.status().code(), kvlane::Code::kTimeout);
 }
 
+// A wait given up on a stop reads nothing: the message that comes later is read
+// whole by the next Receive. Pending tells of it without reading it.
+TEST(ControlChannel, AWaitGivenUpOnAStopLeavesTheNextMessageWhole) {
+  Pair p = Connect();
+  int asked = 0;
+  auto m = p.b->Receive([&] { return ++asked == 2; });
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), kvlane::Code::kCanceled);
+  EXPECT_EQ(asked, 2);  // once per kStopPoll
+  EXPECT_FALSE(p.b->aborted());
+  EXPECT_FALSE(p.b->Pending());
+  ASSERT_TRUE(p.a->Send({{"type", "abandon"}}).ok());
+  for (int i = 0; i < 500 && !p.b->Pending(); ++i) std::this_thread::sleep_for(milliseconds(2));
+  EXPECT_TRUE(p.b->Pending());
+  EXPECT_TRUE(p.b->Expect("abandon").ok());
+  EXPECT_FALSE(p.b->Pending());
+  // A stop that never answers true leaves the wait to the timeout.
+  p.b->set_timeout(milliseconds(250));
+  auto silent = p.b->Receive([] { return false; });
+  ASSERT_FALSE(silent.ok());
+  EXPECT_EQ(silent.status().code(), kvlane::Code::kTimeout);
+}
+
 TEST(ControlChannel, ClosedPeerIsADisconnect) {
   Pair p = Connect();
   p.a.reset();

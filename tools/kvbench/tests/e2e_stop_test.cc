@@ -20,16 +20,21 @@
 
 #include "common/process_watch.h"
 #include "kvbench_process.h"
+#include "stopped_run.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using kvbench::testing::Dirs;
+using kvbench::testing::EndsOrKill;
+using kvbench::testing::ExpectGone;
 using kvbench::testing::OnlyDocument;
+using kvbench::testing::RankOf;
 using kvbench::testing::ReadFile;
+using kvbench::testing::StartKvbench;
+using kvbench::testing::WaitFor;
 using kvlane_tools::ChildrenOf;
 using kvlane_tools::CtrlCEndsWithin;
-using kvlane_tools::EndsWithin;
 using kvlane_tools::Gone;
 
 // Starts a launcher whose warm-up alone would last minutes (SIGHUP ignored when
@@ -147,66 +152,6 @@ TEST(KvbenchEndToEnd, CtrlCStopsAShellLoopAroundTheRun) {
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
 }
 
-// Starts `kvbench ARGS` as a child of this test, its stdout and stderr to the files
-// named, with SIGINT's default action (as a terminal's foreground job has it).
-pid_t StartKvbench(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
-    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
-    signal(SIGINT, SIG_DFL);
-    std::vector<char*> argv = {const_cast<char*>("kvbench")};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(KVBENCH_BINARY, argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits up to `limit` for `file` to hold `text`; whether it came.
-bool WaitFor(const fs::path& file, const std::string& text, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (ReadFile(file).find(text) == std::string::npos) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return true;
-}
-
-// Waits up to `limit` for child `pid`; kills it (SIGKILL) when it is still there.
-// Whether it ended by itself (*status then says how).
-bool EndsOrKill(pid_t pid, std::chrono::seconds limit, int* status) {
-  if (EndsWithin(pid, limit, status)) return true;
-  kill(pid, SIGKILL);
-  waitpid(pid, status, 0);
-  return false;
-}
-
-// Expects every process of `pids` gone within a few seconds; kills any left.
-void ExpectGone(const std::vector<pid_t>& pids, const std::string& what) {
-  for (pid_t pid : pids) {
-    bool gone = Gone(pid);
-    for (int i = 0; i < 500 && !gone; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      gone = Gone(pid);
-    }
-    EXPECT_TRUE(gone) << "process " << pid << " outlived " << what;
-    if (!gone) {
-      kill(pid, SIGKILL);
-      kill(pid, SIGCONT);
-    }
-  }
-}
-
-// The --rank of a rank process, from its command line; -1 if none.
-int RankOf(pid_t pid) {
-  std::string cmdline = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
-  const std::string flag = std::string("--rank") + '\0';
-  const size_t at = cmdline.find(flag);
-  return at == std::string::npos ? -1 : cmdline[at + flag.size()] - '0';
-}
-
 // Two ops at two batches: four rows, each long enough (samples) that a stop sent
 // when the first row's progress line appears comes while a later one runs.
 constexpr int kSamples = 100;
@@ -239,7 +184,7 @@ void ExpectPartial(const nlohmann::json& doc, const std::string& signal_name,
 }
 
 // A run stopped by SIGINT or SIGTERM after its first row finished: the launcher
-// passes the stop on, the initiator ends the run at a row boundary and writes the
+// passes the stop on, the initiator abandons the row in flight and writes the
 // rows that finished, marked incomplete; both ranks end, the launcher dies by the
 // signal, its table says PARTIAL, and so does `summarize` of the document, which
 // names the rows it lacks.
@@ -285,9 +230,11 @@ TEST(KvbenchEndToEnd, AStoppedRunKeepsTheRowsThatFinished) {
 }
 
 // A second stop does not wait for the clean-up: here the target no longer answers
-// (SIGSTOP), so the initiator, stopped at a row boundary, waits for its "bye"; a
-// second SIGINT to the launcher kills both ranks at once, and the launcher dies by
-// SIGINT. No row finished, so no document is written.
+// (SIGSTOP), so the initiator, stopped, waits for it to leave the row; a second
+// SIGINT to the launcher kills both ranks at once, and the launcher dies by SIGINT.
+// No row finished, so no document is written; and the temporary file a killed rank
+// may leave while writing one (planted here, named as the initiator's would be) is
+// removed, while files of other names or processes stay.
 TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
   Dirs FreshDir;
   const fs::path out = FreshDir("second_stop"), log = FreshDir("second_stop_stderr");
@@ -306,6 +253,12 @@ TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
   ASSERT_EQ(ranks.size(), 2u);
   const pid_t target = RankOf(ranks[0]) == 0 ? ranks[0] : ranks[1];
   EXPECT_EQ(RankOf(target), 0);
+  const pid_t initiator = target == ranks[0] ? ranks[1] : ranks[0];
+  fs::create_directories(out);
+  const std::string doc = ".kv-dsv4-b256-shm.json.tmp-";
+  const fs::path left = out / (doc + std::to_string(initiator) + "-0"),
+                 other = out / (doc + std::to_string(launcher) + "-0"), notes = out / "notes.txt";
+  for (const fs::path& p : {left, other, notes}) std::ofstream(p) << "{";
   kill(target, SIGSTOP);
   kill(launcher, SIGINT);
   std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -315,14 +268,17 @@ TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
       << "a second stop did not end the run at once";
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
   ExpectGone(ranks, "a launcher stopped twice");
-  EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out));
+  EXPECT_FALSE(fs::exists(left)) << "a killed rank's temporary file was left in --out";
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(notes));
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 2);
 }
 
-// Ranks started by hand, and only the target stopped (SIGINT): it starts no new row
-// and tells the initiator, which ends the run there, writes the rows that finished
+// Ranks started by hand, and only the target stopped (SIGINT): it tells the
+// initiator, which abandons the row in flight, writes the rows that finished
 // (stopped on the target) and exits 1, not being stopped itself; the target then
 // dies by the signal.
-TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRunAtARowBoundary) {
+TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRun) {
   Dirs FreshDir;
   const fs::path out = FreshDir("target_stop"), target_out = FreshDir("target_stop_target"),
                  log = FreshDir("target_stop_stderr"), table = FreshDir("target_stop_stdout"),

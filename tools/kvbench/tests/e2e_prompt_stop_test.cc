@@ -1,0 +1,151 @@
+// End to end: a stop ends a run promptly, whatever its row in flight is doing. Each
+// run's second row is made endless by a testing fault (--inject-fault
+// slow-reference, slow-target-prepare), its first row finishes normally; the test
+// stops the run once the fault says the second row is stuck, and expects the run to
+// end within a few seconds, the first row kept and the second listed as missing.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/process_watch.h"
+#include "kvbench_process.h"
+#include "stopped_run.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using kvbench::testing::Dirs;
+using kvbench::testing::EndsOrKill;
+using kvbench::testing::ExpectGone;
+using kvbench::testing::OnlyDocument;
+using kvbench::testing::ReadFile;
+using kvbench::testing::StartKvbench;
+using kvbench::testing::WaitFor;
+
+// How long a stopped run may take to end: about a second, and room for a busy host.
+constexpr auto kPrompt = std::chrono::seconds(5);
+
+// Two rows (pull, then push), the second stuck in `fault` until stopped.
+std::vector<std::string> TwoRowRun(const std::string& transport, const std::string& fault) {
+  std::istringstream flags(
+      "run --isl 8192 --batches 1 --ops pull,push --warmup 0 --samples 3 --trials 1 "
+      "--pool-budget 1GiB --control-timeout 60s");
+  std::vector<std::string> args{std::istream_iterator<std::string>(flags), {}};
+  args.insert(args.end(), {"--transport", transport, "--inject-fault", fault});
+  return args;
+}
+
+// The first row kept whole, the second missing, the stop named.
+void ExpectFirstRowOnly(const fs::path& out, const std::string& rank) {
+  ASSERT_TRUE(fs::exists(out)) << "no document written";
+  const nlohmann::json doc = OnlyDocument(out);
+  EXPECT_EQ(doc["complete"], false);
+  EXPECT_EQ(doc["stopped_by"], "SIGINT");
+  EXPECT_EQ(doc["stopped_rank"], rank);
+  ASSERT_EQ(doc["rows"].size(), 1u);
+  EXPECT_EQ(doc["rows"][0]["op"], "pull");
+  EXPECT_EQ(doc["rows"][0]["verified"], "pass");
+  ASSERT_EQ(doc["rows_missing"].size(), 1u);
+  EXPECT_EQ(doc["rows_missing"][0]["op"], "push");
+}
+
+// Seconds from `t0` to now.
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A launcher stopped (SIGINT) while the initiator runs a reference that would not
+// end: the initiator leaves it at the next rep, the target (its socket reference
+// over tcp, or its loop over shm) is told, both ranks end and the launcher dies by
+// the signal within seconds, the finished row written.
+TEST(KvbenchPromptStop, AStopEndsALongReferenceAtOnce) {
+  for (const std::string transport : {"shm", "tcp"}) {
+    SCOPED_TRACE(transport);
+    Dirs FreshDir;
+    const fs::path out = FreshDir("ref_stop"), log = FreshDir("ref_stop_stderr");
+    std::vector<std::string> args = TwoRowRun(transport, "slow-reference");
+    args.insert(args.end(), {"--out", out.string()});
+    const pid_t launcher = StartKvbench(args, "/dev/null", log);
+    ASSERT_GT(launcher, 0);
+    const bool stuck = WaitFor(log, "the reference repeats", std::chrono::seconds(60));
+    const std::vector<pid_t> ranks = kvlane_tools::ChildrenOf(launcher);
+    const Clock::time_point t0 = Clock::now();
+    kill(launcher, SIGINT);
+    int status = 0;
+    EXPECT_TRUE(EndsOrKill(launcher, kPrompt, &status)) << ReadFile(log);
+    EXPECT_LT(SecondsSince(t0), kPrompt.count());
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+    ExpectGone(ranks, "a launcher stopped during a reference");
+    ASSERT_TRUE(stuck) << ReadFile(log);
+    ExpectFirstRowOnly(out, "initiator");
+  }
+}
+
+// Ranks started by hand; the initiator alone is stopped while the target prepares
+// its side of the second row (a wipe that would not end). The initiator tells it
+// to abandon the row; the target notices between wipe steps, leaves the row and
+// ends the run with the initiator (exit 0: it was not stopped itself).
+TEST(KvbenchPromptStop, AStopReachesATargetBusyPreparing) {
+  Dirs FreshDir;
+  const fs::path out = FreshDir("prep_stop"), target_out = FreshDir("prep_stop_target"),
+                 log = FreshDir("prep_stop_stderr"), target_log = FreshDir("prep_stop_t_stderr");
+  std::vector<std::string> t = TwoRowRun("shm", "slow-target-prepare"), i = t;
+  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
+  t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", target_out.string()});
+  i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", out.string()});
+  const pid_t target = StartKvbench(t, "/dev/null", target_log);
+  const pid_t initiator = StartKvbench(i, "/dev/null", log);
+  ASSERT_GT(target, 0);
+  ASSERT_GT(initiator, 0);
+  const bool stuck = WaitFor(target_log, "prepares until stopped", std::chrono::seconds(60));
+  const Clock::time_point t0 = Clock::now();
+  kill(initiator, SIGINT);
+  int status = 0;
+  EXPECT_TRUE(EndsOrKill(initiator, kPrompt, &status)) << ReadFile(log);
+  EXPECT_LT(SecondsSince(t0), kPrompt.count());
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  EXPECT_TRUE(EndsOrKill(target, kPrompt, &status)) << ReadFile(target_log);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << ReadFile(target_log);
+  ASSERT_TRUE(stuck) << ReadFile(target_log);
+  ExpectFirstRowOnly(out, "initiator");
+}
+
+// Ranks started by hand; the target alone is stopped while the initiator runs a
+// reference that would not end (the target waits meanwhile). The target tells the
+// initiator at once, unasked; the initiator leaves the row at its next rep, writes
+// the finished row (stopped on the target) and exits 1; the target dies by SIGINT.
+TEST(KvbenchPromptStop, AStoppedTargetInterruptsTheInitiatorsRow) {
+  Dirs FreshDir;
+  const fs::path out = FreshDir("tgt_stop"), target_out = FreshDir("tgt_stop_target"),
+                 log = FreshDir("tgt_stop_stderr"), target_log = FreshDir("tgt_stop_t_stderr");
+  std::vector<std::string> t = TwoRowRun("shm", "slow-reference"), i = t;
+  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
+  t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", target_out.string()});
+  i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", out.string()});
+  const pid_t target = StartKvbench(t, "/dev/null", target_log);
+  const pid_t initiator = StartKvbench(i, "/dev/null", log);
+  ASSERT_GT(target, 0);
+  ASSERT_GT(initiator, 0);
+  const bool stuck = WaitFor(log, "the reference repeats", std::chrono::seconds(60));
+  const Clock::time_point t0 = Clock::now();
+  kill(target, SIGINT);
+  int status = 0;
+  EXPECT_TRUE(EndsOrKill(initiator, kPrompt, &status)) << ReadFile(log);
+  EXPECT_LT(SecondsSince(t0), kPrompt.count());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ReadFile(log);
+  EXPECT_TRUE(EndsOrKill(target, kPrompt, &status)) << ReadFile(target_log);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  ASSERT_TRUE(stuck) << ReadFile(log);
+  ExpectFirstRowOnly(out, "target");
+}
+
+}  // namespace
