@@ -44,6 +44,25 @@ std::vector<std::string> TwoRowRun(const std::string& transport, const std::stri
   return args;
 }
 
+// Two ranks started by hand over shm, running TwoRowRun(fault): the target as
+// rank 0, the initiator as rank 1, each with its --out and stderr file in
+// folders named after `name`.
+struct ByHand {
+  fs::path out, target_out, log, target_log;
+  pid_t target = -1, initiator = -1;
+};
+ByHand StartByHand(Dirs& fresh, const std::string& name, const std::string& fault) {
+  ByHand r{fresh(name), fresh(name + "_target"), fresh(name + "_stderr"),
+           fresh(name + "_t_stderr")};
+  std::vector<std::string> t = TwoRowRun("shm", fault), i = t;
+  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
+  t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", r.target_out.string()});
+  i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", r.out.string()});
+  r.target = StartKvbench(t, "/dev/null", r.target_log);
+  r.initiator = StartKvbench(i, "/dev/null", r.log);
+  return r;
+}
+
 // The first row kept whole, the second missing, the stop named.
 void ExpectFirstRowOnly(const fs::path& out, const std::string& rank) {
   ASSERT_TRUE(fs::exists(out)) << "no document written";
@@ -96,14 +115,8 @@ TEST(KvbenchPromptStop, AStopEndsALongReferenceAtOnce) {
 // ends the run with the initiator (exit 0: it was not stopped itself).
 TEST(KvbenchPromptStop, AStopReachesATargetBusyPreparing) {
   Dirs FreshDir;
-  const fs::path out = FreshDir("prep_stop"), target_out = FreshDir("prep_stop_target"),
-                 log = FreshDir("prep_stop_stderr"), target_log = FreshDir("prep_stop_t_stderr");
-  std::vector<std::string> t = TwoRowRun("shm", "slow-target-prepare"), i = t;
-  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
-  t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", target_out.string()});
-  i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", out.string()});
-  const pid_t target = StartKvbench(t, "/dev/null", target_log);
-  const pid_t initiator = StartKvbench(i, "/dev/null", log);
+  const auto [out, target_out, log, target_log, target, initiator] =
+      StartByHand(FreshDir, "prep_stop", "slow-target-prepare");
   ASSERT_GT(target, 0);
   ASSERT_GT(initiator, 0);
   const bool stuck = WaitFor(target_log, "prepares until stopped", std::chrono::seconds(60));
@@ -125,14 +138,8 @@ TEST(KvbenchPromptStop, AStopReachesATargetBusyPreparing) {
 // the finished row (stopped on the target) and exits 1; the target dies by SIGINT.
 TEST(KvbenchPromptStop, AStoppedTargetInterruptsTheInitiatorsRow) {
   Dirs FreshDir;
-  const fs::path out = FreshDir("tgt_stop"), target_out = FreshDir("tgt_stop_target"),
-                 log = FreshDir("tgt_stop_stderr"), target_log = FreshDir("tgt_stop_t_stderr");
-  std::vector<std::string> t = TwoRowRun("shm", "slow-reference"), i = t;
-  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
-  t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", target_out.string()});
-  i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", out.string()});
-  const pid_t target = StartKvbench(t, "/dev/null", target_log);
-  const pid_t initiator = StartKvbench(i, "/dev/null", log);
+  const auto [out, target_out, log, target_log, target, initiator] =
+      StartByHand(FreshDir, "tgt_stop", "slow-reference");
   ASSERT_GT(target, 0);
   ASSERT_GT(initiator, 0);
   const bool stuck = WaitFor(log, "the reference repeats", std::chrono::seconds(60));
