@@ -162,7 +162,8 @@ TEST_P(RingTest, StaleCopiesStayStaleWhileAnotherThreadReusesTheSlot) {
 
 // A post that finds the ring full half way: 4 of its 8 chunks fit behind the 28
 // held slots, the 5th times out. Post reports the timeout only after the 4
-// launched chunks drained, so everything ahead of it in the lane is done too.
+// launched chunks drained, so everything ahead of it in the lane is done too:
+// not before the stall that holds them ends, well after post_timeout.
 TEST_P(RingTest, PostFailingHalfWayReportsAfterDrain) {
   Fill(src_, 5);
   std::vector<XferHandle> hs;
@@ -172,13 +173,17 @@ TEST_P(RingTest, PostFailingHalfWayReportsAfterDrain) {
     ASSERT_EQ(a().Post(&hs.back()).code(), Code::kInProgress);
   }
   XferHandle big = Make(Op::kWrite, 20, 8 * 4096);
+  std::atomic<bool> releasing{false};  // set before the stall ends: no chunk drains sooner
   std::thread release([&] {
     std::this_thread::sleep_for(1s);  // well past post_timeout (300 ms)
+    releasing.store(true);
     stall->Release();
   });
   Status s = a().Post(&big);
+  const bool drained_first = releasing.load();
   release.join();
   EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_TRUE(drained_first) << "Post reported while its launched chunks were still held";
   EXPECT_EQ(a().Check(big).code(), Code::kTimeout);  // published before Post returned
   for (const auto& h : hs) EXPECT_TRUE(a().Check(h).ok()) << "FIFO lane retired the earlier chunks first";
   EXPECT_TRUE(a().PeerError("b").ok()) << "a full ring is not a fatal lane error";
