@@ -52,14 +52,21 @@ TEST(Workload, Dsv4RequestBytesAt8k) {
 }
 
 TEST(Workload, Dsv4RejectsBlocksThatSplitAnHcaState) {
-  for (int block : {64, 192, 100, 0, -128}) {
+  for (int block : {64, 192, 100, -128}) {
     auto w = Workload::Make({"kv-dsv4", block, ""});
-    if (block == 0) continue;  // 0 selects the default
     ASSERT_FALSE(w.ok()) << block;
     EXPECT_NE(w.status().message().find("splits an HCA state"), std::string::npos);
   }
   EXPECT_TRUE(Workload::Make({"kv-dsv4", 128, ""}).ok());
   EXPECT_TRUE(Workload::Make({"kv-dsv4", 512, ""}).ok());
+}
+
+// Block 0 selects the model's production block: 256 tokens (DESIGN.md).
+TEST(Workload, Dsv4BlockZeroIsTheProductionBlock) {
+  auto w = Workload::Make({"kv-dsv4", 0, ""});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->block(), 256);
+  EXPECT_EQ(Find(*w, "c4a").page_bytes, 37440u);
 }
 
 TEST(Workload, SwaWindowCoversTheLastTokens) {
