@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -74,6 +75,72 @@ TEST_P(DeregisterInFlightTest, EndsOkOrStaleAndNeverWritesAfterDeregister) {
     EXPECT_TRUE(a.ReleasePrepared(pr.value()).ok());
   }
   std::printf("[ info ] %s: %d completed, %d stale of %d\n", GetParam().c_str(), ok, stale, kIters);
+}
+
+// Which MiB of `b` hold `written` at their first byte, read without TSan's
+// instrumentation: the test watches a copy that another thread (or the
+// kernel) is making into `b`, on purpose.
+__attribute__((no_sanitize("thread"))) std::vector<bool> Written(const uint8_t* b, uint64_t len,
+                                                                 uint8_t written) {
+  const volatile uint8_t* at = b;  // read each time, never cached
+  std::vector<bool> out;
+  for (uint64_t i = 0; i < len; i += 1 << 20) out.push_back(at[i] == written);
+  return out;
+}
+bool Any(const std::vector<bool>& v) { return std::find(v.begin(), v.end(), true) != v.end(); }
+bool All(const std::vector<bool>& v) { return std::find(v.begin(), v.end(), false) == v.end(); }
+
+// The test above deregisters after a random delay, so a DeregisterMemory that
+// did not wait for a copy in flight fails it only now and then. Here the target
+// watches its region and deregisters while a copy into it is half done (one
+// 128 MiB chunk: milliseconds to go). DeregisterMemory must wait for it: no
+// byte may change once it has returned.
+TEST_P(DeregisterInFlightTest, DeregisterInTheMiddleOfACopyWaitsForIt) {
+  constexpr uint64_t kLen = 128ull << 20;
+  constexpr uint8_t kWritten = 0x5A;
+  AgentOptions o;
+  o.chunk_bytes = kLen;  // one chunk, one hold of the registry
+  o.lanes_per_peer = 1;
+  std::vector<uint8_t> src(kLen, kWritten), dst(kLen);  // outlive the agents
+  Pair p = MakePair(GetParam(), o);
+  Agent& a = *p.a;
+  Agent& b = *p.b;
+  ASSERT_TRUE(a.RegisterMemory(src.data(), kLen).ok());
+  int caught = 0;
+  for (int attempt = 0; attempt < 10 && caught == 0; ++attempt) {
+    SCOPED_TRACE(attempt);
+    std::fill(dst.begin(), dst.end(), 0);
+    auto rid = b.RegisterMemory(dst.data(), kLen);
+    ASSERT_TRUE(rid.ok());
+    ASSERT_TRUE(a.LoadPeer(b.ExportMetadata().value()).ok());
+    DescList l, r;
+    l.Add(src.data(), kLen);
+    r.Add(dst.data(), kLen);
+    auto pl = a.PrepareLocal(l);
+    auto pr = a.PrepareRemote("b", r);
+    ASSERT_TRUE(pl.ok() && pr.ok()) << pr.status().ToString();
+    auto h = a.MakeTransfer(Op::kWrite, pl.value(), {}, pr.value(), {});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    XferHandle x = h.value();
+    ASSERT_FALSE(a.Post(&x).is_error());
+    std::vector<bool> before;
+    const auto give_up = std::chrono::steady_clock::now() + 10s;
+    while (!Any(before = Written(dst.data(), kLen, kWritten)) &&
+           std::chrono::steady_clock::now() < give_up) {
+    }
+    ASSERT_TRUE(Any(before)) << "the copy never began";
+    ASSERT_TRUE(b.DeregisterMemory(rid.value()).ok());
+    const std::vector<bool> at_return = Written(dst.data(), kLen, kWritten);
+    Status s = a.Wait(x, 20s);
+    ASSERT_TRUE(s.ok() || s.code() == Code::kRemoteStale) << s.ToString();
+    ASSERT_EQ(Written(dst.data(), kLen, kWritten), at_return)
+        << "bytes written after DeregisterMemory returned";
+    caught += All(before) ? 0 : 1;  // a round that deregistered after the copy proves nothing
+    EXPECT_TRUE(a.Release(&x).ok());
+    EXPECT_TRUE(a.ReleasePrepared(pl.value()).ok());
+    EXPECT_TRUE(a.ReleasePrepared(pr.value()).ok());
+  }
+  EXPECT_EQ(caught, 1) << "no round deregistered in the middle of the copy";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DeregisterInFlightTest, ::testing::Values("local", "shm", "tcp"),
