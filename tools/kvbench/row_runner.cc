@@ -330,7 +330,7 @@ bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
   }
   auto ref = ready.ok() ? SocketReferenceInitiator(
                               &c, ready.value(), s_->pool_view(), list_, map, OpOf(op), reps,
-                              ReferenceFaultFor(s_->config().fault, "initiator"), stop)
+                              ReferenceFaultFor(s_->config().fault, "initiator"), stop, &peer_stop_)
                         : kvlane::Result<ReferenceFigures>(ready.status());
   if (ref.ok()) {
     row->reference = ref.value();
