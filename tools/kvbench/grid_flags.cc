@@ -73,7 +73,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
   app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');
   app->add_option("--desc-budget", flags->desc_budget,
-                  "descriptors per burst before shedding (env KVBENCH_DESC_BUDGET; default 65536)");
+                  "descriptors per burst before shedding, a plain number (env "
+                  "KVBENCH_DESC_BUDGET; default 65536)");
   app->add_option(
       "--pool-budget", flags->pool_budget,
       "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB capped at 1/4 "
@@ -94,12 +95,25 @@ kvlane::Result<uint64_t> ParseBytes(const std::string& text) {
   return value << shift;
 }
 
+kvlane::Result<uint64_t> ParseCount(const std::string& text, const std::string& source) {
+  const bool digits = !text.empty() && text.size() <= 19 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) {
+    return kvlane::Status::InvalidArgument(
+        source + " '" + text +
+        "' is a descriptor count: a plain number such as 65536, no unit (units are for "
+        "--pool-budget's bytes)");
+  }
+  return std::stoull(text);
+}
+
 kvlane::Result<PlanOptions> ResolvePlanOptions(const GridFlags& flags, PlanOptions o) {
   if (!flags.isl.empty()) o.isl = flags.isl;
   if (!flags.batches.empty()) o.batches = flags.batches;
   std::string desc = FlagOrEnv(flags.desc_budget, "KVBENCH_DESC_BUDGET");
   if (!desc.empty()) {
-    KVLANE_ASSIGN_OR_RETURN(o.desc_budget, ParseBytes(desc));
+    const char* source = flags.desc_budget.empty() ? "KVBENCH_DESC_BUDGET" : "--desc-budget";
+    KVLANE_ASSIGN_OR_RETURN(o.desc_budget, ParseCount(desc, source));
   }
   std::string pool = FlagOrEnv(flags.pool_budget, "KVBENCH_POOL_BUDGET");
   if (!pool.empty()) {
