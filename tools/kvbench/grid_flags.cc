@@ -52,6 +52,14 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) 
   defaults->isl = p.isl;
   defaults->batches = p.batches;
   if (!flags->pool_budget.empty() || std::getenv("KVBENCH_POOL_BUDGET")) return false;
+  // The one read of MemAvailable that sizes a plan, once per command (`plan`'s
+  // callback, RunConfig::Resolve); the number is then carried in flags->pool_budget,
+  // never read again, so a command cannot print or plan with two values. Ranks that
+  // read their own (spawned, or started by hand) settle on the smaller of the two
+  // before either plans (Session::SettleBudget), so both ranks plan alike. Only a
+  // `plan` and a later `run`, two commands, can read different values.
+  // (PoolMemory::Allocate reads it again on purpose: not to size the pool, only to
+  // refuse one that no longer fits just before populating it.)
   uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
   flags->pool_budget =
       std::to_string(cap ? std::min(defaults->pool_budget, cap) : defaults->pool_budget);
