@@ -1,7 +1,10 @@
 #include "common/stop_signal.h"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <initializer_list>
 
@@ -11,7 +14,29 @@ namespace {
 volatile sig_atomic_t g_stop_signal = 0;
 volatile sig_atomic_t g_later = static_cast<sig_atomic_t>(LaterStop::kRecord);
 
-// Async-signal-safe: stores, sigaction and raise only.
+// RemoveOnLaterStop's slots. A slot goes kFree -> kFilling -> kArmed by its guard
+// (the path written in between, published by the release store of kArmed) and back
+// to kFree when the guard goes; the handler takes an armed slot (kArmed ->
+// kRemoving, acquire: it reads the whole path) and keeps it, the process dying.
+enum SlotState : int { kFree, kFilling, kArmed, kRemoving };
+struct RemovedSlot {
+  std::atomic<int> state{kFree};
+  char path[RemoveOnLaterStop::kMaxRemovedPath];
+};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-free atomics");
+RemovedSlot g_removed[RemoveOnLaterStop::kMaxRemovedOnStop];
+
+// Async-signal-safe: lock-free atomics and unlink only.
+void RemoveArmedFiles() {
+  for (RemovedSlot& slot : g_removed) {
+    int armed = kArmed;
+    if (slot.state.compare_exchange_strong(armed, kRemoving, std::memory_order_acquire)) {
+      unlink(slot.path);
+    }
+  }
+}
+
+// Async-signal-safe: stores, lock-free atomics, unlink, sigaction and raise only.
 extern "C" void OnStop(int sig) {
   const auto later = static_cast<LaterStop>(g_later);
   if (g_stop_signal == 0 || later == LaterStop::kRecord) {
@@ -19,6 +44,9 @@ extern "C" void OnStop(int sig) {
     return;
   }
   if (later == LaterStop::kIgnore) return;
+  const int saved = errno;
+  RemoveArmedFiles();
+  errno = saved;
   struct sigaction default_action = {};
   default_action.sa_handler = SIG_DFL;
   sigemptyset(&default_action.sa_mask);
@@ -43,6 +71,26 @@ void CatchStopSignals(LaterStop later) {
 }
 
 int StopSignal() { return g_stop_signal; }
+
+RemoveOnLaterStop::RemoveOnLaterStop(const std::string& path) {
+  if (path.size() >= kMaxRemovedPath) return;
+  for (int i = 0; i < kMaxRemovedOnStop; ++i) {
+    int free = kFree;
+    if (!g_removed[i].state.compare_exchange_strong(free, kFilling, std::memory_order_relaxed)) {
+      continue;
+    }
+    std::memcpy(g_removed[i].path, path.c_str(), path.size() + 1);
+    g_removed[i].state.store(kArmed, std::memory_order_release);  // pairs with the handler's
+    slot_ = i;
+    return;
+  }
+}
+
+RemoveOnLaterStop::~RemoveOnLaterStop() {
+  if (slot_ < 0) return;
+  int armed = kArmed;  // kRemoving: the handler has it, and the process is dying
+  g_removed[slot_].state.compare_exchange_strong(armed, kFree, std::memory_order_relaxed);
+}
 
 std::string SignalName(int sig) {
   const char* abbrev = sigabbrev_np(sig);

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
+
+#include "common/stop_signal.h"
 
 namespace kvbench {
 namespace {
@@ -29,16 +32,23 @@ bool IsTemporaryOf(const std::string& name, int pid) {
   return !n.empty() && n.find_first_not_of("0123456789") == std::string::npos;
 }
 
+using RemovedOnStop = std::optional<kvlane_tools::RemoveOnLaterStop>;
+
 // Opens a fresh ".<name>.tmp-<pid>-<n>" beside `path` (mode 0666 less the umask,
-// like the file an ofstream would have made).
-kvlane::Result<int> OpenTemporary(const fs::path& path, std::string* temp) {
+// like the file an ofstream would have made), named to `removed` before it is
+// created: a second stop that kills this process at once removes it
+// (common/stop_signal.h).
+kvlane::Result<int> OpenTemporary(const fs::path& path, std::string* temp, RemovedOnStop* removed) {
   for (int n = 0; n < 100; ++n) {
     *temp = (path.parent_path() /
              ("." + path.filename().string() + WriterTag(getpid()) + std::to_string(n)))
                 .string();
+    removed->emplace(*temp);
     int fd = ::open(temp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return fd;
-    if (errno != EEXIST && errno != EINTR) return Errno("cannot create " + *temp, errno);
+    const int err = errno;
+    removed->reset();  // not this call's file
+    if (err != EEXIST && err != EINTR) return Errno("cannot create " + *temp, err);
   }
   return kvlane::Status::Backend("cannot create a temporary file beside " + path.string());
 }
@@ -125,7 +135,8 @@ kvlane::Result<WrittenFile> detail::WriteFileAtomically(const std::string& path,
                                                         RenameNoReplace rename_noreplace,
                                                         DirSync sync_directory) {
   std::string temp;
-  KVLANE_ASSIGN_OR_RETURN(int fd, OpenTemporary(fs::path(path), &temp));
+  RemovedOnStop removed;  // until the file is renamed or removed
+  KVLANE_ASSIGN_OR_RETURN(int fd, OpenTemporary(fs::path(path), &temp, &removed));
   kvlane::Status s = WriteAll(fd, contents, temp);
   if (::close(fd) != 0 && s.ok()) s = Errno("cannot write " + temp, errno);
   auto replaced = s.ok() ? MoveIntoPlace(temp, path, rename_noreplace) : kvlane::Result<bool>(s);

@@ -31,7 +31,9 @@ kvlane::Result<WrittenFile> WriteFileAtomically(const std::string& path, std::st
 
 // A writer killed between creating its temporary file and renaming it (SIGKILL:
 // no clean-up runs) leaves that file behind: ".<name>.tmp-<pid>-<n>" beside the
-// name, <pid> the writer's process id. Removes every such file of process `pid`
+// name, <pid> the writer's process id. (A second stop signal that kills a writer
+// at once, kvlane_tools::LaterStop::kDie, removes it first: the write names it to
+// kvlane_tools::RemoveOnLaterStop before creating it.) Removes every such file of process `pid`
 // in `dir` (the launcher, for the ranks it killed) and returns how many; files of
 // other names or other processes are left alone, and an unreadable `dir` counts
 // none. REQUIRES: `pid` cannot be reused meanwhile (its zombie not yet reaped),

@@ -52,6 +52,14 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) 
   defaults->isl = p.isl;
   defaults->batches = p.batches;
   if (!flags->pool_budget.empty() || std::getenv("KVBENCH_POOL_BUDGET")) return false;
+  // The one read of MemAvailable that sizes a plan, once per command (`plan`'s
+  // callback, RunConfig::Resolve); the number is then carried in flags->pool_budget,
+  // never read again, so a command cannot print or plan with two values. Ranks that
+  // read their own (spawned, or started by hand) settle on the smaller of the two
+  // before either plans (Session::SettleBudget), so both ranks plan alike. Only a
+  // `plan` and a later `run`, two commands, can read different values.
+  // (PoolMemory::Allocate reads it again on purpose: not to size the pool, only to
+  // refuse one that no longer fits just before populating it.)
   uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
   flags->pool_budget =
       std::to_string(cap ? std::min(defaults->pool_budget, cap) : defaults->pool_budget);
@@ -73,7 +81,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
   app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');
   app->add_option("--desc-budget", flags->desc_budget,
-                  "descriptors per burst before shedding (env KVBENCH_DESC_BUDGET; default 65536)");
+                  "descriptors per burst before shedding, a plain number (env "
+                  "KVBENCH_DESC_BUDGET; default 65536)");
   app->add_option(
       "--pool-budget", flags->pool_budget,
       "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB capped at 1/4 "
@@ -94,12 +103,25 @@ kvlane::Result<uint64_t> ParseBytes(const std::string& text) {
   return value << shift;
 }
 
+kvlane::Result<uint64_t> ParseCount(const std::string& text, const std::string& source) {
+  const bool digits = !text.empty() && text.size() <= 19 &&
+                      text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits) {
+    return kvlane::Status::InvalidArgument(
+        source + " '" + text +
+        "' is a descriptor count: a plain number such as 65536, no unit (units are for "
+        "--pool-budget's bytes)");
+  }
+  return std::stoull(text);
+}
+
 kvlane::Result<PlanOptions> ResolvePlanOptions(const GridFlags& flags, PlanOptions o) {
   if (!flags.isl.empty()) o.isl = flags.isl;
   if (!flags.batches.empty()) o.batches = flags.batches;
   std::string desc = FlagOrEnv(flags.desc_budget, "KVBENCH_DESC_BUDGET");
   if (!desc.empty()) {
-    KVLANE_ASSIGN_OR_RETURN(o.desc_budget, ParseBytes(desc));
+    const char* source = flags.desc_budget.empty() ? "KVBENCH_DESC_BUDGET" : "--desc-budget";
+    KVLANE_ASSIGN_OR_RETURN(o.desc_budget, ParseCount(desc, source));
   }
   std::string pool = FlagOrEnv(flags.pool_budget, "KVBENCH_POOL_BUDGET");
   if (!pool.empty()) {

@@ -48,6 +48,10 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults);
 // Parses "68719476736", "64GiB", "64G", "512MiB", "1T" (K/M/G/T are binary).
 kvlane::Result<uint64_t> ParseBytes(const std::string& text);
 
+// Parses a count of descriptors ("65536"): digits only, like --isl and --batches; a
+// unit suffix ("64K") is InvalidArgument naming `source` (the flag or the variable).
+kvlane::Result<uint64_t> ParseCount(const std::string& text, const std::string& source);
+
 // Resolves flags, then environment, then `defaults` into plan options.
 kvlane::Result<PlanOptions> ResolvePlanOptions(const GridFlags& flags, PlanOptions defaults);
 

@@ -139,33 +139,53 @@ kvlane::Status StreamExtents(const Stream& st, const PoolList& list, const Reque
   return kvlane::Status::Ok();
 }
 
-// The initiator's timed reps; the time of each after the warm-up. kCanceled, with
-// nothing sent, when `stop` answers true before a rep.
-kvlane::Result<std::vector<double>> InitiatorReps(const Stream& st, const PoolList& list,
-                                                  const BurstMap& map, kvlane::Op op, int reps,
-                                                  const StopCheck& stop) {
-  std::vector<double> ms;
-  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
-    if (stop && stop()) return kvlane::Status::Canceled("reference abandoned: the run is stopping");
-    Clock::time_point t0 = Clock::now();
-    KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_go"}}));
-    KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.initiator, Pushes(op)));
-    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(st.control->Expect("ref_done").status());
-    if (i > 0) ms.push_back(MsSince(t0));
+// One rep on the initiator: "ref_go", the raw bytes, then the target's answer,
+// "ref_done", or "stopped" (the target was stopped: the rep ran whole, and its
+// signal goes to *target_stop, the status kCanceled). Its time: to the last byte
+// received (pull; the answer comes after it) or to the answer (push).
+kvlane::Result<double> InitiatorRep(const Stream& st, const PoolList& list, const BurstMap& map,
+                                    kvlane::Op op, std::string* target_stop) {
+  const Clock::time_point t0 = Clock::now();
+  KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_go"}}));
+  KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.initiator, Pushes(op)));
+  double ms = MsSince(t0);
+  KVLANE_ASSIGN_OR_RETURN(json answer, st.control->ExpectOneOf({"ref_done", "stopped"}));
+  if (Pushes(op)) ms = MsSince(t0);
+  if (answer.value("type", "") == "stopped") {
+    *target_stop = answer.value("signal", "a stop signal");
+    return kvlane::Status::Canceled("reference abandoned: the target was stopped");
   }
   return ms;
 }
 
-// kCanceled when the initiator abandons the row ("abandon" in place of "ref_go").
+// The initiator's timed reps; the time of each after the warm-up. kCanceled, with
+// nothing sent, when `stop` answers true before a rep, or once the target says it
+// was stopped.
+kvlane::Result<std::vector<double>> InitiatorReps(const Stream& st, const PoolList& list,
+                                                  const BurstMap& map, kvlane::Op op, int reps,
+                                                  const StopCheck& stop, std::string* target_stop) {
+  std::vector<double> ms;
+  for (int i = 0; i <= reps; ++i) {  // rep 0 is the warm-up
+    if (stop && stop()) return kvlane::Status::Canceled("reference abandoned: the run is stopping");
+    KVLANE_ASSIGN_OR_RETURN(double rep_ms, InitiatorRep(st, list, map, op, target_stop));
+    if (i > 0) ms.push_back(rep_ms);
+  }
+  return ms;
+}
+
+// kCanceled when the initiator abandons the row ("abandon" in place of "ref_go"), or
+// when `stop` answers true at the end of a rep but the last, nothing sent in place
+// of that rep's "ref_done" (the caller says "stopped" there).
 kvlane::Status TargetReps(const Stream& st, const PoolList& list, const BurstMap& map,
-                          kvlane::Op op, int reps) {
+                          kvlane::Op op, int reps, const StopCheck& stop) {
   for (int i = 0; i <= reps; ++i) {
     KVLANE_ASSIGN_OR_RETURN(json go, st.control->ExpectOneOf({"ref_go", "abandon"}));
     if (go.value("type", "") == "abandon") {
       return kvlane::Status::Canceled("the initiator abandoned the row");
     }
     KVLANE_RETURN_IF_ERROR(StreamExtents(st, list, map.target, !Pushes(op)));
-    if (Pushes(op)) KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_done"}}));
+    if (i < reps && stop && stop()) return kvlane::Status::Canceled("this rank was stopped");
+    KVLANE_RETURN_IF_ERROR(st.control->Send({{"type", "ref_done"}}));
   }
   return kvlane::Status::Ok();
 }
@@ -199,9 +219,12 @@ std::optional<ReferenceFigures> DeviceCopyReference(uint8_t* pool, const PoolLis
 
 kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
     ControlChannel* control, const json& ready, const PoolView& pool, const PoolList& list,
-    const BurstMap& map, kvlane::Op op, int reps, ReferenceFault fault, const StopCheck& stop) {
+    const BurstMap& map, kvlane::Op op, int reps, ReferenceFault fault, const StopCheck& stop,
+    std::string* target_stop) {
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
-  auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps, stop);
+  std::string told;
+  auto ms = InitiatorReps({control, pool, stage.get(), fault}, list, map, op, reps, stop, &told);
+  if (target_stop != nullptr && !told.empty()) *target_stop = told;
   if (ms.status().code() == kvlane::Code::kCanceled && !control->aborted()) return ms.status();
   if (!ms.ok()) {
     control->Abort();  // the raw stream may be cut partway: the target must not wait on it
@@ -213,10 +236,10 @@ kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
 
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
-                                     int reps, ReferenceFault fault) {
+                                     int reps, ReferenceFault fault, const StopCheck& stop) {
   KVLANE_ASSIGN_OR_RETURN(Pinned stage, StageFor(pool, fault));
   KVLANE_RETURN_IF_ERROR(control->Send({{"type", "ref_ready"}, {"staged", stage != nullptr}}));
-  kvlane::Status s = TargetReps({control, pool, stage.get(), fault}, list, map, op, reps);
+  kvlane::Status s = TargetReps({control, pool, stage.get(), fault}, list, map, op, reps, stop);
   const bool abandoned = s.code() == kvlane::Code::kCanceled && !control->aborted();
   if (!s.ok() && !abandoned) control->Abort();  // as on the initiator
   return s;

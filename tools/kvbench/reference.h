@@ -50,8 +50,9 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 // instead gives the target's reason) and passes it on, and the initiator then
 // allocates its own. Per rep the initiator says go; for kRead the target sends its extents and
 // the initiator receives them into its own, for kWrite the initiator sends and the
-// target receives, then acknowledges. Timed on the initiator, from go to the last
-// byte received (kRead) or to the acknowledgement (kWrite). Each rank stages where
+// target receives; either way the target then answers the rep ("ref_done"). Timed on
+// the initiator, from go to the last byte received (kRead; the answer comes after)
+// or to the answer (kWrite). Each rank stages where
 // the engine does: a device pool's extents go through a pinned host buffer on that
 // rank, 4 MiB at a time, a cudaMemcpy and the socket call one after the other; a
 // host pool's are sent from and received into the pool directly. "ref_ready" says
@@ -70,18 +71,25 @@ ReferenceFault ReferenceFaultFor(const std::string& flag, const std::string& rol
 // at once instead of at the control timeout. The ranks' pools may be of different
 // kinds (a mixed --memory pair).
 //
-// The initiator asks `stop` before each rep; once it answers true the initiator
-// returns kCanceled at that rep boundary, the connection intact and framed, and
-// sends nothing more: its caller tells the target ("abandon", which the target
-// takes in place of the next "ref_go" and returns kCanceled for, the connection
-// intact). A rep once begun runs whole: its raw bytes cannot be cut short
-// without ending the connection.
+// Either rank may end the reps early at a rep boundary, the connection intact and
+// framed; a rep once begun runs whole (its raw bytes cannot be cut short without
+// ending the connection). The initiator asks its `stop` before each rep; once it
+// answers true the initiator returns kCanceled and sends nothing more: its caller
+// tells the target ("abandon", which the target takes in place of the next
+// "ref_go" and returns kCanceled for). The target asks its `stop` at the end of
+// each rep but the last; once it answers true the target returns kCanceled with
+// that rep unanswered, and its caller answers it with "stopped" (and the signal),
+// which the initiator takes in place of "ref_done": kCanceled, the signal in
+// *target_stop (when not null), and its caller tells the target "abandon" as
+// above. A stop of the target after the last rep is left to its caller.
 kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
     ControlChannel* control, const nlohmann::json& ready, const PoolView& pool,
     const PoolList& list, const BurstMap& map, kvlane::Op op, int reps,
-    ReferenceFault fault = ReferenceFault::kNone, const StopCheck& stop = {});
+    ReferenceFault fault = ReferenceFault::kNone, const StopCheck& stop = {},
+    std::string* target_stop = nullptr);
 kvlane::Status SocketReferenceTarget(ControlChannel* control, const PoolView& pool,
                                      const PoolList& list, const BurstMap& map, kvlane::Op op,
-                                     int reps, ReferenceFault fault = ReferenceFault::kNone);
+                                     int reps, ReferenceFault fault = ReferenceFault::kNone,
+                                     const StopCheck& stop = {});
 
 }  // namespace kvbench

@@ -44,6 +44,22 @@ int ReferenceReps(const RunConfig& c, uint64_t epoch) {
   return 1 << 30;
 }
 
+// Fails `row`, adding `why` to what its detail says already.
+void AddFailure(RowResult* row, const std::string& why) {
+  row->verdict = Verdict::kFail;
+  row->verify_detail += (row->verify_detail.empty() ? "" : "; ") + why;
+}
+
+// The run-level error of a burst that left transfers running past its timeout and
+// grace (burst.h): the pool is still in use, so no later row may wipe, fill or check
+// it, and the run ends there.
+std::string InFlight(const BurstTiming& t) {
+  return fmt::format(
+      "{} transfer(s) still in flight after the burst's timeout and grace ({}): "
+      "the run stops here, its pool still in use",
+      t.still_running, t.status.message());
+}
+
 std::string Describe(const VerifyResult& v) {
   return fmt::format("checked {} B, {} mismatching{}", v.checked, v.mismatches,
                      v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
@@ -181,8 +197,7 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
     return std::nullopt;  // this rank was stopped while it waited
   }
   if (!m.ok()) {
-    row->verdict = Verdict::kFail;
-    row->verify_detail = "control: " + m.status().ToString();
+    AddFailure(row, "control: " + m.status().ToString());
     return json::object();
   }
   if (m->value("type", "") != "stopped") return m.value();
@@ -204,6 +219,10 @@ bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoi
   if (row->verdict == Verdict::kFail) return true;
   std::string detail;
   std::optional<LocalCheck> mine = LandAndCheck(burst, op == "push", map, epoch, &detail);
+  if (pool_in_use_) {  // its transfers still run: the run ends here, the row failed
+    AddFailure(row, detail);
+    return true;
+  }
   if (!mine.has_value() || Stopping()) return false;
   return AgreeOnVerdict(*mine, detail, row);
 }
@@ -221,6 +240,7 @@ std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const
   if (t.abandoned) return std::nullopt;
   if (!t.status.ok()) {
     *detail = "transfer: " + t.status.ToString();
+    if (t.still_running > 0) LeftRunning(t);
     return LocalCheck::kFail;
   }
   if (push) return LocalCheck::kNotVerifier;
@@ -238,11 +258,11 @@ std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const
 }
 
 bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row) {
+  row->verify_detail = detail;  // kept, the control failure added, when no verdict comes
   kvlane::Status s =
       s_->control().Send({{"type", "check"}, {"local", LocalCheckName(mine)}, {"detail", detail}});
   if (!s.ok()) {
-    row->verdict = Verdict::kFail;
-    row->verify_detail = "control: " + s.ToString();
+    AddFailure(row, "control: " + s.ToString());
     return true;
   }
   std::optional<json> verdict = Answer({"verdict"}, row);
@@ -264,8 +284,8 @@ bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
     BurstTiming t = burst->Run(c.control_timeout_ms, stop);
     if (t.abandoned) return false;
     if (!t.status.ok()) {
-      row->verdict = Verdict::kFail;
-      row->verify_detail += "; timed burst failed: " + t.status.ToString();
+      AddFailure(row, "timed burst failed: " + t.status.ToString());
+      if (t.still_running > 0) LeftRunning(t);
       return true;
     }
     if (i >= c.warmup) timings.push_back(std::move(t));
@@ -310,7 +330,7 @@ bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
   }
   auto ref = ready.ok() ? SocketReferenceInitiator(
                               &c, ready.value(), s_->pool_view(), list_, map, OpOf(op), reps,
-                              ReferenceFaultFor(s_->config().fault, "initiator"), stop)
+                              ReferenceFaultFor(s_->config().fault, "initiator"), stop, &peer_stop_)
                         : kvlane::Result<ReferenceFigures>(ready.status());
   if (ref.ok()) {
     row->reference = ref.value();
@@ -321,6 +341,11 @@ bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
   StopRun(fmt::format("socket reference ({}, isl {}, batch {}): {}", op, point.isl, row->batch,
                       ref.status().ToString()));
   return true;
+}
+
+void RowRunner::LeftRunning(const BurstTiming& t) {
+  pool_in_use_ = true;
+  StopRun(InFlight(t));
 }
 
 // The target takes "abandon" wherever it is in the row (in place of the next row

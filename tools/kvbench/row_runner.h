@@ -74,6 +74,9 @@ class RowRunner {
   // their way and a "stopped" (recorded).
   kvlane::Status ReceiveUntil(const std::string& type);
   void StopRun(const std::string& reason);
+  // A burst `t` left transfers running past its timeout and grace (burst.h): the pool
+  // is still in use, so the run stops (StopRun) and the row fails.
+  void LeftRunning(const BurstTiming& t);
 
   Session* s_;
   PoolList list_;
@@ -81,6 +84,7 @@ class RowRunner {
   kvlane::PreparedId local_, remote_;
   std::string stop_;  // why the run stopped early (a run-level error); empty while it runs
   std::string peer_stop_;  // the signal the target said it was stopped by; empty if none
+  bool pool_in_use_ = false;  // a burst left transfers running (LeftRunning)
 };
 
 kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE

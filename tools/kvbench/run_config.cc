@@ -100,6 +100,7 @@ kvlane::Result<std::chrono::milliseconds> ParseDuration(const std::string& text)
 kvlane::Status RunConfig::Resolve() {
   KVLANE_RETURN_IF_ERROR(ApplySlurm(this));  // srun -n 2: rank and peer from Slurm
   KVLANE_ASSIGN_OR_RETURN(pool_budget_auto, ApplyGridDefaults(&grid, &plan_defaults));
+  KVLANE_RETURN_IF_ERROR(ResolvePlanOptions(grid, plan_defaults).status());  // the budgets
   const GridPreset p = GridPresetNamed(grid.preset).value();
   KVLANE_ASSIGN_OR_RETURN(warmup, Sampling("--warmup", warmup_flag, p.warmup, 0));
   KVLANE_ASSIGN_OR_RETURN(samples, Sampling("--samples", samples_flag, p.samples, 1));

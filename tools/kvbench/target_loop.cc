@@ -122,10 +122,12 @@ kvlane::Status TargetLoop::HandleReference(const json& m) {
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
   BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
   kvlane::Op op = m.value("op", "") == "push" ? kvlane::Op::kWrite : kvlane::Op::kRead;
+  bool stopped = false;  // then the loop tells it (Next), answering the rep in flight
+  const StopCheck stop = [this, &stopped] { return stopped = StopUntold(); };
   kvlane::Status s =
       SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1),
-                            ReferenceFaultFor(s_->config().fault, "target"));
-  if (EndedEarly(s)) held_ = json{{"type", "abandon"}};  // taken in place of "ref_go"
+                            ReferenceFaultFor(s_->config().fault, "target"), stop);
+  if (EndedEarly(s) && !stopped) held_ = json{{"type", "abandon"}};  // taken in place of "ref_go"
   return s;
 }
 

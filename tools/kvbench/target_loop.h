@@ -24,10 +24,11 @@ class TargetLoop {
   // answers "abandoned". A stop signal reaching this rank (common/stop_signal.h)
   // ends its wipe, fill or check at the next piece, and it tells the initiator
   // once ("stopped" and the signal's name) as soon as it next waits for the
-  // initiator outside the socket reference (within kStopPoll), in place of the
-  // answer the initiator waits for or unasked; from then on it serves no row
-  // message, only "abandon" and "done". A socket reference already begun is served
-  // to its end first (its raw bytes leave no room for a message).
+  // initiator (within kStopPoll), in place of the answer the initiator waits for
+  // or unasked; from then on it serves no row message, only "abandon" and "done".
+  // Serving a socket reference, it finishes the repetition in flight (its raw bytes
+  // leave no room for a message) and tells it in place of that repetition's
+  // "ref_done" (after the last one, as it next waits).
   kvlane::Status Run();
 
  private:

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/capability.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,6 +21,8 @@
 #include <string_view>
 #include <thread>
 #include <vector>
+
+#include "common/stop_signal.h"
 
 namespace kvbench {
 namespace {
@@ -317,6 +320,29 @@ TEST(AtomicFile, AKilledWritersTemporaryFileIsFoundByItsPid) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(names, want);
   EXPECT_EQ(RemoveTemporaryFiles((dir.path() / "missing").string(), writer), 0);
+}
+
+// A rank started by hand dies at once by a second stop (LaterStop::kDie), with no
+// clean-up of its own; one that comes while it writes (here in the rename itself,
+// the file written and synced) removes the temporary file first: nothing is left,
+// and no document appears.
+TEST(AtomicFile, ASecondStopWhileWritingLeavesNoTemporaryFile) {
+  TempDir dir;
+  const pid_t writer = fork();
+  if (writer == 0) {
+    kvlane_tools::CatchStopSignals(kvlane_tools::LaterStop::kDie);
+    raise(SIGINT);  // the first stop: recorded
+    (void)detail::WriteFileAtomically(dir / "doc.json", "half\n",
+                                      [](const char*, const char*) -> int {
+                                        raise(SIGTERM);  // the second: fatal
+                                        _exit(1);
+                                      });
+    _exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(writer, &status, 0), writer);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_EQ(dir.Names(), std::vector<std::string>{});
 }
 
 }  // namespace

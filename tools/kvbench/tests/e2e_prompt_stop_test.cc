@@ -44,17 +44,18 @@ std::vector<std::string> TwoRowRun(const std::string& transport, const std::stri
   return args;
 }
 
-// Two ranks started by hand over shm, running TwoRowRun(fault): the target as
-// rank 0, the initiator as rank 1, each with its --out and stderr file in
-// folders named after `name`.
+// Two ranks started by hand over `transport`, running TwoRowRun(fault): the
+// target as rank 0, the initiator as rank 1, each with its --out and stderr file
+// in folders named after `name`.
 struct ByHand {
   fs::path out, target_out, log, target_log;
   pid_t target = -1, initiator = -1;
 };
-ByHand StartByHand(Dirs& fresh, const std::string& name, const std::string& fault) {
+ByHand StartByHand(Dirs& fresh, const std::string& name, const std::string& fault,
+                   const std::string& transport = "shm") {
   ByHand r{fresh(name), fresh(name + "_target"), fresh(name + "_stderr"),
            fresh(name + "_t_stderr")};
-  std::vector<std::string> t = TwoRowRun("shm", fault), i = t;
+  std::vector<std::string> t = TwoRowRun(transport, fault), i = t;
   const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
   t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", r.target_out.string()});
   i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", r.out.string()});
@@ -80,6 +81,28 @@ void ExpectFirstRowOnly(const fs::path& out, const std::string& rank) {
 // Seconds from `t0` to now.
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Ranks started by hand over `transport`, the initiator stuck in an endless
+// reference; the target alone is stopped: the initiator exits 1 within kPrompt, the
+// first row kept (stopped on the target), and the target dies by SIGINT.
+void ExpectAStoppedTargetInterruptsTheRow(const std::string& transport) {
+  Dirs FreshDir;
+  const auto [out, target_out, log, target_log, target, initiator] =
+      StartByHand(FreshDir, "tgt_stop", "slow-reference", transport);
+  ASSERT_GT(target, 0);
+  ASSERT_GT(initiator, 0);
+  const bool stuck = WaitFor(log, "the reference repeats", std::chrono::seconds(60));
+  const Clock::time_point t0 = Clock::now();
+  kill(target, SIGINT);
+  int status = 0;
+  EXPECT_TRUE(EndsOrKill(initiator, kPrompt, &status)) << ReadFile(log);
+  EXPECT_LT(SecondsSince(t0), kPrompt.count());
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ReadFile(log);
+  EXPECT_TRUE(EndsOrKill(target, kPrompt, &status)) << ReadFile(target_log);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  ASSERT_TRUE(stuck) << ReadFile(log);
+  ExpectFirstRowOnly(out, "target");
 }
 
 // A launcher stopped (SIGINT) while the initiator runs a reference that would not
@@ -133,26 +156,16 @@ TEST(KvbenchPromptStop, AStopReachesATargetBusyPreparing) {
 }
 
 // Ranks started by hand; the target alone is stopped while the initiator runs a
-// reference that would not end (the target waits meanwhile). The target tells the
-// initiator at once, unasked; the initiator leaves the row at its next rep, writes
-// the finished row (stopped on the target) and exits 1; the target dies by SIGINT.
+// reference that would not end. Over shm the target waits meanwhile and tells the
+// initiator at once, unasked; over tcp it serves the socket reference and tells it
+// at the end of the repetition in flight, in place of its acknowledgement. The
+// initiator leaves the row at its next rep, writes the finished row (stopped on the
+// target) and exits 1; the target dies by SIGINT.
 TEST(KvbenchPromptStop, AStoppedTargetInterruptsTheInitiatorsRow) {
-  Dirs FreshDir;
-  const auto [out, target_out, log, target_log, target, initiator] =
-      StartByHand(FreshDir, "tgt_stop", "slow-reference");
-  ASSERT_GT(target, 0);
-  ASSERT_GT(initiator, 0);
-  const bool stuck = WaitFor(log, "the reference repeats", std::chrono::seconds(60));
-  const Clock::time_point t0 = Clock::now();
-  kill(target, SIGINT);
-  int status = 0;
-  EXPECT_TRUE(EndsOrKill(initiator, kPrompt, &status)) << ReadFile(log);
-  EXPECT_LT(SecondsSince(t0), kPrompt.count());
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status << ReadFile(log);
-  EXPECT_TRUE(EndsOrKill(target, kPrompt, &status)) << ReadFile(target_log);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
-  ASSERT_TRUE(stuck) << ReadFile(log);
-  ExpectFirstRowOnly(out, "target");
+  for (const std::string transport : {"shm", "tcp"}) {
+    SCOPED_TRACE(transport);
+    ExpectAStoppedTargetInterruptsTheRow(transport);
+  }
 }
 
 }  // namespace

@@ -33,6 +33,34 @@ TEST(GridFlags, FlagBeatsEnvBeatsDefault) {
   EXPECT_EQ(ResolvePlanOptions(flags, PlanOptions{}).value().pool_budget, 64ull << 30);
 }
 
+// --desc-budget counts descriptors, as --isl and --batches count tokens and requests:
+// a plain number. A unit suffix (bytes, for --pool-budget) is refused, naming the flag
+// or the variable it came from, rather than read as a multiplier.
+TEST(GridFlags, TheDescriptorBudgetIsAPlainCount) {
+  ::unsetenv("KVBENCH_DESC_BUDGET");
+  GridFlags flags;
+  flags.desc_budget = "65536";
+  EXPECT_EQ(ResolvePlanOptions(flags, PlanOptions{}).value().desc_budget, 65536u);
+  for (const char* text : {"64K", "64KiB", "1M", "100B", "", "-5", "1e6", "99999999999999999999"}) {
+    flags.desc_budget = text;
+    if (flags.desc_budget.empty()) continue;  // empty: the default
+    auto o = ResolvePlanOptions(flags, PlanOptions{});
+    ASSERT_FALSE(o.ok()) << text;
+    EXPECT_EQ(o.status().code(), kvlane::Code::kInvalidArgument);
+    EXPECT_NE(o.status().message().find("--desc-budget '" + std::string(text) +
+                                        "' is a descriptor count"),
+              std::string::npos)
+        << o.status().message();
+  }
+  flags.desc_budget.clear();
+  ::setenv("KVBENCH_DESC_BUDGET", "64K", 1);
+  auto o = ResolvePlanOptions(flags, PlanOptions{});
+  ::unsetenv("KVBENCH_DESC_BUDGET");
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("KVBENCH_DESC_BUDGET '64K'"), std::string::npos)
+      << o.status().message();
+}
+
 TEST(GridFlags, PlanFromFlagsFailsClosedOnBadBlock) {
   GridFlags flags;
   flags.workload.block = 192;

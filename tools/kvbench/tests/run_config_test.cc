@@ -187,6 +187,12 @@ std::vector<Refusal> Refusals() {
       {"NegativeDevice", {"--device", "-7"}, {"--device is a GPU index"}},
       {"CaseWithASlash", {"--case", "a/b"}, {"--case 'a/b' names a file in --out: no '/'"}},
       {"CaseDotDot", {"--case", ".."}, {"--case '..' names a file in --out: no '/'"}},
+      // A descriptor count takes no unit; bytes do, but only known ones.
+      {"DescBudgetWithAUnit",
+       {"--desc-budget", "64K"},
+       {"--desc-budget '64K' is a descriptor count: a plain number"},
+       true},
+      {"PoolBudgetUnknownUnit", {"--pool-budget", "2Q"}, {"cannot read '2Q' as a byte count"}},
   };
 }
 

@@ -1,20 +1,27 @@
 // The stop handling of kvbench's ranks (common/stop_signal.h, shared with lanebench):
 // the first stop signal is recorded, and a later one is recorded (lanebench), ignored
-// (a rank its launcher spawned) or fatal (any other rank: a second Ctrl-C). Each case
-// runs in a child process of its own, which it may kill.
+// (a rank its launcher spawned) or fatal (any other rank: a second Ctrl-C), the files
+// being written removed first. Each case runs in a child process of its own, which it
+// may kill.
 #include "common/stop_signal.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <functional>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace {
 
 using kvlane_tools::CatchStopSignals;
 using kvlane_tools::LaterStop;
+using kvlane_tools::RemoveOnLaterStop;
 using kvlane_tools::StopSignal;
 
 // Runs `body` in a child process, which exits with what `body` returns (unless a
@@ -64,6 +71,54 @@ TEST(StopSignal, ASignalIgnoredAtStartStaysIgnored) {
     return StopSignal() == 0 && now.sa_handler == SIG_IGN ? 0 : 1;
   });
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+// A rank of its own dies by a second stop at once; the files it is writing, named
+// to RemoveOnLaterStop, go first. One no longer named stays, and so does every file
+// when the second stop does not kill (a spawned rank ignores it).
+int WriteThreeThenStopTwice(LaterStop later, const std::string& dir) {
+  CatchStopSignals(later);
+  RemoveOnLaterStop a(dir + "/a"), b(dir + "/b");
+  { RemoveOnLaterStop done(dir + "/done"); }
+  for (const char* name : {"/a", "/b", "/done"}) {
+    if (close(creat((dir + name).c_str(), 0644)) != 0) return 10;
+  }
+  if (!a.armed() || !b.armed()) return 11;
+  raise(SIGINT);
+  raise(SIGTERM);
+  return 0;
+}
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
+
+TEST(StopSignal, ASecondStopRemovesTheFilesBeingWritten) {
+  char dir[] = "/tmp/kvbench_stop_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string d = dir;
+  int status = InChild([&] { return WriteThreeThenStopTwice(LaterStop::kDie, d); });
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+  EXPECT_FALSE(Exists(d + "/a"));
+  EXPECT_FALSE(Exists(d + "/b"));
+  EXPECT_TRUE(Exists(d + "/done"));
+  status = InChild([&] { return WriteThreeThenStopTwice(LaterStop::kIgnore, d); });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_TRUE(Exists(d + "/a") && Exists(d + "/b") && Exists(d + "/done"));
+  for (const char* name : {"/a", "/b", "/done"}) unlink((d + name).c_str());
+  rmdir(dir);
+}
+
+// The slots are few and fixed: a guard past them, or over a path too long for one,
+// covers nothing; a slot a guard gave back serves the next.
+TEST(StopSignal, RemoveOnLaterStopHasFixedSlots) {
+  EXPECT_FALSE(RemoveOnLaterStop(std::string(RemoveOnLaterStop::kMaxRemovedPath, 'x')).armed());
+  std::vector<std::unique_ptr<RemoveOnLaterStop>> held;
+  for (int i = 0; i < RemoveOnLaterStop::kMaxRemovedOnStop; ++i) {
+    held.push_back(std::make_unique<RemoveOnLaterStop>("/tmp/f" + std::to_string(i)));
+    EXPECT_TRUE(held.back()->armed());
+  }
+  EXPECT_FALSE(RemoveOnLaterStop("/tmp/one-too-many").armed());
+  held.pop_back();
+  EXPECT_TRUE(RemoveOnLaterStop("/tmp/again").armed());
 }
 
 TEST(StopSignal, NamesTheSignal) {
