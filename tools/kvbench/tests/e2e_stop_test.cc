@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/process_watch.h"
+#include "common/sanitizer_reports.h"  // a rank's report fails the test
 #include "kvbench_process.h"
 #include "stopped_run.h"
 
