@@ -11,8 +11,13 @@
 namespace kvlane_tools {
 namespace {
 
-volatile sig_atomic_t g_stop_signal = 0;
-volatile sig_atomic_t g_later = static_cast<sig_atomic_t>(LaterStop::kRecord);
+// Atomics, not volatile sig_atomic_t: the handler runs on whichever thread the
+// kernel picks, the rank threads of one process (kvbench's local transport) read
+// the signal and both install the handler. Lock-free, so async-signal-safe.
+// Relaxed: each value is the whole message, nothing else is published with it.
+std::atomic<int> g_stop_signal{0};
+std::atomic<int> g_later{static_cast<int>(LaterStop::kRecord)};
+static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-free atomics");
 
 // RemoveOnLaterStop's slots. A slot goes kFree -> kFilling -> kArmed by its guard
 // (the path written in between, published by the release store of kArmed) and back
@@ -23,7 +28,6 @@ struct RemovedSlot {
   std::atomic<int> state{kFree};
   char path[RemoveOnLaterStop::kMaxRemovedPath];
 };
-static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-free atomics");
 RemovedSlot g_removed[RemoveOnLaterStop::kMaxRemovedOnStop];
 
 // Async-signal-safe: lock-free atomics and unlink only.
@@ -36,11 +40,11 @@ void RemoveArmedFiles() {
   }
 }
 
-// Async-signal-safe: stores, lock-free atomics, unlink, sigaction and raise only.
+// Async-signal-safe: lock-free atomics, unlink, sigaction and raise only.
 extern "C" void OnStop(int sig) {
-  const auto later = static_cast<LaterStop>(g_later);
-  if (g_stop_signal == 0 || later == LaterStop::kRecord) {
-    g_stop_signal = sig;
+  const auto later = static_cast<LaterStop>(g_later.load(std::memory_order_relaxed));
+  if (g_stop_signal.load(std::memory_order_relaxed) == 0 || later == LaterStop::kRecord) {
+    g_stop_signal.store(sig, std::memory_order_relaxed);
     return;
   }
   if (later == LaterStop::kIgnore) return;
@@ -57,7 +61,7 @@ extern "C" void OnStop(int sig) {
 }  // namespace
 
 void CatchStopSignals(LaterStop later) {
-  g_later = static_cast<sig_atomic_t>(later);
+  g_later.store(static_cast<int>(later), std::memory_order_relaxed);
   for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
     struct sigaction old = {};
     sigaction(sig, nullptr, &old);
@@ -70,7 +74,7 @@ void CatchStopSignals(LaterStop later) {
   }
 }
 
-int StopSignal() { return g_stop_signal; }
+int StopSignal() { return g_stop_signal.load(std::memory_order_relaxed); }
 
 RemoveOnLaterStop::RemoveOnLaterStop(const std::string& path) {
   if (path.size() >= kMaxRemovedPath) return;

@@ -18,11 +18,12 @@ enum class LaterStop {
 };
 
 // Installs the handler for SIGTERM, SIGINT and SIGHUP; a signal ignored at start (a
-// background job's SIGINT, nohup's SIGHUP) stays ignored. Calling it again (the two
-// rank threads of one process) changes only what a later stop does.
+// background job's SIGINT, nohup's SIGHUP) stays ignored. Calling it again, also
+// from two threads at once (the two rank threads of one process), changes only what
+// a later stop does.
 void CatchStopSignals(LaterStop later);
 // The first signal that asked this process to stop (or, with kRecord, the latest),
-// or 0. Async-signal-safe.
+// or 0. Async-signal-safe; any thread may call it.
 int StopSignal();
 // "SIGINT", "SIGTERM", ...; "signal N" for a number with no name.
 std::string SignalName(int sig);
