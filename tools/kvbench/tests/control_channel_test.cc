@@ -94,10 +94,11 @@ TEST(ControlChannel, ClosedPeerIsADisconnect) {
 TEST(ControlChannel, AbortEndsThePeersRawWaitAtOnce) {
   Pair p = Connect();
   p.b->set_timeout(milliseconds(20000));
-  std::vector<uint8_t> in(1 << 20);
+  // Apart: the waiting thread writes `in` while this one sends from `out`.
+  std::vector<uint8_t> in(1 << 20), out(1000);
   auto waiting =
       std::async(std::launch::async, [&] { return p.b->ReceiveRaw(in.data(), in.size()); });
-  ASSERT_TRUE(p.a->SendRaw(in.data(), 1000).ok());  // partway, then give up
+  ASSERT_TRUE(p.a->SendRaw(out.data(), out.size()).ok());  // partway, then give up
   p.a->Abort();
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(5)), std::future_status::ready);
   EXPECT_EQ(waiting.get().code(), kvlane::Code::kRemoteDisconnect);
