@@ -21,7 +21,8 @@ static_assert(std::atomic<int>::is_always_lock_free, "the handler needs lock-fre
 
 // RemoveOnLaterStop's slots. A slot goes kFree -> kFilling -> kArmed by its guard
 // (the path written in between, published by the release store of kArmed) and back
-// to kFree when the guard goes; the handler takes an armed slot (kArmed ->
+// to kFree when the guard goes (release; the next guard's taking it acquires, so
+// two guards' path writes never race); the handler takes an armed slot (kArmed ->
 // kRemoving, acquire: it reads the whole path) and keeps it, the process dying.
 enum SlotState : int { kFree, kFilling, kArmed, kRemoving };
 struct RemovedSlot {
@@ -80,7 +81,9 @@ RemoveOnLaterStop::RemoveOnLaterStop(const std::string& path) {
   if (path.size() >= kMaxRemovedPath) return;
   for (int i = 0; i < kMaxRemovedOnStop; ++i) {
     int free = kFree;
-    if (!g_removed[i].state.compare_exchange_strong(free, kFilling, std::memory_order_relaxed)) {
+    // Acquire: pairs with the release by which the slot's last guard gave it back,
+    // whose path writes then come before ours.
+    if (!g_removed[i].state.compare_exchange_strong(free, kFilling, std::memory_order_acquire)) {
       continue;
     }
     std::memcpy(g_removed[i].path, path.c_str(), path.size() + 1);
@@ -93,7 +96,7 @@ RemoveOnLaterStop::RemoveOnLaterStop(const std::string& path) {
 RemoveOnLaterStop::~RemoveOnLaterStop() {
   if (slot_ < 0) return;
   int armed = kArmed;  // kRemoving: the handler has it, and the process is dying
-  g_removed[slot_].state.compare_exchange_strong(armed, kFree, std::memory_order_relaxed);
+  g_removed[slot_].state.compare_exchange_strong(armed, kFree, std::memory_order_release);
 }
 
 std::string SignalName(int sig) {
