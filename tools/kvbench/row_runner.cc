@@ -110,6 +110,19 @@ bool RowRunner::Stopping() {
   return true;
 }
 
+bool RowRunner::StoppingWhileTargetWaits() {
+  KeepTargetWaiting();
+  return Stopping();
+}
+
+void RowRunner::KeepTargetWaiting() {
+  const Clock::time_point now = Clock::now();
+  if (now - target_waits_since_ < s_->config().control_timeout_ms / 4) return;
+  target_waits_since_ = now;
+  // A failure (the target gone) shows at this rank's next exchange with it.
+  (void)s_->control().Send({{"type", "busy"}});
+}
+
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
   RunPoints(progress, &result);
@@ -200,6 +213,7 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
     AddFailure(row, "control: " + m.status().ToString());
     return json::object();
   }
+  target_waits_since_ = Clock::now();  // it waits for this rank's next message from here
   if (m->value("type", "") != "stopped") return m.value();
   peer_stop_ = m->value("signal", "a stop signal");
   return std::nullopt;
@@ -231,7 +245,7 @@ std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const
                                                   uint64_t epoch, std::string* detail) {
   // push lands on the target (this rank is the source); pull lands here.
   PoolView pool = s_->pool_view();
-  const StopCheck stop = [this] { return Stopping(); };
+  const StopCheck stop = [this] { return StoppingWhileTargetWaits(); };
   kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch, stop)
                           : WipeDestinations(pool, list_, map.initiator, stop);
   if (!s.ok() && Stopping()) return std::nullopt;
@@ -276,11 +290,11 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
 
 bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
-  const StopCheck stop = [this] { return Stopping(); };
+  const StopCheck stop = [this] { return StoppingWhileTargetWaits(); };
   std::vector<BurstTiming> timings;
   int total = c.warmup + c.samples * c.trials;
   for (int i = 0; i < total; ++i) {
-    if (Stopping()) return false;
+    if (StoppingWhileTargetWaits()) return false;
     BurstTiming t = burst->Run(c.control_timeout_ms, stop);
     if (t.abandoned) return false;
     if (!t.status.ok()) {
@@ -304,17 +318,18 @@ bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
 bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const BurstMap& map,
                           uint64_t epoch, RowResult* row) {
   const int reps = ReferenceReps(s_->config(), epoch);
-  const StopCheck stop = [this] { return Stopping(); };
   // One process reaches both sides (local, shm, cuda: both pools of one kind): copy
-  // within its pool. A mixed pair runs over tcp only.
+  // within its pool, the target waiting. A mixed pair runs over tcp only.
   if (s_->transport_used() != "tcp") {
+    const StopCheck alone = [this] { return StoppingWhileTargetWaits(); };
     auto ref = s_->kind() == kvlane::MemoryKind::kCuda
-                   ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps, stop)
-                   : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps, stop);
+                   ? DeviceCopyReference(s_->pool(), list_, map, OpOf(op), reps, alone)
+                   : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps, alone);
     if (!ref.has_value()) return false;
     row->reference = *ref;
     return true;
   }
+  const StopCheck stop = [this] { return Stopping(); };
   ControlChannel& c = s_->control();
   kvlane::Status s = c.Send(
       {{"type", "ref"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"reps", reps}});

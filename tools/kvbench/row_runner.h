@@ -3,6 +3,7 @@
 // then the warm-up and timed bursts, then the reference. One thread.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -48,6 +49,17 @@ class RowRunner {
   // A stop signal reached this rank, or the target told of one: read here when a
   // message waits while the target owes none (it tells unasked only then).
   bool Stopping();
+  // Stopping(), saying "busy" first when due (KeepTargetWaiting): the StopCheck of
+  // the steps this rank takes alone while the target waits for its next message.
+  bool StoppingWhileTargetWaits();
+  // The target waits for this rank's next message under its own control timeout.
+  // While this rank works alone (its verified burst, the timed bursts, a reference
+  // within this process) it sends "busy" once a quarter of that timeout has passed
+  // since the target last answered or was told "busy", so that a long row does not
+  // look like a silent peer. Never during a socket reference (its messages are in
+  // lockstep) nor while the target works on a row step (it would take the message
+  // for an "abandon" waiting).
+  void KeepTargetWaiting();
   kvlane::Status PrepareLists(const PlanPoint& point, RunResult* result);
   void ReleaseLists();
   // The row, measured whole (or failed); nullopt when a stop came first (the
@@ -85,6 +97,7 @@ class RowRunner {
   std::string stop_;  // why the run stopped early (a run-level error); empty while it runs
   std::string peer_stop_;  // the signal the target said it was stopped by; empty if none
   bool pool_in_use_ = false;  // a burst left transfers running (LeftRunning)
+  std::chrono::steady_clock::time_point target_waits_since_{};  // see KeepTargetWaiting
 };
 
 kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE

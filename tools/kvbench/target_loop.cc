@@ -46,11 +46,16 @@ kvlane::Result<json> TargetLoop::Next() {
     held_.reset();
     return m;
   }
-  if (StopUntold()) KVLANE_RETURN_IF_ERROR(TellStopped());
-  auto m = s_->control().Receive([this] { return StopUntold(); });
-  if (m.ok() || !EndedEarly(m.status())) return m;
-  KVLANE_RETURN_IF_ERROR(TellStopped());
-  return s_->control().Receive();
+  while (true) {
+    if (StopUntold()) KVLANE_RETURN_IF_ERROR(TellStopped());
+    auto m = s_->control().Receive([this] { return StopUntold(); });
+    if (!m.ok() && EndedEarly(m.status())) {
+      KVLANE_RETURN_IF_ERROR(TellStopped());
+      m = s_->control().Receive();
+    }
+    // "busy": the initiator still works alone; the wait starts over.
+    if (!m.ok() || m->value("type", "") != "busy") return m;
+  }
 }
 
 kvlane::Result<json> TargetLoop::NextOf(const std::string& type) {

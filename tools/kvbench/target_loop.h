@@ -37,7 +37,8 @@ class TargetLoop {
   kvlane::Status HandleReference(const nlohmann::json& message);
   // The initiator's next message: the one a row step held back, else the next on
   // the connection; a stop of this rank not yet told is told first, or while it
-  // waits.
+  // waits. "busy" (the initiator working alone on a long row) is passed over, each
+  // one starting the control timeout's wait anew.
   kvlane::Result<nlohmann::json> Next();
   // Next(), when it is of `type` and this rank has not told a stop; else the
   // message is held back for the loop and kCanceled returned (the row ends here).

@@ -209,6 +209,40 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The target waits for the initiator's next message under its control timeout, also
+// while the initiator runs a row's timed bursts alone: "busy" keeps it waiting
+// (docs/METHODOLOGY.md, control plane). A calibration run times one burst; the real
+// run's timed bursts then take about three control timeouts, and pass.
+TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting) {
+  Dirs FreshDir;
+  fs::path probe = FreshDir("busy_probe"), out = FreshDir("busy"), err = FreshDir("busy_stderr");
+  const std::string row =
+      "run --transport shm --ops push --isl 8192 --batches 1 --warmup 1 "
+      "--trials 1 --pool-budget 1GiB ";
+  ASSERT_EQ(Kvbench(row + "--samples 3 --control-timeout 60s --out " + probe.string() +
+                    " > /dev/null 2>&1"),
+            0);
+  const double burst_ms = OnlyDocument(probe)["rows"][0]["burst_ms"]["min"].get<double>();
+  ASSERT_GT(burst_ms, 0);
+  constexpr double kTimeoutMs = 2000;
+  // Bursts run faster once warm: five timeouts' worth by the probe.
+  const int samples = static_cast<int>(std::min(20000.0, 5 * kTimeoutMs / burst_ms) + 1);
+  EXPECT_EQ(Kvbench(row + "--samples " + std::to_string(samples) + " --control-timeout " +
+                    std::to_string(static_cast<int>(kTimeoutMs)) + "ms --out " + out.string() +
+                    " > /dev/null 2>" + err.string()),
+            0)
+      << ReadFile(err);
+  nlohmann::json doc = OnlyDocument(out);
+  ExpectValid(doc, "shm", 1);
+  // What the test is about: the timed bursts alone (each to its last request's end)
+  // outlasted the target's timeout.
+  double timed_ms = 0;
+  for (const auto& burst : doc["rows"][0]["request_ms"]) {
+    timed_ms += std::ranges::max(burst.get<std::vector<double>>());
+  }
+  EXPECT_GT(timed_ms, 1.2 * kTimeoutMs) << samples << " bursts";
+}
+
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
   Dirs FreshDir;
   fs::path out = FreshDir("local");
