@@ -13,8 +13,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/agent_impl.h"
 #include "test_util.h"
 #include "transport/stream/socket.h"
+#include "transport/stream/stream_channel.h"
 
 namespace kvlane::test {
 namespace {
@@ -216,6 +218,17 @@ TEST_P(InlinePostTest, PostersShareOneLaneWithItsSender) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(first_error[t], "") << "thread " << t;
   EXPECT_TRUE(a.PeerError("b").ok()) << a.PeerError("b").ToString();
+  // The posting threads did send some frames themselves (the lane is idle between
+  // a thread's rounds), and none when inline posting is off.
+  auto channel = a.impl()->PeerChannel("b");
+  ASSERT_TRUE(channel.ok());
+  auto* stream = dynamic_cast<core::StreamChannel*>(channel.value());
+  ASSERT_NE(stream, nullptr);
+  if (std::get<1>(GetParam()) == 0) {
+    EXPECT_EQ(stream->inline_frames(), 0u);
+  } else {
+    EXPECT_GT(stream->inline_frames(), 0u) << "no post was sent inline";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Streams, InlinePostTest,

@@ -127,6 +127,7 @@ void StreamChannel::Kick(int i) {
     Fail(i, sent.status());  // the item stays queued: the drain retires it (Fail wakes the lanes)
     return;
   }
+  if (sent.value()) inline_frames_.fetch_add(1, std::memory_order_relaxed);
   if (sent.value() && l.receiver_asleep.load(std::memory_order_seq_cst)) {
     const uint64_t one = 1;  // the receiver's wake-up overlaps the peer's work
     (void)!write(l.wake.get(), &one, sizeof(one));

@@ -4,6 +4,7 @@
 // carries notifications.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,9 @@ class StreamChannel final : public Channel {
   // every earlier frame of the lane was answered (AgentOptions::post_inline_bytes).
   void Kick(int lane) override;
   bool kick_rings() const override { return inline_bytes_ != 0; }
+  // Frames a posting thread sent itself (Kick) since Open, over all lanes: what
+  // tests and diagnostics read to tell an inline post from the sender thread's.
+  uint64_t inline_frames() const { return inline_frames_.load(std::memory_order_relaxed); }
 
  private:
   struct Lane {
@@ -106,6 +110,7 @@ class StreamChannel final : public Channel {
   const StagingCopy staging_copy_;  // how device payloads are staged
   const uint32_t max_segs_;
   const uint64_t inline_bytes_;  // AgentOptions::post_inline_bytes
+  std::atomic<uint64_t> inline_frames_{0};
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::mutex control_mu_;
   Fd control_;  // GUARDED_BY(control_mu_)
