@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 
+#include "core/agent_impl.h"
 #include "test_util.h"
 #include "two_agents.h"
 
@@ -61,9 +62,17 @@ TEST_P(CancelTest, QueuedCancelsOwnedRefuses) {
     ASSERT_EQ(a().Post(&small.value()).code(), Code::kInProgress);
     EXPECT_TRUE(a().Cancel(small.value()).ok());
     EXPECT_TRUE(a().Cancel(small.value()).ok()) << "cancel twice";
-    // Give the lane time to start the bulk request's first chunk (it then
-    // blocks on the stalled target); only then does a lane own it.
-    std::this_thread::sleep_for(200ms);
+    // Once the lane has started the bulk request's first chunk (it then blocks
+    // on the stalled target), a lane owns it.
+    auto started = [&] {
+      Result<uint32_t> n = a().impl()->ChunksStarted(big.value());
+      return n.ok() ? n.value() : 0u;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (started() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ASSERT_GT(started(), 0u) << "no lane started the bulk request";
     owned = a().Cancel(big.value());
     EXPECT_EQ(a().Check(big.value()).code(), Code::kInProgress);
     EXPECT_EQ(a().Check(small.value()).code(), Code::kInProgress) << "published before the lane let go";

@@ -56,6 +56,9 @@ class AgentImpl {
   Status Release(XferHandle* handle);
   Status SendNotification(std::string_view peer, std::string_view bytes);
   std::vector<Notification> TakeNotifications() { return ctx_.notifs->TakeAll(); }
+  // Chunks of the handle's current post that a lane has started (it then owns
+  // the request: Cancel refuses). For tests that must wait for that moment.
+  Result<uint32_t> ChunksStarted(const XferHandle& handle) const;
 
  private:
   explicit AgentImpl(const AgentOptions& options);

@@ -12,6 +12,11 @@ Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
   return slots_[h.slot].get();
 }
 
+Result<uint32_t> AgentImpl::ChunksStarted(const XferHandle& h) const {
+  KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(h));
+  return r->ctl.load(std::memory_order_acquire) & ~kCanceledBit;
+}
+
 bool AgentImpl::Striped(const Request& r) const {
   return r.fixed_lane < 0 && r.stripe && r.channel->stripe_bulk() &&
          r.total_bytes >= ctx_.options.stripe_min_bytes;
