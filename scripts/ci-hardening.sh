@@ -16,7 +16,7 @@
 #                        four; cuda says "skipped" and passes when no CUDA toolkit is
 #                        installed). "tools" builds kvbench and lanebench with their
 #                        tests under each sanitizer and runs those tests (labels
-#                        kvbench, and lanebench's by name): about 25 min of building
+#                        kvbench, and lanebench's by name): about 22 min of building
 #                        per sanitizer on 2 cores, more than CI's 90-minute limit
 #                        leaves, so it runs by hand (docs/SECURITY.md)
 set -euo pipefail
