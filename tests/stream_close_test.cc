@@ -11,7 +11,9 @@
 //    `g_inline_hook` first, once armed: the Kick holds the lane's issue mutex;
 //  - recvmsg on descriptor `g_hold_fd` (or on any descriptor, from any thread
 //    but the test's, while `g_hold_all`) waits until released, so that the
-//    lane's receiver cannot notice a Close before the call under test does.
+//    lane's receiver cannot notice a Close before the call under test does;
+//  - a blocking sendmsg from another thread counts in `g_blocking_sends` while
+//    it runs, so that a test can see the lane's sender blocked in one.
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -33,13 +35,18 @@ std::atomic<bool> g_armed{false};
 std::function<void(int fd)> g_inline_hook;  // set before g_armed, run on the test thread
 std::atomic<int> g_hold_fd{-1};
 std::atomic<bool> g_hold_all{false};
+std::atomic<int> g_blocking_sends{0};
 long Tid() { return syscall(SYS_gettid); }
 }  // namespace
 
 extern "C" ssize_t sendmsg(int fd, const struct msghdr* msg, int flags) {
   if ((flags & MSG_DONTWAIT) && Tid() == g_test_tid.load() && g_armed.exchange(false))
     g_inline_hook(fd);
-  return syscall(SYS_sendmsg, fd, msg, flags);
+  const bool counted = !(flags & MSG_DONTWAIT) && Tid() != g_test_tid.load();
+  if (counted) g_blocking_sends.fetch_add(1);
+  const ssize_t rc = syscall(SYS_sendmsg, fd, msg, flags);
+  if (counted) g_blocking_sends.fetch_sub(1);
+  return rc;
 }
 
 extern "C" ssize_t recvmsg(int fd, struct msghdr* msg, int flags) {
@@ -57,6 +64,20 @@ bool AwaitHangUp(int fd) {
   for (int i = 0; i < 5000; ++i) {
     pollfd p{fd, 0, 0};
     if (poll(&p, 1, 1) > 0 && (p.revents & POLLHUP)) return true;
+  }
+  return false;
+}
+
+// Until some thread has been inside a blocking sendmsg for 100 ms without a
+// break (a send that is not blocked returns in microseconds), at most 10 s.
+bool AwaitBlockedSend() {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (g_blocking_sends.load() == 0) since = now;
+    if (now - since >= std::chrono::milliseconds(100)) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   return false;
 }
@@ -138,8 +159,8 @@ TEST_P(StreamCloseTcpTest, SenderFailingBecauseOfCloseEndsCanceled) {
   ASSERT_TRUE(h.ok());
   RemoteStall stall(*p_.b);
   ASSERT_EQ(p_.a->Post(&h.value()).code(), Code::kInProgress);
-  std::this_thread::sleep_for(300ms);  // the sender fills the socket and blocks
-  g_hold_all.store(true);              // every receive waits: the sender fails first
+  ASSERT_TRUE(AwaitBlockedSend()) << "the sender did not block on the full socket";
+  g_hold_all.store(true);  // every receive waits: the sender fails first
   std::thread closer([this] { channel_->Close(); });
   std::this_thread::sleep_for(300ms);
   g_hold_all.store(false);
