@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 
 namespace lanebench {
@@ -37,6 +39,16 @@ double SecondsSince(Clock::time_point t0) {
 
 const auto kStop = [] { return true; };
 
+// Whether child `pid` is dead and reaped, as WaitOrKill leaves one it killed: -1 alone
+// could be returned for a child left running (or a zombie). One still there is killed
+// and reaped here, so that a failing test leaves nothing behind.
+bool KilledAndReaped(pid_t pid) {
+  if (waitpid(pid, nullptr, WNOHANG) < 0 && errno == ECHILD) return true;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return false;
+}
+
 TEST(WaitOrKill, AStopAsksTheProcessFirst) {
   const pid_t pid = Sleeper(false);
   ASSERT_GT(pid, 0);
@@ -53,6 +65,7 @@ TEST(WaitOrKill, AProcessThatStaysIsKilledAfterTheGrace) {
   EXPECT_EQ(WaitOrKill(pid, Clock::now() + std::chrono::minutes(1), nullptr, kStop), -1);
   EXPECT_GE(SecondsSince(t0), std::chrono::duration<double>(kStopGrace).count());
   EXPECT_LT(SecondsSince(t0), 10);
+  EXPECT_TRUE(KilledAndReaped(pid));
 }
 
 TEST(WaitOrKill, ADeadlineOrGivingUpKillsAtOnce) {
@@ -64,6 +77,7 @@ TEST(WaitOrKill, ADeadlineOrGivingUpKillsAtOnce) {
                        : WaitOrKill(pid, Clock::now() + std::chrono::minutes(1), kStop),
               -1);
     EXPECT_LT(SecondsSince(t0), 0.9) << (deadline ? "deadline" : "give_up");
+    EXPECT_TRUE(KilledAndReaped(pid)) << (deadline ? "deadline" : "give_up");
   }
 }
 
