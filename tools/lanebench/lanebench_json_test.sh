@@ -30,4 +30,22 @@ if [ "$(ls -A "$dir")" != out.json ]; then
   echo "--transport cuda (exit code $rc): $dir holds '$(ls -A "$dir")', expected out.json alone"
   status=1
 fi
+# What the document says: refused (exit code 77), the outcome and a reason; a run that
+# happened (exit code 0), outcome ok.
+case $rc in
+  77) expect=('"outcome": "not-available"' '"reason": "[^"]') ;;
+  0) expect=('"outcome": "ok"') ;;
+  *)
+    echo "--transport cuda: exit code $rc, expected 77 (not available here) or 0"
+    expect=()
+    status=1
+    ;;
+esac
+for line in "${expect[@]}"; do
+  if ! grep -q -- "$line" "$dir/out.json" 2>/dev/null; then
+    echo "--transport cuda (exit code $rc): no '$line' in its document:"
+    grep -E '"(outcome|reason)"' "$dir/out.json"
+    status=1
+  fi
+done
 exit $status
