@@ -47,6 +47,11 @@ install_extra() {  # clang for the fuzzers, iproute2 for the netns test
 scripts/deps.sh
 install_extra
 
+# Each sanitizer's runtime options, for every stage that runs its tests.
+ASAN_OPTS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+UBSAN_OPTS=print_stacktrace=1:halt_on_error=1
+TSAN_OPTS=second_deadlock_stack=1:history_size=4
+
 declare -a REPORT=()
 stage() {  # stage NAME COMMAND...: runs and times one stage
   local name=$1; shift
@@ -56,23 +61,26 @@ stage() {  # stage NAME COMMAND...: runs and times one stage
   REPORT+=("$(printf '%-10s %4d s' "$name" $((SECONDS - t0)))")
 }
 
+# ctest ARGS... of a sanitized build dir (either sanitizer: each reads its own options).
+sanitized_ctest() {
+  ASAN_OPTIONS=$ASAN_OPTS UBSAN_OPTIONS=$UBSAN_OPTS TSAN_OPTIONS=$TSAN_OPTS \
+    ctest --output-on-failure --no-tests=error -j"$JOBS" --timeout 900 "$@"
+}
+
 run_suite() {  # run_suite BUILD_DIR CMAKE_FLAG
   local dir=$1 flag=$2
   cmake -S . -B "$dir" "${COMMON[@]}" "$flag" >/dev/null
   cmake --build "$dir" -j"$JOBS"
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error -LE "$SANITIZER_EXCLUDE_LABELS" -j"$JOBS" --timeout 900
+  sanitized_ctest --test-dir "$dir" -LE "$SANITIZER_EXCLUDE_LABELS"
 }
 
 asan() {
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    run_suite build-hard-asan -DKVLANE_ASAN=ON
+  run_suite build-hard-asan -DKVLANE_ASAN=ON
 }
 
 tsan() {
   # No suppressions: the suite must be race-free as is.
-  TSAN_OPTIONS=second_deadlock_stack=1:history_size=4 KVLANE_SOAK_REQUESTS=$TSAN_SOAK_REQUESTS \
-    run_suite build-hard-tsan -DKVLANE_TSAN=ON
+  KVLANE_SOAK_REQUESTS=$TSAN_SOAK_REQUESTS run_suite build-hard-tsan -DKVLANE_TSAN=ON
 }
 
 # The cuda transport's host code (control socket, fd passing, metadata) under
@@ -89,10 +97,7 @@ cuda() {
     dir=build-hard-cuda-${san,,}
     cmake -S . -B "$dir" "${flags[@]}" -DKVLANE_$san=ON >/dev/null
     cmake --build "$dir" -j"$JOBS" --target cuda_blob_test cuda_fd_test
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    TSAN_OPTIONS=second_deadlock_stack=1:history_size=4 \
-      ctest --test-dir "$dir" --output-on-failure --no-tests=error -L cuda -LE gpu -j"$JOBS" --timeout 900
+    sanitized_ctest --test-dir "$dir" -L cuda -LE gpu
   done
 }
 
@@ -100,20 +105,16 @@ cuda() {
 # sanitizer report of any of them fails the test (tools/common/sanitizer_reports.*).
 TOOL_TARGETS=(kvbench kvbench_core_test kvbench_run_test kvbench_e2e_test
               lanebench lanebench_report_test lanebench_stop_test)
+# The build dirs are the asan and tsan stages' (their engine library is reused;
+# those stages configure the tools off again).
 tools() {
   local san dir
   for san in ASAN TSAN; do
-    dir=build-hard-tools-${san,,}
+    dir=build-hard-${san,,}
     cmake -S . -B "$dir" "${COMMON[@]}" -DKVLANE_BUILD_TOOLS=ON -DKVLANE_$san=ON >/dev/null
     cmake --build "$dir" -j"$JOBS" --target "${TOOL_TARGETS[@]}"
-    local select
-    for select in "-L kvbench" "-R ^lanebench"; do  # the engine's tests are not built here
-      # shellcheck disable=SC2086
-      ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
-      UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      TSAN_OPTIONS=second_deadlock_stack=1:history_size=4 \
-        ctest --test-dir "$dir" --output-on-failure --no-tests=error $select -j"$JOBS" --timeout 900
-    done
+    sanitized_ctest --test-dir "$dir" -L kvbench
+    sanitized_ctest --test-dir "$dir" -R '^lanebench'
   done
 }
 
