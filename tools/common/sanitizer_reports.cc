@@ -8,14 +8,6 @@
 #include <iterator>
 #include <string>
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KVLANE_TOOLS_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KVLANE_TOOLS_SANITIZED 1
-#endif
-#endif
-
 namespace kvlane_tools {
 namespace {
 
@@ -76,7 +68,7 @@ class PerTest : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 bool WatchChildSanitizerReports() {
-#ifdef KVLANE_TOOLS_SANITIZED
+#ifdef KVLANE_TOOLS_SANITIZED  // tools/CMakeLists.txt: a build with KVLANE_ASAN or KVLANE_TSAN
   static const bool registered = [] {
     ::testing::AddGlobalTestEnvironment(new ReportDirectory);
     ::testing::UnitTest::GetInstance()->listeners().Append(new PerTest);
