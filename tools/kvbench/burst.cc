@@ -24,17 +24,31 @@ struct Drained {
   kvlane::Status first_error;  // of the ended ones
 };
 
+// Waits for `handle` until `deadline`, calling `keep_alive` (when set) at least every
+// `every` meanwhile. The wait's status: kTimeout when the deadline passed first.
+kvlane::Status WaitKeepingAlive(TransferOps* ops, const kvlane::XferHandle& handle,
+                                Clock::time_point deadline, const KeepAlive& keep_alive,
+                                Clock::duration every) {
+  while (true) {
+    if (keep_alive) keep_alive();
+    const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
+    const bool last = !keep_alive || left <= every;
+    kvlane::Status s = ops->Wait(handle, last ? left : every);
+    if (s.code() != kvlane::Code::kTimeout || last) return s;
+  }
+}
+
 // Cancels the pending requests (those not `done`) and waits for them until `deadline`.
 Drained Drain(TransferOps* ops, const std::vector<kvlane::XferHandle>& handles,
-              const std::vector<bool>& done, Clock::time_point deadline) {
+              const std::vector<bool>& done, Clock::time_point deadline,
+              const KeepAlive& keep_alive) {
   for (size_t i = 0; i < handles.size(); ++i) {
     if (!done[i]) (void)ops->Cancel(handles[i]);  // kNotAllowed: a lane has it; waited below
   }
   Drained d;
   for (size_t i = 0; i < handles.size(); ++i) {
     if (done[i]) continue;
-    const auto left = std::max(deadline - Clock::now(), Clock::duration::zero());
-    kvlane::Status s = ops->Wait(handles[i], left);
+    kvlane::Status s = WaitKeepingAlive(ops, handles[i], deadline, keep_alive, Burst::kStopEvery);
     if (s.code() == kvlane::Code::kTimeout) s = ops->Check(handles[i]);  // the wait's, or its own
     if (s.in_progress()) {
       ++d.running;
@@ -136,7 +150,7 @@ size_t Burst::Sweep(Clock::time_point t0, std::vector<bool>* done, BurstTiming* 
   return ended;
 }
 
-BurstTiming Burst::Run(milliseconds timeout, const StopCheck& stop) {
+BurstTiming Burst::Run(milliseconds timeout, const StopCheck& stop, const KeepAlive& keep_alive) {
   BurstTiming t;
   t.request_ms.assign(handles_.size(), -1);
   std::vector<bool> done(handles_.size(), false);
@@ -148,10 +162,11 @@ BurstTiming Burst::Run(milliseconds timeout, const StopCheck& stop) {
     pending -= Sweep(t0, &done, &t);
     if (pending == 0) break;
     const bool timed_out = Clock::now() - t0 > timeout;
-    const bool ask = !timed_out && stop && Clock::now() >= next_ask;
-    if (ask) next_ask = Clock::now() + kStopEvery;
-    if (timed_out || (ask && stop())) {
-      const Drained d = Drain(ops_, handles_, done, deadline);
+    const bool due = Clock::now() >= next_ask;
+    if (due) next_ask = Clock::now() + kStopEvery;
+    if (due && keep_alive) keep_alive();
+    if (timed_out || (due && stop && stop())) {
+      const Drained d = Drain(ops_, handles_, done, deadline, keep_alive);
       t.status =
           timed_out ? TimedOut(timeout, grace_, handles_.size(), d) : Abandoned(timeout, grace_, d);
       t.abandoned = !timed_out;

@@ -54,8 +54,11 @@ class Burst {
   // counted in still_running, and left running). Its status: a timeout is kTimeout,
   // naming the timeout and what became of the pending requests; a stop (abandoned)
   // kCanceled, or kTimeout when a request still ran, or the first error of one that
-  // ended meanwhile. REQUIRES: no earlier Run left a request running.
-  BurstTiming Run(std::chrono::milliseconds timeout, const StopCheck& stop = {});
+  // ended meanwhile. With a `keep_alive`, calls it about every kStopEvery from the
+  // first post to the end, the grace included (when `stop` is no longer asked).
+  // REQUIRES: no earlier Run left a request running.
+  BurstTiming Run(std::chrono::milliseconds timeout, const StopCheck& stop = {},
+                  const KeepAlive& keep_alive = {});
 
   static constexpr std::chrono::milliseconds kStopEvery{10};
 

@@ -123,6 +123,13 @@ void RowRunner::KeepTargetWaiting() {
   (void)s_->control().Send({{"type", "busy"}});
 }
 
+BurstTiming RowRunner::RunBurst(Burst* burst) {
+  // The target waits through the whole burst, its grace included (burst.h).
+  return burst->Run(
+      s_->config().control_timeout_ms, [this] { return Stopping(); },
+      [this] { KeepTargetWaiting(); });
+}
+
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
   RunPoints(progress, &result);
@@ -249,8 +256,7 @@ std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const
   kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch, stop)
                           : WipeDestinations(pool, list_, map.initiator, stop);
   if (!s.ok() && Stopping()) return std::nullopt;
-  BurstTiming t =
-      s.ok() ? burst->Run(s_->config().control_timeout_ms, stop) : BurstTiming{0, {}, s};
+  BurstTiming t = s.ok() ? RunBurst(burst) : BurstTiming{0, {}, s};
   if (t.abandoned) return std::nullopt;
   if (!t.status.ok()) {
     *detail = "transfer: " + t.status.ToString();
@@ -290,12 +296,11 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
 
 bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
-  const StopCheck stop = [this] { return StoppingWhileTargetWaits(); };
   std::vector<BurstTiming> timings;
   int total = c.warmup + c.samples * c.trials;
   for (int i = 0; i < total; ++i) {
     if (StoppingWhileTargetWaits()) return false;
-    BurstTiming t = burst->Run(c.control_timeout_ms, stop);
+    BurstTiming t = RunBurst(burst);
     if (t.abandoned) return false;
     if (!t.status.ok()) {
       AddFailure(row, "timed burst failed: " + t.status.ToString());

@@ -60,6 +60,9 @@ class RowRunner {
   // lockstep) nor while the target works on a row step (it would take the message
   // for an "abandon" waiting).
   void KeepTargetWaiting();
+  // burst->Run under the control timeout, asking Stopping() and keeping the target
+  // waiting (KeepTargetWaiting) until it ends, through its grace too.
+  BurstTiming RunBurst(Burst* burst);
   kvlane::Status PrepareLists(const PlanPoint& point, RunResult* result);
   void ReleaseLists();
   // The row, measured whole (or failed); nullopt when a stop came first (the

@@ -4,6 +4,9 @@
 // empty StopCheck is never asked. StopPacer asks it once per kStopCheckBytes of
 // work, so that a step over many small extents asks rarely and one over a few
 // huge ones still asks often enough (about every 10-50 ms of host memory work).
+// A KeepAlive is called, its answer none, while a step waits on work it cannot
+// give up early (a burst's grace): the caller keeps a peer that waits for it from
+// giving up. An empty KeepAlive is never called.
 // Thread-compatible.
 #pragma once
 
@@ -13,6 +16,7 @@
 namespace kvbench {
 
 using StopCheck = std::function<bool()>;
+using KeepAlive = std::function<void()>;
 
 inline constexpr uint64_t kStopCheckBytes = 64ull << 20;
 

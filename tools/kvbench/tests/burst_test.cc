@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -155,6 +156,33 @@ TEST(Burst, AStopEndsWithinTheTimeoutAndTheGrace) {
   EXPECT_TRUE(t.abandoned);
   EXPECT_EQ(t.status.code(), kvlane::Code::kTimeout) << t.status.ToString();
   EXPECT_EQ(t.still_running, 1u);
+}
+
+// The burst's keep-alive is called through the grace too, when the stop is no longer
+// asked: a lane holds the request through the whole 1 s grace, and the peer waiting
+// for this rank still hears from it at least every 250 ms (it is called about every
+// kStopEvery; the bound leaves room for a loaded machine).
+TEST(Burst, TheKeepAliveIsCalledThroughTheGrace) {
+  FakeTransfers fake({{kNever}});
+  std::vector<double> calls;  // ms since the first post
+  int asked_after_timeout = 0;
+  const Clock::time_point t0 = Clock::now();
+  Burst b = Burst::Over(&fake, fake.Handles(), milliseconds(1000));
+  const BurstTiming t = b.Run(
+      milliseconds(50),
+      [&] {
+        if (MsSince(t0) > 60) ++asked_after_timeout;
+        return false;
+      },
+      [&] { calls.push_back(MsSince(t0)); });
+  EXPECT_EQ(t.status.code(), kvlane::Code::kTimeout) << t.status.ToString();
+  EXPECT_EQ(t.still_running, 1u);
+  EXPECT_EQ(asked_after_timeout, 0);
+  ASSERT_FALSE(calls.empty());
+  EXPECT_GT(calls.back(), t.total_ms - 250) << calls.size() << " calls";
+  double widest = calls.front();
+  for (size_t i = 1; i < calls.size(); ++i) widest = std::max(widest, calls[i] - calls[i - 1]);
+  EXPECT_LT(widest, 250) << calls.size() << " calls";
 }
 
 // Requests that end in time: timed, all released.
