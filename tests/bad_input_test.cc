@@ -109,6 +109,24 @@ TEST_P(BadInputTest, MismatchedLists) {
   EXPECT_EQ(FirstNot(dst_.data() + 200, kSize - 200, 0xEE), -1);
 }
 
+// A fixed lane past the channel's lanes (lanes_per_peer, 2 here) is refused at
+// MakeTransfer, naming the range; the last lane and "the engine picks" are taken.
+TEST_P(BadInputTest, AFixedLanePastTheChannelsLanesIsRefused) {
+  ASSERT_EQ(a().options().lanes_per_peer, 2);
+  auto past = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64, {}, XferOptions{2});
+  EXPECT_EQ(past.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(past.status().message().find("lane 2 is past the channel's lanes (0..1"),
+            std::string::npos)
+      << past.status().ToString();
+  for (int lane : {1, -7}) {
+    auto ok = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64, {}, XferOptions{lane});
+    ASSERT_TRUE(ok.ok()) << "lane " << lane << ": " << ok.status().ToString();
+    ASSERT_TRUE(PostAndWait(a(), &ok.value()).ok()) << "lane " << lane;
+  }
+  EXPECT_EQ(FirstMismatch(dst_.data(), 64, 6), -1);
+  EXPECT_EQ(FirstNot(dst_.data() + 64, kSize - 64, 0xEE), -1);
+}
+
 TEST_P(BadInputTest, UnknownPeerAndBadHandles) {
   EXPECT_EQ(PrepareRemoteCode(dst_.data(), 16, "nobody"), Code::kNotFound);
   EXPECT_EQ(a().SendNotification("nobody", "x").code(), Code::kNotFound);

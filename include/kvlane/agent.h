@@ -95,8 +95,8 @@ class Agent {
   // "all descriptors in order". `notif` (may be empty: none; at most 64 KiB) is
   // delivered to the peer after the data is visible there. At most
   // kMaxTransferBytes and kMaxTransferPairs per transfer (transfer.h); past any of
-  // these kInvalidArgument. kNotAllowed when options().max_requests transfers are
-  // alive already.
+  // these, or an `xo.lane` past the peer channel's lanes, kInvalidArgument.
+  // kNotAllowed when options().max_requests transfers are alive already.
   Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif = {}, XferOptions xo = {});

@@ -36,7 +36,8 @@ inline constexpr uint64_t kMaxTransferPairs = UINT32_MAX;
 // Per-transfer choices made at MakeTransfer time.
 struct XferOptions {
   // -1 (any negative): the engine picks (stripes bulk, least-loaded lane for small);
-  // else every post goes to lane `lane` modulo the channel's lanes (lanes_per_peer).
+  // else every post goes to lane `lane`, which must be below the channel's lanes
+  // (lanes_per_peer): MakeTransfer refuses a larger one (kInvalidArgument).
   int lane = -1;
   bool stripe = true;      // allow striping chunks over every lane of the peer
 };

@@ -24,7 +24,7 @@ bool AgentImpl::Striped(const Request& r) const {
 
 int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const {
   const int n = r.channel->lane_count();
-  if (r.fixed_lane >= 0) return r.fixed_lane % n;
+  if (r.fixed_lane >= 0) return r.fixed_lane;  // below n (MakeTransfer)
   if (Striped(r)) return static_cast<int>((rotation + chunk) % n);
   // Small request (or a channel that does not stripe): see LeastLoadedLane.
   // Chosen once per post (chunk 0) and kept for its chunks.

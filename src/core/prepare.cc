@@ -211,6 +211,10 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   if (bytes > kMaxTransferBytes)
     return Status::InvalidArgument("a transfer moves at most 1 TiB (kMaxTransferBytes): split it");
   KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
+  if (xo.lane >= ch->lane_count())
+    return Status::InvalidArgument("XferOptions::lane " + std::to_string(xo.lane) +
+                                   " is past the channel's lanes (0.." +
+                                   std::to_string(ch->lane_count() - 1) + ", lanes_per_peer)");
   uint32_t slot;
   {
     std::lock_guard lock(free_mu_);
