@@ -80,8 +80,9 @@ op: "write" (local to remote) or "read" (remote to local).
 local_idx, remote_idx: which descriptors of each list, pair by pair (a sequence of ints or a
     1-D int array); None means all, in order. Paired lengths must match.
 notif: bytes delivered to the peer (take_notifications) after the data is visible there.
-lane: pin every post to one lane (None: the engine picks); stripe: allow striping bulk
-    transfers over every lane.)")
+lane: pin every post to one lane, 0 .. lanes_per_peer - 1 (None: the engine picks; a larger
+    one raises kvlane.Error INVALID_ARGUMENT); stripe: allow striping bulk transfers over
+    every lane.)")
       .def(
           "send_notification",
           [](PyAgent& a, const std::string& peer, const std::string& payload) {
