@@ -168,6 +168,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, LanebenchStop,
 // Ctrl-C stops a shell loop around lanebench: the terminal's SIGINT reaches the
 // shell, the orchestrator and its workers (one process group), and a shell goes
 // on with its loop unless the command died by SIGINT (exiting 130 is not enough).
+// No worker of the run outlives it.
 TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
   PrivateTmp tmp;
   std::string loop = "for i in 1 2; do";
@@ -187,6 +188,7 @@ TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
   const bool ended = CtrlCEndsWithin(shell, std::chrono::seconds(20), &status);
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  ExpectWorkersGone(workers, SIGINT);  // the run's workers went with the loop
 }
 
 // The progress lines ("[3/100] ...") in `text`: the runs that finished.
