@@ -1,7 +1,8 @@
 #!/bin/bash
 # CTest driver: the usage block of README.md agrees with the binary: every flag in
 # it is optional ([--flag default], or [--flag a|b|c] with the default first), and
-# `lanebench --help` gives that default (--memory has none: it depends on the transport).
+# `lanebench --help` gives that default (--memory has none: it depends on the transport);
+# and every flag of --help is in it, but for the shapes' own flags, named under Shapes.
 # Usage: lanebench_readme_test.sh <lanebench binary> <README.md>
 set -u
 bin=$1 readme=$2
@@ -26,4 +27,20 @@ while read -r flag value; do
     status=1
   fi
 done < <(echo "$usage" | grep -o '\[--[^]]*\]' | tr -d '[]')
+# Every flag --help prints is in the usage block, or (a shape's own flag) named under
+# Shapes: a usage block that lost its flags, or a flag the README never names, fails.
+flags=$(echo "$help" | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | grep -o -- '--[a-z-]*' |
+  grep -vx -- --help)
+listed=$(echo "$usage" | grep -o '\[--[a-z-]*' | tr -d '[')
+shapes=$(sed -n '/^## Shapes/,/^## /p' "$readme")
+if [ -z "$flags" ]; then
+  echo "no flags found in lanebench --help"
+  status=1
+fi
+for flag in $flags; do
+  if ! echo "$listed" | grep -qx -- "$flag" && ! echo "$shapes" | grep -qE -- "\`$flag[\` ]"; then
+    echo "--help prints $flag; the README has it neither in the usage block nor under Shapes"
+    status=1
+  fi
+done
 exit $status

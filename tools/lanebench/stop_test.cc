@@ -103,15 +103,27 @@ std::vector<std::string> LongRun(const fs::path& json) {
           "100000",         "--stall-probe-ms", "0",     "--json",  json.string()};
 }
 
-// Waits until `parent` has at least `count` children, then half a second more (they run).
-std::vector<pid_t> WaitForChildren(pid_t parent, size_t count) {
-  std::vector<pid_t> children;
-  for (int i = 0; i < 1000 && children.size() < count; ++i) {
+// Whether a run directory in `tmp` holds source.meta. The source writes it once it
+// has loaded every target's metadata (source_rig.cc, MeetTargets): from then on the
+// run's target and source are both up and connected, and its iterations follow.
+bool SourceConnected(const PrivateTmp& tmp) {
+  std::error_code ec;
+  for (const fs::path& dir : tmp.RunDirs())
+    if (fs::exists(dir / "source.meta", ec)) return true;
+  return false;
+}
+
+// Waits up to 20 s for a run of `orchestrator` to be under way (SourceConnected);
+// returns the orchestrator's children then: that run's workers. A run not under way
+// by then fails the test; the caller still stops and reaps the orchestrator.
+std::vector<pid_t> WaitForRunUnderWay(const PrivateTmp& tmp, pid_t orchestrator) {
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (!SourceConnected(tmp) && Clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    children = ChildrenOf(parent);
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  return children;
+  EXPECT_TRUE(SourceConnected(tmp))
+      << "no run under way after 20 s: no source.meta in a run directory under " << tmp.path()
+      << " (the source never connected to its targets)";
+  return ChildrenOf(orchestrator);
 }
 
 void ExpectWorkersGone(const std::vector<pid_t>& workers, int sig) {
@@ -129,7 +141,7 @@ TEST_P(LanebenchStop, StopsWorkersRemovesTheRunDirAndDiesByTheSignal) {
   PrivateTmp tmp;
   const pid_t orchestrator = Start(LongRun(tmp.path() / "out.json"));
   ASSERT_GT(orchestrator, 0);
-  const std::vector<pid_t> workers = WaitForChildren(orchestrator, 2);
+  const std::vector<pid_t> workers = WaitForRunUnderWay(tmp, orchestrator);
   EXPECT_GE(workers.size(), 2u);
   kill(orchestrator, sig);
   int status = 0;
@@ -156,6 +168,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, LanebenchStop,
 // Ctrl-C stops a shell loop around lanebench: the terminal's SIGINT reaches the
 // shell, the orchestrator and its workers (one process group), and a shell goes
 // on with its loop unless the command died by SIGINT (exiting 130 is not enough).
+// No worker of the run outlives it.
 TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
   PrivateTmp tmp;
   std::string loop = "for i in 1 2; do";
@@ -169,12 +182,13 @@ TEST(LanebenchStopLoop, CtrlCStopsAShellLoopAroundTheRun) {
     orchestrator = ChildrenOf(shell);
   }
   ASSERT_EQ(orchestrator.size(), 1u);
-  const std::vector<pid_t> workers = WaitForChildren(orchestrator[0], 2);
+  const std::vector<pid_t> workers = WaitForRunUnderWay(tmp, orchestrator[0]);
   EXPECT_GE(workers.size(), 2u);
   int status = 0;  // not ended: the loop went on to its second run
   const bool ended = CtrlCEndsWithin(shell, std::chrono::seconds(20), &status);
   EXPECT_TRUE(ended) << "the loop kept going after Ctrl-C";
   EXPECT_TRUE(ended && WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << status;
+  ExpectWorkersGone(workers, SIGINT);  // the run's workers went with the loop
 }
 
 // The progress lines ("[3/100] ...") in `text`: the runs that finished.
