@@ -2,10 +2,12 @@
 // unknown peers, malformed metadata. Each gets a clear status; nothing moves.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <random>
 
+#include "core/host_mapping.h"
 #include "core/metadata.h"
 #include "test_util.h"
 #include "two_agents.h"
@@ -109,16 +111,21 @@ TEST_P(BadInputTest, MismatchedLists) {
   EXPECT_EQ(FirstNot(dst_.data() + 200, kSize - 200, 0xEE), -1);
 }
 
-// A fixed lane past the channel's lanes (lanes_per_peer, 2 here) is refused at
-// MakeTransfer, naming the range; the last lane and "the engine picks" are taken.
-TEST_P(BadInputTest, AFixedLanePastTheChannelsLanesIsRefused) {
+// A fixed lane past the channel's lanes (lanes_per_peer, 2 here), or a negative one
+// other than -1, is refused at MakeTransfer, naming the range; the last lane and -1
+// (the engine picks) are taken.
+TEST_P(BadInputTest, ALaneThatIsNotTheChannelsIsRefused) {
   ASSERT_EQ(a().options().lanes_per_peer, 2);
-  auto past = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64, {}, XferOptions{2});
-  EXPECT_EQ(past.status().code(), Code::kInvalidArgument);
-  EXPECT_NE(past.status().message().find("lane 2 is past the channel's lanes (0..1"),
-            std::string::npos)
-      << past.status().ToString();
-  for (int lane : {1, -7}) {
+  for (int lane : {2, -2}) {
+    auto bad =
+        MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64, {}, XferOptions{lane});
+    EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << "lane " << lane;
+    EXPECT_NE(bad.status().message().find("lane " + std::to_string(lane) +
+                                          " is not a lane of the channel (0..1"),
+              std::string::npos)
+        << bad.status().ToString();
+  }
+  for (int lane : {1, -1}) {
     auto ok = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64, {}, XferOptions{lane});
     ASSERT_TRUE(ok.ok()) << "lane " << lane << ": " << ok.status().ToString();
     ASSERT_TRUE(PostAndWait(a(), &ok.value()).ok()) << "lane " << lane;
@@ -238,28 +245,33 @@ TEST_P(BadInputTest, MetadataWithADuplicatePieceKeyIsRejected) {
 
 // A transfer of more than kMaxTransferBytes is refused at MakeTransfer, also
 // when an index list names one large descriptor many times (the byte count
-// must not wrap into a small one), and nothing is posted.
+// must not wrap into a small one), and nothing is posted. At the cap it is
+// made: one local GiB read 1024 times, written to 1024 distinct remote GiBs.
 TEST_P(BadInputTest, TransfersOverTheByteCapAreRefused) {
-  constexpr uint64_t kBig = 1ull << 30;  // reserved, never touched
-  void* va = mmap(nullptr, 2 * kBig, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  constexpr uint64_t kBig = 1ull << 30;                // mapped, never touched
+  constexpr uint64_t kFit = kMaxTransferBytes / kBig;  // 1024 x 1 GiB: exactly the cap
+  constexpr uint64_t kSpan = (kFit + 1) * kBig;        // a's GiB, then b's TiB
+  void* va = mmap(nullptr, kSpan, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   ASSERT_NE(va, MAP_FAILED);
   auto* base = static_cast<uint8_t*>(va);
   ASSERT_TRUE(a().RegisterMemory(base, kBig).ok());
-  ASSERT_TRUE(b().RegisterMemory(base + kBig, kBig).ok());
+  ASSERT_TRUE(b().RegisterMemory(base + kBig, kFit * kBig).ok());
   Connect(a(), b());
   DescList l, r;
   l.Add(base, kBig);
-  r.Add(base + kBig, kBig);
+  for (uint64_t i = 0; i < kFit; ++i) r.Add(base + (i + 1) * kBig, kBig);
   auto lp = a().PrepareLocal(l);
   auto rp = a().PrepareRemote("b", r);
   ASSERT_TRUE(lp.ok() && rp.ok());
-  constexpr uint64_t kFit = kMaxTransferBytes / kBig;  // 1024 x 1 GiB: exactly the cap
-  std::vector<uint32_t> idx(kFit + 1, 0);
-  auto over = a().MakeTransfer(Op::kWrite, lp.value(), idx, rp.value(), idx);
+  std::vector<uint32_t> li(kFit + 1, 0), ri(kFit + 1, 0);
+  for (uint32_t i = 0; i < kFit; ++i) ri[i] = i;
+  auto over = a().MakeTransfer(Op::kWrite, lp.value(), li, rp.value(), ri);
   EXPECT_EQ(over.status().code(), Code::kInvalidArgument) << over.status().ToString();
   EXPECT_NE(over.status().message().find("1 TiB"), std::string::npos) << over.status().ToString();
-  idx.pop_back();
-  auto at_cap = a().MakeTransfer(Op::kWrite, lp.value(), idx, rp.value(), idx);
+  li.pop_back();
+  ri.pop_back();
+  auto at_cap = a().MakeTransfer(Op::kWrite, lp.value(), li, rp.value(), ri);
   ASSERT_TRUE(at_cap.ok()) << at_cap.status().ToString();
   auto info = a().Describe(at_cap.value());
   ASSERT_TRUE(info.ok());
@@ -271,12 +283,51 @@ TEST_P(BadInputTest, TransfersOverTheByteCapAreRefused) {
   ASSERT_TRUE(small.ok());
   ASSERT_TRUE(PostAndWait(a(), &small.value()).ok());
   EXPECT_EQ(FirstMismatch(dst_.data(), 64, 6), -1);
+  TwoAgents::TearDown();  // the agents let go of the mapping first
+  munmap(va, kSpan);
+}
+
+// Two pairs that would write the same bytes are refused at MakeTransfer,
+// naming where, whichever the side: a WRITE's remote descriptors (one named
+// twice, or two that overlap) or a READ's local ones. Sources may repeat (one
+// local range written to two places), and the transfer moves exactly that.
+TEST_P(BadInputTest, DestinationsThatOverlapAreRefused) {
+  DescList l, r;
+  for (int i = 0; i < 4; ++i) {
+    l.Add(src_.data() + 100 * i, 100);
+    r.Add(dst_.data() + 100 * i, 100);
+  }
+  r.Add(dst_.data() + 350, 100);  // remote 4 overlaps remote 3
+  auto lp = a().PrepareLocal(l);
+  auto rp = a().PrepareRemote("b", r);
+  ASSERT_TRUE(lp.ok() && rp.ok());
+  auto make = [&](Op op, std::vector<uint32_t> li, std::vector<uint32_t> ri) {
+    return a().MakeTransfer(op, lp.value(), li, rp.value(), ri);
+  };
+  auto twice = make(Op::kWrite, {0, 1, 2}, {2, 0, 2});
+  EXPECT_EQ(twice.status().code(), Code::kInvalidArgument) << twice.status().ToString();
+  EXPECT_NE(twice.status().message().find("remote destinations of the transfer overlap"),
+            std::string::npos)
+      << twice.status().ToString();
+  EXPECT_EQ(make(Op::kWrite, {0, 1}, {3, 4}).status().code(), Code::kInvalidArgument)
+      << "remote 3 and 4 share 50 bytes";
+  auto read_twice = make(Op::kRead, {1, 1}, {0, 2});
+  EXPECT_EQ(read_twice.status().code(), Code::kInvalidArgument) << read_twice.status().ToString();
+  EXPECT_NE(read_twice.status().message().find("local destinations"), std::string::npos)
+      << read_twice.status().ToString();
+  auto fan_out = make(Op::kWrite, {3, 3, 0}, {2, 0, 1});  // descending destinations, disjoint
+  ASSERT_TRUE(fan_out.ok()) << fan_out.status().ToString();
+  ASSERT_TRUE(PostAndWait(a(), &fan_out.value()).ok());
+  EXPECT_EQ(FirstMismatch(dst_.data(), 100, 6, 300), -1);        // local 3
+  EXPECT_EQ(FirstMismatch(dst_.data() + 100, 100, 6, 0), -1);    // local 0
+  EXPECT_EQ(FirstMismatch(dst_.data() + 200, 100, 6, 300), -1);  // local 3 again
+  EXPECT_EQ(FirstNot(dst_.data() + 300, kSize - 300, 0xEE), -1);
 }
 
 // Metadata carries at most kMaxMetaPieces pieces (peers refuse a blob with
 // more): a registration that would pass it is refused at RegisterMemory, naming
 // piece_bytes, instead of exporting a blob no peer loads. Up to the cap, the
-// blob loads. (Address space reserved, never touched: registering reads nothing.)
+// blob loads. (Address space mapped, never touched: registering reads nothing.)
 TEST(RegisterMemoryTest, MorePiecesThanMetadataCarriesAreRefused) {
   constexpr uint64_t kPiece = 4096, kHalf = core::kMaxMetaPieces / 2 * kPiece;
   AgentOptions o = OptionsFor("a", "tcp");
@@ -286,7 +337,8 @@ TEST(RegisterMemoryTest, MorePiecesThanMetadataCarriesAreRefused) {
   auto b = Agent::Create(o);
   ASSERT_TRUE(a.ok() && b.ok());
   const uint64_t span = 2 * kHalf + 2 * kPiece;
-  void* va = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* va = mmap(nullptr, span, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   ASSERT_NE(va, MAP_FAILED);
   auto* base = static_cast<uint8_t*>(va);
   EXPECT_EQ(a.value()->RegisterMemory(base, ~uint64_t{0} / 2).status().code(),
@@ -342,7 +394,14 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
       {"lanes_per_peer", [](AgentOptions& o) { o.lanes_per_peer = 0; }},
       {"chunk_bytes", [](AgentOptions& o) { o.chunk_bytes = 100; }},
       {"lane_ring_slots", [](AgentOptions& o) { o.lane_ring_slots = 3; }},
+      {"lane_ring_slots", [](AgentOptions& o) { o.lane_ring_slots = 1u << 25; }},
       {"transports", [](AgentOptions& o) { o.transports = {"carrier-pigeon"}; }},
+      {"transports", [](AgentOptions& o) { o.transports = {}; }},
+      {"transports",
+       [](AgentOptions& o) {
+         o.transports = {"tcp", "shm", "tcp"};
+       }},
+      {"policy", [](AgentOptions& o) { o.policy = static_cast<ProgressPolicy>(2); }},
       {"cuda_proxy_blocks", [](AgentOptions& o) { o.cuda_proxy_blocks = 9; }},
       {"cuda_proxy_max_bytes", [](AgentOptions& o) { o.cuda_proxy_max_bytes = 32ull << 20; }},
       {"cuda_proxy_idle_exit", [](AgentOptions& o) { o.cuda_proxy_idle_exit = 2s; }},
@@ -377,6 +436,144 @@ TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
     EXPECT_EQ(a.status().code(), Code::kInvalidArgument) << c.field;
     EXPECT_NE(a.status().message().find(c.field), std::string::npos) << a.status().ToString();
   }
+}
+
+// Host memory is registered only where this process may read it, and write it
+// for kReadWrite (a peer's WRITE lands there): a reserved range without access
+// (what a device pointer is on the host), a read-only mapping for kReadWrite and
+// an unmapped hole are refused by RegisterMemory, naming the first byte that is
+// not; a read-only mapping for kReadOnly is taken. Nothing is registered by a
+// refusal: the range registers once it is mapped.
+TEST(RegisterMemoryTest, HostMemoryMustBeMappedForItsAccess) {
+  auto a = Agent::Create(OptionsFor("a", "tcp"));
+  ASSERT_TRUE(a.ok());
+  Agent& agent = *a.value();
+  const long page = sysconf(_SC_PAGESIZE);
+  const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  auto* none = static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_NONE, flags, -1, 0));
+  auto* ro = static_cast<uint8_t*>(mmap(nullptr, 2 * page, PROT_READ, flags, -1, 0));
+  auto* rw = static_cast<uint8_t*>(mmap(nullptr, 3 * page, PROT_READ | PROT_WRITE, flags, -1, 0));
+  ASSERT_TRUE(none != MAP_FAILED && ro != MAP_FAILED && rw != MAP_FAILED);
+  ASSERT_EQ(munmap(rw + page, page), 0);  // a hole between two rw pages
+  auto refused = [&](void* p, uint64_t n, Access access, const std::string& what) {
+    auto r = agent.RegisterMemory(p, n, MemoryKind::kHost, 0, access);
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << what;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().ToString();
+  };
+  refused(none, page, Access::kReadOnly, "is not readable in this process");
+  refused(ro, page, Access::kReadWrite, "is not readable and writable in this process");
+  refused(rw, 2 * page, Access::kReadWrite, "is not mapped in this process");
+  EXPECT_TRUE(agent.RegisterMemory(ro, 2 * page, MemoryKind::kHost, 0, Access::kReadOnly).ok());
+  EXPECT_TRUE(agent.RegisterMemory(rw, page).ok());
+  ASSERT_EQ(mprotect(none, 2 * page, PROT_READ | PROT_WRITE), 0);
+  EXPECT_TRUE(agent.RegisterMemory(none, 2 * page).ok()) << "nothing left of the refusals";
+  a.value().reset();
+  munmap(none, 2 * page);
+  munmap(ro, 2 * page);
+  munmap(rw, page);
+  munmap(rw + 2 * page, page);
+}
+
+// CheckHostMapped over a maps text: a range may span adjacent mappings; a gap,
+// a mapping without the access, or a range past the last mapping is refused,
+// naming the first byte that is not covered.
+TEST(HostMappingTest, ARangeMustLieInMappingsWithTheAccess) {
+  const std::string maps =
+      "1000-3000 rw-p 00000000 00:00 0\n"
+      "3000-4000 r--p 00000000 00:00 0 /lib/x.so\n"
+      "4000-5000 rw-s 00000000 00:05 7 /dev/shm/y\n"
+      "6000-7000 ---p 00000000 00:00 0\n"
+      "7000-8000 rwxp 00000000 00:00 0 [stack]\n";
+  auto code = [&](uint64_t addr, uint64_t len, bool writable) {
+    return core::CheckHostMappedIn(maps, addr, len, writable).code();
+  };
+  EXPECT_EQ(code(0x1000, 0x2000, true), Code::kOk) << "one mapping, whole";
+  EXPECT_EQ(code(0x2000, 0x3000, false), Code::kOk) << "three adjacent mappings, read";
+  EXPECT_EQ(code(0x2000, 0x2000, true), Code::kInvalidArgument) << "a read-only one inside";
+  EXPECT_EQ(code(0x4800, 0x1000, false), Code::kInvalidArgument) << "a gap at 0x5000";
+  EXPECT_EQ(code(0x6000, 0x10, false), Code::kInvalidArgument) << "no access";
+  EXPECT_EQ(code(0x7000, 0x1000, true), Code::kOk) << "the last mapping";
+  EXPECT_EQ(code(0x7800, 0x1000, false), Code::kInvalidArgument) << "past the last";
+  EXPECT_EQ(code(0x800, 0x1000, false), Code::kInvalidArgument) << "before the first";
+  const Status gap = core::CheckHostMappedIn(maps, 0x4800, 0x1000, false);
+  EXPECT_NE(gap.message().find("at 0x5000 is not mapped"), std::string::npos) << gap.ToString();
+  const Status ro = core::CheckHostMappedIn(maps, 0x2000, 0x2000, true);
+  EXPECT_NE(ro.message().find("at 0x3000 is not readable and writable"), std::string::npos)
+      << ro.ToString();
+}
+
+// A memory kind that is neither kHost nor kCuda is refused, not exported in a
+// blob that no peer would load.
+TEST(RegisterMemoryTest, AnUnknownMemoryKindIsRefused) {
+  auto a = Agent::Create(OptionsFor("a", "tcp"));
+  ASSERT_TRUE(a.ok());
+  std::vector<uint8_t> buf(4096);
+  auto r = a.value()->RegisterMemory(buf.data(), buf.size(), static_cast<MemoryKind>(5));
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  auto blob = a.value()->ExportMetadata();
+  ASSERT_TRUE(blob.ok());
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_TRUE(b.value()->LoadPeer(blob.value()).ok());
+}
+
+// Transports not built into the library are left out of an agent; one left with
+// none is refused at Create, naming them (a build without CUDA and only "cuda").
+TEST(AgentOptionsTest, AgentWithNoTransportBuiltInIsRefused) {
+#if KVLANE_TEST_HAVE_CUDA
+  GTEST_SKIP() << "this library has the cuda transport";
+#else
+  AgentOptions o = OptionsFor("a", "cuda");
+  auto only_cuda = Agent::Create(o);
+  EXPECT_EQ(only_cuda.status().code(), Code::kNotSupported) << only_cuda.status().ToString();
+  EXPECT_NE(only_cuda.status().message().find("no transport of AgentOptions.transports (cuda)"),
+            std::string::npos)
+      << only_cuda.status().ToString();
+  o.transports = {"cuda", "tcp"};
+  auto with_tcp = Agent::Create(o);
+  EXPECT_TRUE(with_tcp.ok()) << with_tcp.status().ToString();
+#endif
+}
+
+// Each agent's slots start at their own random generation: a handle of another
+// agent (the same slot, each agent's first transfer) is stale here, kNotFound for
+// every call, and never posts or releases this agent's transfer in that slot.
+TEST_P(BadInputTest, AnotherAgentsHandleIsStaleHere) {
+  Connect(b(), a());
+  auto ha = MakeSimple(a(), "b", Op::kWrite, src_.data(), dst_.data(), 64);
+  auto hb = MakeSimple(b(), "a", Op::kRead, dst_.data(), src_.data(), 64);
+  ASSERT_TRUE(ha.ok() && hb.ok());
+  ASSERT_EQ(ha->slot, hb->slot) << "each agent's first transfer takes its first slot";
+  EXPECT_NE(ha->gen, hb->gen);
+  XferHandle foreign = ha.value();
+  EXPECT_EQ(b().Check(foreign).code(), Code::kNotFound);
+  EXPECT_EQ(b().Post(&foreign).code(), Code::kNotFound);
+  EXPECT_EQ(b().Cancel(foreign).code(), Code::kNotFound);
+  EXPECT_EQ(b().Release(&foreign).code(), Code::kNotFound);
+  EXPECT_TRUE(DstUntouched()) << "b's READ ran";
+  ASSERT_TRUE(PostAndWait(b(), &hb.value()).ok()) << "b's own transfer is alive";
+  EXPECT_EQ(FirstMismatch(dst_.data(), 64, 6), -1);
+}
+
+// Each agent numbers its prepared lists from its own random start: a list id of
+// another agent is unknown here (kNotFound), not one of this agent's lists.
+TEST(PreparedIdTest, AnotherAgentsListIdIsUnknown) {
+  auto a = Agent::Create(OptionsFor("a", "tcp"));
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint8_t> buf(4096);
+  ASSERT_TRUE(a.value()->RegisterMemory(buf.data(), 2048).ok());
+  ASSERT_TRUE(b.value()->RegisterMemory(buf.data() + 2048, 2048).ok());
+  DescList la, lb;
+  la.Add(buf.data(), 2048);
+  lb.Add(buf.data() + 2048, 2048);
+  auto pa = a.value()->PrepareLocal(la);
+  auto pb = b.value()->PrepareLocal(lb);
+  ASSERT_TRUE(pa.ok() && pb.ok());
+  EXPECT_TRUE(pa->valid() && pb->valid());
+  EXPECT_NE(pa->value, pb->value);
+  EXPECT_EQ(a.value()->ReleasePrepared(pb.value()).code(), Code::kNotFound);
+  EXPECT_TRUE(a.value()->ReleasePrepared(pa.value()).ok());
 }
 
 // The bounds themselves are taken: the largest piece_bytes (a region is cut

@@ -75,6 +75,22 @@ TEST(MetadataListener, BadListenAddressFailsCreate) {
   EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
   o.metadata_listen = "127.0.0.1:99999";
   EXPECT_EQ(Agent::Create(o).status().code(), Code::kInvalidArgument);
+  o.metadata_listen = ":0";  // not every interface unless said: the blob holds the secret
+  const Status no_host = Agent::Create(o).status();
+  EXPECT_EQ(no_host.code(), Code::kInvalidArgument);
+  EXPECT_NE(no_host.message().find("say 0.0.0.0:PORT"), std::string::npos) << no_host.ToString();
+}
+
+// FetchMetadata refuses a timeout outside 1 ms..24 h (a negative one would wait on
+// connect for ever) and an address without a host, before it connects.
+TEST(FetchMetadata, BadTimeoutsAndAddressesAreRefused) {
+  for (auto t : {0ms, -5ms, std::chrono::milliseconds(std::chrono::hours(24)) + 1ms,
+                 std::chrono::milliseconds::max()}) {
+    auto r = FetchMetadata("127.0.0.1:1", t);
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << t.count() << " ms";
+    EXPECT_NE(r.status().message().find("1 ms..24 h"), std::string::npos) << r.status().ToString();
+  }
+  EXPECT_EQ(FetchMetadata(":1", 100ms).status().code(), Code::kInvalidArgument);
 }
 
 TEST(FetchMetadata, DeadPortFailsFastWithDisconnect) {

@@ -44,8 +44,12 @@ class Agent {
   // into pieces transparently; an agent's regions hold at most 1,048,576 pieces
   // in all (what its metadata carries): one that would pass that is refused with
   // kInvalidArgument, as is a null address, a zero length, a range that wraps or
-  // overlaps a registered one. kCuda memory needs the cuda transport enabled, or
-  // tcp in a CUDA build on a machine with a GPU (else kNotSupported).
+  // overlaps a registered one, or a kind other than kHost and kCuda. kHost memory
+  // must be mapped in this process, readable, and writable too for kReadWrite (as
+  // /proc/self/maps says at this call): else kInvalidArgument naming the first
+  // byte that is not, so a device pointer registered as kHost is refused here.
+  // kCuda memory needs the cuda transport enabled, or tcp in a CUDA build on a
+  // machine with a GPU (else kNotSupported).
   // REQUIRES: the memory outlives the registration.
   // `access` is what peers may do and travels in the metadata. kReadOnly: a
   // peer's WRITE into the region fails with kNotAllowed and no byte of it
@@ -87,6 +91,9 @@ class Agent {
   Result<std::string> PeerTransport(std::string_view peer, MemoryKind kind = MemoryKind::kHost);
 
   // Resolves a list once; the result is posted many times through transfers.
+  // Ids are this agent's own, numbered from a random start (never 0, never one
+  // alive): another agent's id reads kNotFound here unless it happens to equal
+  // one of this agent's live ids (32-bit ids: rare, not impossible).
   Result<PreparedId> PrepareLocal(const DescList& list);
   Result<PreparedId> PrepareRemote(std::string_view peer, const DescList& list);
   Status ReleasePrepared(PreparedId id);
@@ -95,7 +102,9 @@ class Agent {
   // "all descriptors in order". `notif` (may be empty: none; at most 64 KiB) is
   // delivered to the peer after the data is visible there. At most
   // kMaxTransferBytes and kMaxTransferPairs per transfer (transfer.h); past any of
-  // these, or an `xo.lane` past the peer channel's lanes, kInvalidArgument.
+  // these, an `xo.lane` that is not the peer channel's, or destinations that
+  // overlap (a WRITE's remote descriptors, a READ's local ones: two pairs would
+  // write the same bytes), kInvalidArgument.
   // kNotAllowed when options().max_requests transfers are alive already.
   Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
@@ -152,7 +161,8 @@ class Agent {
 };
 
 // Fetches a peer's metadata from its metadata listener ("host:port"). The whole
-// call (connect, request, reply) ends within `timeout`: kTimeout past it.
+// call (connect, request, reply) ends within `timeout`, 1 ms..24 h (else
+// kInvalidArgument): kTimeout past it.
 Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::milliseconds timeout);
 
 // Raises RLIMIT_MEMLOCK's soft limit towards the hard one so that `bytes` can be

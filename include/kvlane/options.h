@@ -42,15 +42,19 @@ Result<StagingCopy> ParseStagingCopy(const std::string& name);
 struct AgentOptions {
   std::string name;  // required, 1..255 bytes; unique among the agents of a job
   ProgressPolicy policy = ProgressPolicy::kIndependent;
-  // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda");
-  // another name is refused.
+  // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda"),
+  // each at most once; another name, a repeat or an empty list is refused. One not built
+  // into this library (cuda without CUDA) is left out; Create fails (kNotSupported)
+  // when that leaves none.
   std::vector<std::string> transports = {"local", "shm", "tcp", "cuda"};
   std::string tcp_listen_host = "127.0.0.1";  // data listener bind address (no forced wildcard)
   uint16_t tcp_listen_port = 0;               // 0: ephemeral
   // Address to advertise for the tcp listener in metadata; empty = tcp_listen_host, or the
   // host name when listening on the wildcard address.
   std::string tcp_advertise_host;
-  std::string metadata_listen;                // "host:port" serves ExportMetadata(); empty = off
+  // "host:port" serves ExportMetadata() (the blob, secret included: docs/SECURITY.md);
+  // empty = off. The host is required: 0.0.0.0 for every interface, said as such.
+  std::string metadata_listen;
   int lanes_per_peer = 2;                     // data lanes per peer connection, 1..64
   uint64_t chunk_bytes = 2ull << 20;          // largest chunk a lane moves at once; 4 KiB..1 GiB
   uint32_t max_segments_per_chunk = 256;      // segments gathered into one chunk; 1..1024
@@ -61,7 +65,7 @@ struct AgentOptions {
   // descriptor (per piece it crosses); benchmarks use it to compare.
   bool merge_adjacent = true;
   uint64_t stripe_min_bytes = 1ull << 20;     // requests at least this big are striped
-  uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (a power of two, >= 2)
+  uint32_t lane_ring_slots = 1u << 16;        // chunk slots per lane (a power of two, 2..16M)
   // Transfer handles alive at once (MakeTransfer past it: kNotAllowed); 1..2^24.
   uint32_t max_requests = 1u << 14;
   // Regions are registered in pieces of at most this. 4 KiB..256 TiB (2^48, past

@@ -35,9 +35,9 @@ inline constexpr uint64_t kMaxTransferPairs = UINT32_MAX;
 
 // Per-transfer choices made at MakeTransfer time.
 struct XferOptions {
-  // -1 (any negative): the engine picks (stripes bulk, least-loaded lane for small);
-  // else every post goes to lane `lane`, which must be below the channel's lanes
-  // (lanes_per_peer): MakeTransfer refuses a larger one (kInvalidArgument).
+  // -1: the engine picks (stripes bulk, least-loaded lane for small); else every
+  // post goes to lane `lane`, 0 .. the channel's lanes (lanes_per_peer) - 1:
+  // MakeTransfer refuses another value (kInvalidArgument).
   int lane = -1;
   bool stripe = true;      // allow striping chunks over every lane of the peer
 };

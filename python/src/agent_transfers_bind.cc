@@ -27,6 +27,9 @@ std::unique_ptr<PyTransfer> MakeTransfer(py::object self, const std::string& op,
   a.CheckOwner(remote.owner, "the remote list");
   const Op o = ParseOp(op);
   const std::vector<uint32_t> li = ToIndices(local_idx), ri = ToIndices(remote_idx);
+  if (lane.has_value() && *lane < 0)
+    throw py::value_error(
+        "lane is a lane's index, 0 .. lanes_per_peer - 1 (None: the engine picks)");
   const XferOptions xo{lane.value_or(-1), stripe};
   const XferHandle h = ValueOrRaise(a.Blocking([&](Agent& agent) {  // may connect
     return agent.MakeTransfer(o, local.id, li, remote.id, ri, notif, xo);
@@ -81,8 +84,8 @@ local_idx, remote_idx: which descriptors of each list, pair by pair (a sequence 
     1-D int array); None means all, in order. Paired lengths must match.
 notif: bytes delivered to the peer (take_notifications) after the data is visible there.
 lane: pin every post to one lane, 0 .. lanes_per_peer - 1 (None: the engine picks; a larger
-    one raises kvlane.Error INVALID_ARGUMENT); stripe: allow striping bulk transfers over
-    every lane.)")
+    one raises kvlane.Error INVALID_ARGUMENT, a negative one ValueError); stripe: allow
+    striping bulk transfers over every lane.)")
       .def(
           "send_notification",
           [](PyAgent& a, const std::string& peer, const std::string& payload) {

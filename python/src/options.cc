@@ -12,8 +12,9 @@
 namespace kvlane::python {
 namespace {
 
-// Float seconds to a chrono duration; ValueError unless finite and < 1e9 s, and
-// whole for a duration counted in seconds (0.5 must not round to 0, "off").
+// Float seconds to a chrono duration; ValueError unless finite and < 1e9 s, whole
+// for a duration counted in seconds, and not a non-zero value that rounds to 0
+// ("off" for some fields: 0.5 s of keepalive, 1e-7 s of spin).
 template <typename D>
 D Seconds(py::handle v) {
   double s = py::cast<double>(v);
@@ -22,7 +23,10 @@ D Seconds(py::handle v) {
   if constexpr (std::ratio_greater_equal_v<typename D::period, std::ratio<1>>) {
     if (s != std::trunc(s)) throw py::value_error("must be a whole number of seconds");
   }
-  return std::chrono::round<D>(std::chrono::duration<double>(s));  // 20e-6 is 20 us, not 19
+  const D d = std::chrono::round<D>(std::chrono::duration<double>(s));  // 20e-6: 20 us, not 19
+  if (d.count() == 0 && s != 0)  // 0 means "off" for some fields: never by rounding
+    throw py::value_error("must be 0 or at least the field's unit (it would round to 0)");
+  return d;
 }
 
 template <typename D>

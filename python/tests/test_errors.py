@@ -139,3 +139,25 @@ def test_cuda_memory_needs_a_transport_that_moves_it(local_pair):
     with pytest.raises(kvlane.Error) as e:  # no cuda transport enabled here
         a.register_memory(1 << 40, 4096, kind="cuda")
     assert e.value.code == Code.NOT_SUPPORTED
+
+
+def test_host_memory_not_mapped_here_is_refused(local_pair):
+    a, _ = local_pair
+    with pytest.raises(kvlane.Error) as e:  # no mapping there: e.g. a device pointer as host
+        a.register_memory(1 << 40, 4096)
+    assert e.value.code == Code.INVALID_ARGUMENT
+    assert "not mapped in this process" in e.value.message
+
+
+def test_a_lane_that_is_not_the_channels_is_refused(local_pair):
+    a, b = local_pair
+    _, _, ra, rb = registered(a, b)
+    local, remote = a.prepare_local([(ra.addr, 64)]), a.prepare_remote("b", [(rb.addr, 64)])
+    with pytest.raises(kvlane.Error) as e:  # two lanes per peer by default: 0 and 1
+        a.make_transfer("write", local, remote, lane=2)
+    assert e.value.code == Code.INVALID_ARGUMENT
+    with pytest.raises(ValueError):
+        a.make_transfer("write", local, remote, lane=-1)
+    t = a.make_transfer("write", local, remote, lane=1)
+    t.post()
+    assert t.wait(10) == Code.OK

@@ -1,6 +1,7 @@
 """Lifetimes: transfers keep their agent alive, a closed agent fails cleanly,
 registered buffers stay pinned, dropped transfers free their slots, blocking
 calls release the GIL."""
+import ctypes
 import gc
 import socket
 import sys
@@ -91,8 +92,10 @@ def test_deregister_unpins():
         buf.extend(b"resizable again")
         raw = a.register_memory(memoryview(buf).cast("B")[:4096])  # a memoryview pins too
         a.deregister_memory(raw)
-        addr_region = a.register_memory(1 << 40, 4096)  # an address: nothing to pin
-        assert (addr_region.addr, addr_region.length) == (1 << 40, 4096)
+        raw_buf = ctypes.create_string_buffer(4096)
+        addr = ctypes.addressof(raw_buf)
+        addr_region = a.register_memory(addr, 4096)  # an address: nothing to pin
+        assert (addr_region.addr, addr_region.length) == (addr, 4096)
         a.deregister_memory(addr_region)
     assert a.closed
 

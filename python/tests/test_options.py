@@ -55,13 +55,16 @@ def test_unknown_keyword_and_wrong_types():
         kvlane.Agent("x", io_timeout_s=float("inf"))
     with pytest.raises(ValueError, match="tcp_keepalive_s.*whole"):
         kvlane.Agent("x", tcp_keepalive_s=0.5)  # would round to 0: keepalive off
+    with pytest.raises(ValueError, match="spin_s.*round to 0"):
+        kvlane.Agent("x", spin_s=1e-7)  # under a microsecond: would be no spin at all
 
 
 @pytest.mark.parametrize("bad", [dict(lanes_per_peer=0), dict(transports=["rdma"]),
                                  dict(policy="fifo"), dict(staging_copy="fast"),
                                  dict(io_timeout_s=0), dict(lane_ring_slots=1000),
                                  dict(tcp_keepalive_s=-1), dict(tcp_keepalive_s=32768),
-                                 dict(max_conns_per_peer=0),
+                                 dict(max_conns_per_peer=0), dict(transports=[]),
+                                 dict(transports=["tcp", "tcp"]),
                                  dict(max_notification_bytes=1 << 20,
                                       max_notification_bytes_per_peer=(1 << 20) + 1)])
 def test_values_the_engine_refuses(bad):

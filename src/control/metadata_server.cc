@@ -53,6 +53,9 @@ void MetadataServer::Serve(Conn* c) {
 namespace kvlane {
 
 Result<std::string> FetchMetadata(const std::string& host_port, std::chrono::milliseconds timeout) {
+  if (timeout < std::chrono::milliseconds(1) || timeout > std::chrono::hours(24))
+    return Status::InvalidArgument("FetchMetadata: the timeout must be 1 ms..24 h, got " +
+                                   std::to_string(timeout.count()) + " ms");
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(core::SplitHostPort(host_port, &host, &port));

@@ -10,6 +10,7 @@
 #include "core/affinity.h"
 #include "core/device_copier.h"
 #include "core/host_info.h"
+#include "core/host_mapping.h"
 #include "core/random.h"
 #include "transport/local/local_transport.h"
 #include "transport/notif_queue.h"
@@ -46,10 +47,12 @@ Code ConnectFailureCode(std::optional<Code> agreed) {
 }  // namespace
 
 AgentImpl::AgentImpl(const AgentOptions& options)
-    : completer_(options.policy, options.max_requests), records_(options.max_requests) {
+    : completer_(options.policy, options.max_requests),
+      records_(options.max_requests, static_cast<uint32_t>(RandomU64())) {
   ctx_.options = options;
   ctx_.name = options.name;
   ctx_.agent_id = RandomU64();
+  next_prepared_ = static_cast<uint32_t>(RandomU64());
   RandomBytes(ctx_.secret.data(), ctx_.secret.size());
   ctx_.registry = std::make_shared<Registry>(options.piece_bytes);
   const uint64_t per_peer = options.max_notification_bytes_per_peer;
@@ -84,6 +87,13 @@ Status AgentImpl::Init() {
     if (t == nullptr) continue;
     KVLANE_RETURN_IF_ERROR(t->Start());
     transports_.push_back(std::move(t));
+  }
+  if (transports_.empty()) {
+    std::string names;
+    for (const std::string& name : ctx_.options.transports)
+      names += (names.empty() ? "" : ", ") + name;
+    return Status::NotSupported("no transport of AgentOptions.transports (" + names +
+                                ") is built into this library");
   }
   if (!ctx_.options.metadata_listen.empty()) {
     KVLANE_ASSIGN_OR_RETURN(metadata_server_,
@@ -123,12 +133,17 @@ Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind 
     return std::find(ctx_.options.transports.begin(), ctx_.options.transports.end(), t) !=
            ctx_.options.transports.end();
   };
+  if (kind != MemoryKind::kHost && kind != MemoryKind::kCuda)
+    return Status::InvalidArgument("unknown memory kind " + std::to_string(static_cast<int>(kind)));
   if (kind == MemoryKind::kCuda && !enabled("cuda") &&
       !(enabled("tcp") && ProcessDeviceStaging() != nullptr))
     return Status::NotSupported(
         "CUDA memory needs the cuda transport in AgentOptions.transports, or tcp in a build "
         "with CUDA on a machine with a GPU (tcp stages it through pinned host memory)");
-  return ctx_.registry->Add(reinterpret_cast<uint64_t>(addr), len, kind, device, access);
+  const auto a = reinterpret_cast<uint64_t>(addr);
+  if (kind == MemoryKind::kHost && addr != nullptr && len > 0 && a + len > a)
+    KVLANE_RETURN_IF_ERROR(CheckHostMapped(a, len, access == Access::kReadWrite));
+  return ctx_.registry->Add(a, len, kind, device, access);
 }
 
 Status AgentImpl::DeregisterMemory(RegionId region) {

@@ -68,7 +68,10 @@ class AgentImpl {
   // transport (in options order) that moves those kinds and reaches the peer.
   Result<Channel*> EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote);
   Result<std::shared_ptr<PreparedList>> GetPrepared(PreparedId id) const;
+  // Files `p` under a fresh id (next_prepared_).
+  PreparedId AddPrepared(std::shared_ptr<PreparedList> p);
   Result<Request*> SlotOf(const XferHandle& h) const;
+  static Status CheckDestinationsDisjoint(const Request& r);
   Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
                        const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
   uint64_t ChunkSizeFor(const Request& r) const;
@@ -92,7 +95,9 @@ class AgentImpl {
 
   mutable std::mutex prepared_mu_;
   std::unordered_map<uint32_t, std::shared_ptr<PreparedList>> prepared_;  // GUARDED_BY(prepared_mu_)
-  uint32_t next_prepared_ = 1;                                            // GUARDED_BY(prepared_mu_)
+  // Each agent's ids start at a random value, so that another agent's id (or a
+  // released one of this agent's) rarely names a list here; never 0, never one alive.
+  uint32_t next_prepared_;  // GUARDED_BY(prepared_mu_)
 
   std::vector<std::unique_ptr<Request>> slots_;  // fixed size: options.max_requests
   std::mutex free_mu_;

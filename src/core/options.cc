@@ -71,17 +71,23 @@ Result<StagingCopy> ParseStagingCopy(const std::string& name) {
 
 Status AgentOptions::Validate() const {
   if (name.empty() || name.size() > 255) return Bad("name", "must be 1..255 bytes");
+  if (policy != ProgressPolicy::kIndependent && policy != ProgressPolicy::kGlobalFifo)
+    return Bad("policy", "must be kIndependent or kGlobalFifo");
   static const char* kKnown[] = {"local", "shm", "tcp", "cuda"};
-  for (const auto& t : transports) {
+  if (transports.empty()) return Bad("transports", "names none");
+  for (size_t i = 0; i < transports.size(); ++i) {
+    const std::string& t = transports[i];
     if (std::find(std::begin(kKnown), std::end(kKnown), t) == std::end(kKnown))
       return Bad("transports", "names unknown transport '" + t + "'");
+    if (std::find(transports.begin(), transports.begin() + i, t) != transports.begin() + i)
+      return Bad("transports", "names '" + t + "' twice");
   }
   if (lanes_per_peer < 1 || lanes_per_peer > 64) return Bad("lanes_per_peer", "must be 1..64");
   if (chunk_bytes < 4096 || chunk_bytes > (1ull << 30)) return Bad("chunk_bytes", "must be 4 KiB..1 GiB");
   if (max_segments_per_chunk < 1 || max_segments_per_chunk > 1024)
     return Bad("max_segments_per_chunk", "must be 1..1024");
-  if (!IsPowerOfTwo(lane_ring_slots) || lane_ring_slots < 2)
-    return Bad("lane_ring_slots", "must be a power of two >= 2");
+  if (!IsPowerOfTwo(lane_ring_slots) || lane_ring_slots < 2 || lane_ring_slots > (1u << 24))
+    return Bad("lane_ring_slots", "must be a power of two, 2..16M");
   if (max_requests < 1 || max_requests > (1u << 24)) return Bad("max_requests", "must be 1..16M");
   if (piece_bytes < 4096 || piece_bytes > kMaxPieceBytes)
     return Bad("piece_bytes", "must be 4 KiB..256 TiB (2^48), got " + std::to_string(piece_bytes));

@@ -1,6 +1,7 @@
 // Preparing descriptor lists and building transfers from them: every lookup
 // happens here, once, so that Post() only enqueues.
 #include <algorithm>
+#include <cstdio>
 
 #include "core/agent_impl.h"
 #include "core/segment_merge.h"
@@ -55,10 +56,7 @@ Result<PreparedId> AgentImpl::PrepareLocal(const DescList& list) {
     if (!s.ok()) return Status(s.code(), "local " + DescError(i, s));
     p->lens.push_back(d.len);
   }
-  std::lock_guard lock(prepared_mu_);
-  uint32_t id = next_prepared_++;
-  prepared_[id] = std::move(p);
-  return PreparedId{id};
+  return AddPrepared(std::move(p));
 }
 
 Result<PreparedId> AgentImpl::PrepareRemote(std::string_view peer_name, const DescList& list) {
@@ -76,8 +74,13 @@ Result<PreparedId> AgentImpl::PrepareRemote(std::string_view peer_name, const De
     if (!s.ok()) return Status(s.code(), "remote " + DescError(i, s));
     p->lens.push_back(d.len);
   }
+  return AddPrepared(std::move(p));
+}
+
+PreparedId AgentImpl::AddPrepared(std::shared_ptr<PreparedList> p) {
   std::lock_guard lock(prepared_mu_);
   uint32_t id = next_prepared_++;
+  while (id == 0 || prepared_.count(id) != 0) id = next_prepared_++;  // after a wrap
   prepared_[id] = std::move(p);
   return PreparedId{id};
 }
@@ -131,6 +134,33 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
     }
   }
   r->pairs = static_cast<uint32_t>(n);
+  return CheckDestinationsDisjoint(*r);
+}
+
+// Two copies into the same byte (a WRITE naming a remote descriptor twice, a READ
+// whose local descriptors overlap) would leave whichever landed last: refused.
+// One pass when the destinations ascend (the usual list); else sorted, at
+// MakeTransfer only.
+Status AgentImpl::CheckDestinationsDisjoint(const Request& r) {
+  const bool remote = r.op == Op::kWrite;
+  auto dst = [remote](const Segment& s) { return remote ? s.remote_addr : s.local_addr; };
+  bool ascending = true;
+  for (size_t i = 1; i < r.segs.size() && ascending; ++i)
+    ascending = dst(r.segs[i]) >= dst(r.segs[i - 1]) + r.segs[i - 1].len;
+  if (ascending) return Status::Ok();
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // start, end
+  ranges.reserve(r.segs.size());
+  for (const Segment& s : r.segs) ranges.emplace_back(dst(s), dst(s) + s.len);
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) {
+    if (ranges[i].first < ranges[i - 1].second) {
+      char at[24];
+      std::snprintf(at, sizeof(at), "0x%llx", static_cast<unsigned long long>(ranges[i].first));
+      return Status::InvalidArgument(std::string(remote ? "remote" : "local") +
+                                     " destinations of the transfer overlap at " + at +
+                                     ": two pairs would write the same bytes");
+    }
+  }
   return Status::Ok();
 }
 
@@ -211,10 +241,10 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   if (bytes > kMaxTransferBytes)
     return Status::InvalidArgument("a transfer moves at most 1 TiB (kMaxTransferBytes): split it");
   KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
-  if (xo.lane >= ch->lane_count())
-    return Status::InvalidArgument("XferOptions::lane " + std::to_string(xo.lane) +
-                                   " is past the channel's lanes (0.." +
-                                   std::to_string(ch->lane_count() - 1) + ", lanes_per_peer)");
+  if (xo.lane < -1 || xo.lane >= ch->lane_count())
+    return Status::InvalidArgument(
+        "XferOptions::lane " + std::to_string(xo.lane) + " is not a lane of the channel (0.." +
+        std::to_string(ch->lane_count() - 1) + ", lanes_per_peer) nor -1 (the engine picks)");
   uint32_t slot;
   {
     std::lock_guard lock(free_mu_);

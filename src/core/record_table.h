@@ -17,8 +17,10 @@ class RecordTable {
  public:
   static constexpr size_t kStride = 64;  // bytes between two records
 
-  // REQUIRES: slots >= 1. Every record reads as generation 0, not found.
-  explicit RecordTable(uint32_t slots);
+  // REQUIRES: slots >= 1. Every record reads as generation `first_gen`, not
+  // found. An agent picks it at random, so that another agent's handle (same slot,
+  // its own generations) reads stale here rather than naming this agent's transfer.
+  RecordTable(uint32_t slots, uint32_t first_gen);
   ~RecordTable();
   RecordTable(const RecordTable&) = delete;
   RecordTable& operator=(const RecordTable&) = delete;

@@ -221,7 +221,10 @@ Status SplitHostPort(const std::string& hp, std::string* host, uint16_t* port) {
   char* end = nullptr;
   unsigned long p = std::strtoul(hp.c_str() + colon + 1, &end, 10);
   if (*end != '\0' || p > 65535) return Status::InvalidArgument("bad port in '" + hp + "'");
-  *host = h.empty() ? "0.0.0.0" : h;
+  if (h.empty())
+    return Status::InvalidArgument("no host in '" + hp +
+                                   "' (to listen on every interface, say 0.0.0.0:PORT)");
+  *host = h;
   *port = static_cast<uint16_t>(p);
   return Status::Ok();
 }
