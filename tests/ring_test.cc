@@ -132,7 +132,9 @@ TEST_P(RingTest, StaleCopiesStayStaleWhileAnotherThreadReusesTheSlot) {
     stale.push_back(h);
     ASSERT_TRUE(a().Release(&h).ok());
   }
-  stale.push_back(XferHandle{0, 0});
+  // The slot's generation before its first transfer: never live again (but after
+  // 2^32 posts). (XferHandle{0, 0} is not: generations start at random.)
+  stale.push_back(XferHandle{stale[0].slot, stale[0].gen - 1});
   std::atomic<bool> stop{false};
   std::atomic<int> not_stale{0};  // calls on a stale copy that did not say kNotFound
   std::thread careless([&] {

@@ -45,9 +45,11 @@ class Agent {
   // in all (what its metadata carries): one that would pass that is refused with
   // kInvalidArgument, as is a null address, a zero length, a range that wraps or
   // overlaps a registered one, or a kind other than kHost and kCuda. kHost memory
-  // must be mapped in this process, readable, and writable too for kReadWrite (as
-  // /proc/self/maps says at this call): else kInvalidArgument naming the first
-  // byte that is not, so a device pointer registered as kHost is refused here.
+  // must be mapped readable and writable in this process, whatever `access` (which
+  // limits peers only: this agent's own READs may land in any of its regions), as
+  // /proc/self/maps says at this call (not checked when it cannot be read): else
+  // kInvalidArgument naming the first byte that is not, so a device pointer or
+  // read-only memory registered as kHost is refused here.
   // kCuda memory needs the cuda transport enabled, or tcp in a CUDA build on a
   // machine with a GPU (else kNotSupported).
   // REQUIRES: the memory outlives the registration.

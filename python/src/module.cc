@@ -17,8 +17,8 @@ void BindFunctions(py::module_& m) {
   m.def(
       "fetch_metadata",
       [](const std::string& host_port, double timeout_s) {
-        if (!std::isfinite(timeout_s) || timeout_s < 1e-3 || timeout_s > 1e6)
-          throw py::value_error("timeout_s must be a number of seconds, 0.001..1e6");
+        if (!std::isfinite(timeout_s) || timeout_s < 1e-3 || timeout_s > 86400)
+          throw py::value_error("timeout_s must be a number of seconds, 0.001..86400 (24 h)");
         const auto timeout =
             std::chrono::round<std::chrono::milliseconds>(std::chrono::duration<double>(timeout_s));
         Result<std::string> blob = [&] {

@@ -142,7 +142,7 @@ Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind 
         "with CUDA on a machine with a GPU (tcp stages it through pinned host memory)");
   const auto a = reinterpret_cast<uint64_t>(addr);
   if (kind == MemoryKind::kHost && addr != nullptr && len > 0 && a + len > a)
-    KVLANE_RETURN_IF_ERROR(CheckHostMapped(a, len, access == Access::kReadWrite));
+    KVLANE_RETURN_IF_ERROR(CheckHostMapped(a, len, /*writable=*/true));  // this agent's READs land
   return ctx_.registry->Add(a, len, kind, device, access);
 }
 

@@ -49,9 +49,10 @@ Status CheckHostMappedIn(std::string_view maps, uint64_t addr, uint64_t len, boo
     if (!ParseLine(line, &m) || m.end <= covered) continue;
     if (m.start > covered) break;  // a gap: not mapped
     if (!m.readable || (writable && !m.writable)) {
-      return Status::InvalidArgument("host memory at " + Hex(covered) + " is not " + want +
-                                     " in this process (a device pointer? register it as "
-                                     "MemoryKind::kCuda)");
+      return Status::InvalidArgument(
+          "host memory at " + Hex(covered) + " is not " + want +
+          " in this process (a device pointer? register it as MemoryKind::kCuda)" +
+          (m.readable && writable ? "; read-only memory cannot be registered" : ""));
     }
     covered = m.end;
   }
