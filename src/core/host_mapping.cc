@@ -5,8 +5,9 @@
 
 #include <cerrno>
 #include <charconv>
-#include <cstdio>
 #include <string>
+
+#include "core/hex.h"
 
 namespace kvlane::core {
 namespace {
@@ -27,12 +28,6 @@ bool ParseLine(std::string_view line, Mapping* m) {
   m->readable = r.ptr[1] == 'r';
   m->writable = r.ptr[2] == 'w';
   return m->start < m->end;
-}
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 }  // namespace

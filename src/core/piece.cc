@@ -1,7 +1,10 @@
 #include "core/piece.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
+
+#include "core/hex.h"
 
 namespace kvlane::core {
 namespace {
@@ -15,13 +18,13 @@ const Piece* FindContaining(const std::vector<Piece>& sorted, uint64_t addr) {
   return addr - it->base < it->len ? &*it : nullptr;
 }
 
+}  // namespace
+
 std::string Hex(uint64_t v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
   return buf;
 }
-
-}  // namespace
 
 Status ResolveRange(const std::vector<Piece>& sorted, uint64_t addr, uint64_t len,
                     MemoryKind kind, std::vector<PieceRange>* out) {

@@ -1,9 +1,9 @@
 // Preparing descriptor lists and building transfers from them: every lookup
 // happens here, once, so that Post() only enqueues.
 #include <algorithm>
-#include <cstdio>
 
 #include "core/agent_impl.h"
+#include "core/hex.h"
 #include "core/segment_merge.h"
 
 namespace kvlane::core {
@@ -154,11 +154,9 @@ Status AgentImpl::CheckDestinationsDisjoint(const Request& r) {
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i) {
     if (ranges[i].first < ranges[i - 1].second) {
-      char at[24];
-      std::snprintf(at, sizeof(at), "0x%llx", static_cast<unsigned long long>(ranges[i].first));
-      return Status::InvalidArgument(std::string(remote ? "remote" : "local") +
-                                     " destinations of the transfer overlap at " + at +
-                                     ": two pairs would write the same bytes");
+      return Status::InvalidArgument(
+          std::string(remote ? "remote" : "local") + " destinations of the transfer overlap at " +
+          Hex(ranges[i].first) + ": two pairs would write the same bytes");
     }
   }
   return Status::Ok();
