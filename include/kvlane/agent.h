@@ -51,7 +51,11 @@ class Agent {
   // kInvalidArgument naming the first byte that is not, so a device pointer or
   // read-only memory registered as kHost is refused here.
   // kCuda memory needs the cuda transport enabled, or tcp in a CUDA build on a
-  // machine with a GPU (else kNotSupported).
+  // machine with a GPU (else kNotSupported). It must be device memory or pinned
+  // (page-locked) host memory: other memory is refused when a transfer first uses
+  // it (kNotSupported / kInvalidArgument), not here. `device` is recorded in the
+  // metadata for the peer to read; the transports use the device the memory
+  // belongs to (cudaPointerGetAttributes), so a wrong ordinal changes nothing.
   // REQUIRES: the memory outlives the registration.
   // `access` is what peers may do and travels in the metadata. kReadOnly: a
   // peer's WRITE into the region fails with kNotAllowed and no byte of it
@@ -70,7 +74,11 @@ class Agent {
   // waited for (each ends by itself: it completes, or its lane fails after
   // io_timeout without progress), so the memory may be freed once it returns.
   // kBackend when a GPU that stopped answering (wedged) was left with a copy of
-  // the region: it is gone for new posts all the same, but its memory must stay.
+  // the region, or an shm target did not close a failed lane within 2 x io_timeout
+  // + 1 s (it copies straight into and out of this process: a frame it held may
+  // still be copied): the region is gone for new posts all the same, but its
+  // memory must stay. (An shm lane that fails or closes with frames unanswered
+  // waits for its target to close the connection before those requests end.)
   // A post that GPU finished just as its lane gave up (it reads kOk) does not
   // count: called meanwhile, this waits for the lane's decision.
   // kNotFound for a region not registered (or removed already).
@@ -80,6 +88,9 @@ class Agent {
   // endpoints and registered regions. Whoever holds it may access those regions.
   Result<std::string> ExportMetadata() const;
   // Loads a peer's blob (re-loading refreshes its region table). Returns its name.
+  // A blob naming a loaded peer but carrying another agent id (that peer
+  // restarted, or another agent took its name) replaces the entry, as RemovePeer
+  // then LoadPeer would: lists and transfers made before keep the old one.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
   // naming it answer kNotFound from then on. Prepared lists and transfers made

@@ -13,7 +13,7 @@ namespace kvlane {
 struct Desc {
   uint64_t addr = 0;
   uint64_t len = 0;
-  int32_t device = 0;  // CUDA ordinal for kCuda; ignored for kHost
+  int32_t device = 0;  // CUDA ordinal, informational: the engine uses the device addr is on
 };
 
 // A list of descriptors of one memory kind. Local and remote lists of a transfer

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "kvlane/agent.h"
 #include "transport/stream/fd_passing.h"
@@ -12,20 +13,28 @@ namespace kvlane::core {
 namespace {
 
 constexpr std::chrono::milliseconds kClientTimeout{2000};
+constexpr std::chrono::seconds kReplyTimeout{60};
 
 // The request must arrive within kClientTimeout as a whole (a client that
-// trickles it is cut); the reply takes as long as the client keeps reading,
-// each send giving up after kClientTimeout without progress.
+// trickles it is cut); the reply within kReplyTimeout (the largest blob, about
+// 40 MiB, at a few MB/s), each send giving up after kClientTimeout without
+// progress, so that a client reading slowly holds a thread and a copy of the
+// blob for a bounded time.
 void ServeOne(int fd, const MetadataServer::Source& source) {
   char req[sizeof(kMetadataRequest)];
   if (!RecvWithFd(fd, req, sizeof(req), nullptr, DeadlineIn(kClientTimeout)).ok() ||
       std::memcmp(req, kMetadataRequest, sizeof(req)) != 0)
     return;
   if (!SetIoTimeout(fd, kClientTimeout).ok()) return;
-  std::string blob = source();
+  std::string blob;
+  try {
+    blob = source();
+  } catch (const std::bad_alloc&) {  // drops this client, not the process
+    return;
+  }
   uint32_t n = static_cast<uint32_t>(blob.size());
   iovec v[2] = {{&n, sizeof(n)}, {blob.data(), blob.size()}};
-  (void)SendIov(fd, v, 2);
+  (void)SendIov(fd, v, 2, DeadlineIn(kReplyTimeout));
 }
 
 }  // namespace

@@ -158,8 +158,9 @@ Status AgentImpl::DeregisterMemory(RegionId region) {
   for (const auto& r : slots_) wedged = r->AwaitOffRegions(keys) || wedged;
   if (wedged)
     return Status::Backend(
-        "DeregisterMemory: a GPU that stopped answering (wedged) may still copy into or out of "
-        "the region; it is gone for new posts, but do not free or reuse its memory");
+        "DeregisterMemory: a GPU that stopped answering (wedged), or an shm target that did not "
+        "let go of a failed transfer, may still copy into or out of the region; it is gone for "
+        "new posts, but do not free or reuse its memory");
   return Status::Ok();
 }
 
@@ -186,15 +187,22 @@ std::shared_ptr<PeerState> AgentImpl::FindPeer(std::string_view name) const {
 Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
   KVLANE_ASSIGN_OR_RETURN(AgentMeta meta, DecodeMeta(blob));
   std::string name = meta.name;
-  std::unique_lock lock(peers_mu_);
-  auto it = peers_.find(name);
-  if (it != peers_.end() && it->second->meta.agent_id == meta.agent_id) {
-    std::lock_guard plock(it->second->mu);
-    it->second->meta.pieces = std::move(meta.pieces);  // refresh the region table
-    it->second->meta.cuda_blob = std::move(meta.cuda_blob);  // and the IPC handles of new pieces
-    return name;
+  std::shared_ptr<PeerState> known;
+  {
+    std::unique_lock lock(peers_mu_);
+    auto it = peers_.find(name);
+    if (it == peers_.end() || it->second->meta.agent_id != meta.agent_id) {
+      peers_[name] = std::make_shared<PeerState>(std::move(meta));  // new or restarted peer
+      return name;
+    }
+    known = it->second;
   }
-  peers_[name] = std::make_shared<PeerState>(std::move(meta));  // new or restarted peer
+  // A refresh. The peer's own lock, not under peers_mu_: a connect to it in
+  // progress holds that lock (EnsureChannel) for up to its connect_timeout per
+  // connection, and every other peer's calls take peers_mu_.
+  std::lock_guard plock(known->mu);
+  known->meta.pieces = std::move(meta.pieces);        // the region table
+  known->meta.cuda_blob = std::move(meta.cuda_blob);  // and the IPC handles of new pieces
   return name;
 }
 

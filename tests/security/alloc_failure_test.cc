@@ -372,5 +372,29 @@ TEST(ServerAlloc, OutOfMemoryOnAServerThreadDropsTheConnectionNotTheProcess) {
   }
 }
 
+// The metadata listener runs out of memory making the blob for a client: that
+// client's fetch fails, the process goes on (before, the bad_alloc ended it),
+// and the next fetch gets the blob.
+TEST(ServerAlloc, OutOfMemoryInTheMetadataListenerDropsTheClientNotTheProcess) {
+  AgentOptions o = test::OptionsFor("m", "tcp");
+  o.metadata_listen = "127.0.0.1:0";
+  o.piece_bytes = 4096;
+  auto m = Agent::Create(o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  std::vector<uint8_t> buf(1 << 20);  // 256 pieces: a blob of about 10 KiB
+  ASSERT_TRUE((*m)->RegisterMemory(buf.data(), buf.size()).ok());
+  const std::string where = "127.0.0.1:" + std::to_string((*m)->metadata_port());
+  const std::string blob = (*m)->ExportMetadata().value();
+  ASSERT_GT(blob.size(), 8192u);
+  {
+    FailLargeAllocations fail(8192);  // the listener's copy of the blob; not this thread's
+    const Result<std::string> r = FetchMetadata(where, std::chrono::seconds(5));
+    EXPECT_FALSE(r.ok()) << "the listener could not make the blob";
+  }
+  const Result<std::string> r = FetchMetadata(where, std::chrono::seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r.value(), blob);
+}
+
 }  // namespace
 }  // namespace kvlane::core

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "raw_peer.h"
 #include "scripted_target.h"
@@ -131,6 +133,40 @@ TEST(PayloadOnWrite, IsRefusedAndTheSourceStaysIntact) {
   EXPECT_EQ(a->PeerError("target").code(), Code::kBackend);
   target.Release();
   EXPECT_TRUE(a->Release(&x).ok());
+}
+
+// A target whose handshake stalls (it accepts and never sends its challenge)
+// holds up only calls naming it: reloading its blob while a connect to it
+// waits does not hold up calls naming another peer (LoadPeer used to wait for
+// the stalled connect's lock while holding every peer's table).
+TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
+  std::mutex mu;
+  std::vector<core::Fd> held;  // GUARDED_BY(mu)
+  LoopbackListener silent([&](core::Fd c) {
+    std::lock_guard lock(mu);
+    held.push_back(std::move(c));
+  });
+  const FakeTargetId id;
+  const std::string blob = id.Blob("silent", silent.port());
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.connect_timeout = 3000ms;
+  auto a = Agent::Create(o).value();
+  auto g = Agent::Create(OptionsFor("g", "tcp")).value();
+  Connect(*a, *g);
+  ASSERT_EQ(a->PeerTransport("g").value(), "tcp");
+  ASSERT_EQ(a->LoadPeer(blob).value(), "silent");
+  auto connecting = std::async(std::launch::async, [&] { return a->PeerTransport("silent"); });
+  std::this_thread::sleep_for(300ms);  // in its handshake, holding the peer's lock
+  auto reloading = std::async(std::launch::async, [&] { return a->LoadPeer(blob); });
+  std::this_thread::sleep_for(300ms);  // waiting for that lock
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result<std::string> other = a->PeerTransport("g");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_LT(took, 1000ms) << "a call naming another peer waited for the stalled connect";
+  EXPECT_FALSE(connecting.get().ok());
+  EXPECT_TRUE(reloading.get().ok());
+  silent.Stop();
 }
 
 }  // namespace

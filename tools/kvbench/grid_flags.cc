@@ -51,7 +51,9 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) 
   KVLANE_ASSIGN_OR_RETURN(GridPreset p, GridPresetNamed(flags->preset));
   defaults->isl = p.isl;
   defaults->batches = p.batches;
-  if (!flags->pool_budget.empty() || std::getenv("KVBENCH_POOL_BUDGET")) return false;
+  // An empty KVBENCH_POOL_BUDGET counts as unset, as FlagOrEnv reads it (it used
+  // to skip the MemAvailable cap here and then plan with the 64 GiB default).
+  if (!FlagOrEnv(flags->pool_budget, "KVBENCH_POOL_BUDGET").empty()) return false;
   // The one read of MemAvailable that sizes a plan, once per command (`plan`'s
   // callback, RunConfig::Resolve); the number is then carried in flags->pool_budget,
   // never read again, so a command cannot print or plan with two values. Ranks that
@@ -78,8 +80,13 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
                   "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full (isl "
                   "8192..524288 batches 1..32); --isl and --batches replace its ladders")
       ->capture_default_str();
-  app->add_option("--isl", flags->isl, "ISL ladder, comma separated")->delimiter(',');
-  app->add_option("--batches", flags->batches, "batch ladder, comma separated")->delimiter(',');
+  // NonNegativeNumber: CLI11 reads "-5" into a uint64_t as 2^64 - 5; Validate bounds the rest.
+  app->add_option("--isl", flags->isl, "ISL ladder, comma separated (1..16777216 tokens)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  app->add_option("--batches", flags->batches, "batch ladder, comma separated (1..4096)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--desc-budget", flags->desc_budget,
                   "descriptors per burst before shedding, a plain number (env "
                   "KVBENCH_DESC_BUDGET; default 65536)");
@@ -125,7 +132,12 @@ kvlane::Result<PlanOptions> ResolvePlanOptions(const GridFlags& flags, PlanOptio
   }
   std::string pool = FlagOrEnv(flags.pool_budget, "KVBENCH_POOL_BUDGET");
   if (!pool.empty()) {
-    KVLANE_ASSIGN_OR_RETURN(o.pool_budget, ParseBytes(pool));
+    auto bytes = ParseBytes(pool);
+    if (!bytes.ok()) {
+      const char* source = flags.pool_budget.empty() ? "KVBENCH_POOL_BUDGET" : "--pool-budget";
+      return kvlane::Status::InvalidArgument(std::string(source) + ": " + bytes.status().message());
+    }
+    o.pool_budget = bytes.value();
   }
   return o;
 }

@@ -84,10 +84,14 @@ kvlane::Status PlanOptions::Validate() const {
   if (isl.empty()) return kvlane::Status::InvalidArgument("the ISL ladder is empty");
   if (batches.empty()) return kvlane::Status::InvalidArgument("the batch ladder is empty");
   for (uint64_t v : isl) {
-    if (v == 0) return kvlane::Status::InvalidArgument("ISL 0 in the ladder");
+    if (v == 0 || v > kMaxIsl)
+      return kvlane::Status::InvalidArgument("--isl " + std::to_string(v) + ": need 1.." +
+                                             std::to_string(kMaxIsl) + " tokens");
   }
   for (uint64_t v : batches) {
-    if (v == 0) return kvlane::Status::InvalidArgument("batch 0 in the ladder");
+    if (v == 0 || v > kMaxBatch)
+      return kvlane::Status::InvalidArgument("--batches " + std::to_string(v) + ": need 1.." +
+                                             std::to_string(kMaxBatch));
   }
   if (desc_budget == 0 || pool_budget == 0 || piece_bytes == 0) {
     return kvlane::Status::InvalidArgument("budgets and the piece size must be positive");

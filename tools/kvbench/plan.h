@@ -14,6 +14,10 @@ namespace kvbench {
 
 inline constexpr uint64_t kGiB = 1ull << 30;
 inline constexpr size_t kLadderFloor = 5;  // the smallest batches, never shed by descriptors
+// Ladder values past these are refused (--isl, --batches): far beyond any
+// serving shape, and they keep the plan's arithmetic and layout small.
+inline constexpr uint64_t kMaxIsl = 1ull << 24;  // tokens
+inline constexpr uint64_t kMaxBatch = 4096;
 
 struct PlanOptions {
   std::vector<uint64_t> isl = {8192, 32768, 131072, 524288};

@@ -77,9 +77,18 @@ int RunRank(const RunConfig& config) {
   kvlane_tools::CatchStopSignals(config.spawned ? kvlane_tools::LaterStop::kIgnore
                                                 : kvlane_tools::LaterStop::kDie);
   if (config.rank == kInitiatorRank) return RunInitiator(session.value().get());
-  kvlane::Status s = TargetLoop(session.value().get()).Run();
-  if (!s.ok()) fmt::print(stderr, "kvbench rank 0 (target): {}\n", s.message());
-  return s.ok() ? kExitValid : kExitError;
+  TargetLoop loop(session.value().get());
+  kvlane::Status s = loop.Run();
+  if (!s.ok()) {
+    fmt::print(stderr, "kvbench rank 0 (target): {}\n", s.message());
+    return kExitError;
+  }
+  if (!loop.RunValid()) {
+    fmt::print(stderr,
+               "kvbench rank 0 (target): the run is INVALID (the initiator's document says why)\n");
+    return kExitInvalid;
+  }
+  return kExitValid;
 }
 
 }  // namespace kvbench

@@ -8,6 +8,7 @@
 #include "burst_check.h"
 #include "common/stop_signal.h"
 #include "reference.h"
+#include "run_report.h"
 
 namespace kvbench {
 namespace {
@@ -144,7 +145,10 @@ RunResult RowRunner::RunAll(const Progress& progress) {
     result.errors.push_back(stop_);
     return result;
   }
-  kvlane::Status bye = s_->control().Send({{"type", "done"}});
+  // The rows' verdict and the errors so far (the document's reasons): the
+  // target exits by it too.
+  kvlane::Status bye =
+      s_->control().Send({{"type", "done"}, {"valid", InvalidReasons(result).empty()}});
   if (bye.ok()) bye = ReceiveUntil("bye");
   if (!bye.ok()) result.errors.push_back("control: " + bye.ToString());
   return result;
@@ -297,8 +301,8 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
 bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
   std::vector<BurstTiming> timings;
-  int total = c.warmup + c.samples * c.trials;
-  for (int i = 0; i < total; ++i) {
+  const int64_t total = int64_t{c.warmup} + int64_t{c.samples} * c.trials;  // Resolve bounds it
+  for (int64_t i = 0; i < total; ++i) {
     if (StoppingWhileTargetWaits()) return false;
     BurstTiming t = RunBurst(burst);
     if (t.abandoned) return false;

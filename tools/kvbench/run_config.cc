@@ -62,15 +62,20 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   return kvlane::Status::Ok();
 }
 
+// Bursts of a row, warm-up included, at most (and each sampling flag): a row's
+// burst count stays an int, and a typo cannot ask for days of one row.
+constexpr int kMaxSampling = 1000000;
+
 // Sampling flag `flag` as given, else the preset's `preset`; a value below `min` is
 // refused (no value stands for "the preset's": leaving the flag out does).
 kvlane::Result<int> Sampling(const char* flag, const std::optional<int>& given, int preset,
                              int min) {
   if (!given) return preset;
-  if (*given < min) {
+  if (*given < min || *given > kMaxSampling) {
     return kvlane::Status::InvalidArgument(
         std::string(flag) + " " + std::to_string(*given) + ": need at least " +
-        std::to_string(min) + " (leave it out for the preset's " + std::to_string(preset) + ")");
+        std::to_string(min) + " and at most " + std::to_string(kMaxSampling) +
+        " (leave it out for the preset's " + std::to_string(preset) + ")");
   }
   return *given;
 }
@@ -105,6 +110,14 @@ kvlane::Status RunConfig::Resolve() {
   KVLANE_ASSIGN_OR_RETURN(warmup, Sampling("--warmup", warmup_flag, p.warmup, 0));
   KVLANE_ASSIGN_OR_RETURN(samples, Sampling("--samples", samples_flag, p.samples, 1));
   KVLANE_ASSIGN_OR_RETURN(trials, Sampling("--trials", trials_flag, p.trials, 1));
+  if (int64_t{warmup} + int64_t{samples} * trials > kMaxSampling) {
+    return kvlane::Status::InvalidArgument(
+        "--warmup + --samples x --trials: " + std::to_string(warmup) + " + " +
+        std::to_string(samples) + " x " + std::to_string(trials) + " bursts per row, at most " +
+        std::to_string(kMaxSampling));
+  }
+  // The ladders and budgets, before any rank starts (BuildPlan checks them again).
+  KVLANE_RETURN_IF_ERROR(ResolvePlanOptions(grid, plan_defaults)->Validate());
   std::string timeout = control_timeout;
   if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
     timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
@@ -195,7 +208,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "(copy engines) | each (a copy per range) | kernel (a copy kernel)")
       ->capture_default_str();
   app->add_option("--lanes", c->lanes, "data lanes per peer, 1..64 (0: engine default)");
-  app->add_option("--seed", c->seed, "block-table seed")->capture_default_str();
+  app->add_option("--seed", c->seed, "block-table seed")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--device", c->device,
                   "this rank's GPU when its pool is on one (-1: on one host rank 0 uses GPU 0, "
                   "rank 1 GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / "

@@ -14,7 +14,10 @@ kvlane::Status TargetLoop::Run() {
   while (true) {
     KVLANE_ASSIGN_OR_RETURN(json m, Next());
     std::string type = m.value("type", "");
-    if (type == "done") return s_->control().Send({{"type", "bye"}});
+    if (type == "done") {
+      initiator_valid_ = m.value("valid", true);
+      return s_->control().Send({{"type", "bye"}});
+    }
     if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));
     if (type == "abandon") {
       KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "abandoned"}}));
@@ -116,6 +119,7 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
         VerifyResult v,
         VerifyDestinations(pool, list_, map.target, map.initiator, kInitiatorRank, epoch, stop));
     mine = v.ok() ? LocalCheck::kPass : LocalCheck::kFail;
+    saw_mismatch_ = saw_mismatch_ || !v.ok();
     detail = fmt::format("target: checked {} B, {} mismatching{}", v.checked, v.mismatches,
                          v.ok() ? "" : fmt::format(", first at pool offset {}", v.first_mismatch));
   }

@@ -30,6 +30,10 @@ class TargetLoop {
   // leave no room for a message) and tells it in place of that repetition's
   // "ref_done" (after the last one, as it next waits).
   kvlane::Status Run();
+  // After Run ended ok: false when the initiator's "done" said the run is
+  // invalid (a row failed or went unverified, or a run-level error), or this
+  // rank found a mismatch in bytes pushed to it. The initiator's document says why.
+  bool RunValid() const { return initiator_valid_ && !saw_mismatch_; }
 
  private:
   kvlane::Result<const PlanPoint*> PointFor(const nlohmann::json& message);
@@ -56,6 +60,8 @@ class TargetLoop {
   std::vector<uint64_t> list_shape_;
   std::optional<nlohmann::json> held_;  // a message a row step took for the loop
   bool told_stop_ = false;              // "stopped" has been sent
+  bool initiator_valid_ = true;         // "done"'s "valid" (absent: true)
+  bool saw_mismatch_ = false;           // a push this rank checked failed
 };
 
 }  // namespace kvbench

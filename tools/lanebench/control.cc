@@ -1,5 +1,7 @@
 #include "control.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -7,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
 
 namespace lanebench {
@@ -21,10 +24,17 @@ void Backoff(std::chrono::microseconds* pause) {
   *pause = std::min(*pause * 2, std::chrono::microseconds(500));
 }
 
+// The temporary file beside `path` that this process writes first: named by
+// the process, so that two runs writing one path do not share it, and a user's
+// own "<path>.tmp" is never touched.
+std::string TempBeside(const std::string& path) {
+  return path + "." + std::to_string(getpid()) + ".tmp";
+}
+
 }  // namespace
 
 kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = TempBeside(path);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -39,9 +49,10 @@ kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes
 
 kvlane::Status CheckWritable(const std::string& path) {
   std::error_code ec;
+  if (path.empty()) return kvlane::Status::InvalidArgument("an empty path");
   if (std::filesystem::is_directory(path, ec))
     return kvlane::Status::InvalidArgument(path + " is a directory");
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = TempBeside(path);
   if (!std::ofstream(tmp, std::ios::binary | std::ios::trunc))
     return kvlane::Status::Backend("cannot write " + tmp + ": " + std::strerror(errno));
   std::filesystem::remove(tmp, ec);

@@ -9,7 +9,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 small=(--shape single --single-bytes 4KiB --single-ops write --pairs 1
        --warmup 0 --iters 1 --stall-probe-ms 0)
-for json in "$dir/missing/out.json" "$dir"; do
+for json in "$dir/missing/out.json" "$dir" ""; do
   out=$("$bin" --transport tcp "${small[@]}" --json "$json" 2>&1)
   rc=$?
   if [ "$rc" -ne 2 ] || echo "$out" | grep -q '^\[1/'; then

@@ -60,6 +60,9 @@ Case SingleCase(const BenchConfig& cfg, const std::string& op, uint64_t bytes) {
 
 }  // namespace
 
+// The largest transfer size a flag may ask for (each run allocates it per peer).
+constexpr uint64_t kMaxBytes = 1ull << 30;
+
 kvlane::Status BenchConfig::Validate() const {
   auto bad = [](const std::string& m) { return kvlane::Status::InvalidArgument(m); };
   if (!OneOf(transport, {"tcp", "shm", "cuda"})) return bad("--transport: tcp|shm|cuda");
@@ -71,12 +74,15 @@ kvlane::Status BenchConfig::Validate() const {
   if (shape != "mixed" && (single_ops.empty() || single_bytes.empty()))
     return bad("--single-ops and --single-bytes: at least one each");
   for (uint64_t b : single_bytes)
-    if (b < kMarkerBytes) return bad("--single-bytes: at least 8 bytes (the epoch marker)");
-  if (bulk_bytes < kMarkerBytes || small_bytes < kMarkerBytes)
-    return bad("sizes: at least 8 bytes");
+    if (b < kMarkerBytes || b > kMaxBytes)
+      return bad("--single-bytes: 8 bytes (the epoch marker) .. 1 GiB each");
+  if (bulk_bytes < kMarkerBytes || bulk_bytes > kMaxBytes)
+    return bad("--bulk-bytes: 8 bytes (the epoch marker) .. 1 GiB");
+  if (small_bytes < kMarkerBytes || small_bytes > kMaxBytes)
+    return bad("--small-bytes: 8 bytes (the epoch marker) .. 1 GiB");
   if (mixed_peers != 1 && mixed_peers != 2) return bad("--mixed-peers: 1 or 2");
   if (warmup < 0 || iters < 1 || pairs < 1) return bad("--warmup >= 0, --iters >= 1, --pairs >= 1");
-  if (timeout_s <= 0) return bad("--timeout must be positive");
+  if (!(timeout_s >= 0.1 && timeout_s <= 86400)) return bad("--timeout: 0.1..86400 seconds");
   if (spin_us < -1 || spin_us > 1000000) return bad("--spin-us: -1 (engine default) or 0..1000000");
   if (!OneOf(pin, {"auto", "on", "off"})) return bad("--pin: auto|on|off");
   if (proxy_renew_us < -1 || (proxy_renew_us > 0 && proxy_renew_us < 100) ||

@@ -1,6 +1,9 @@
 #include "transport/stream/frame_exec.h"
 
+#include <poll.h>
 #include <sys/uio.h>
+
+#include <chrono>
 
 #include "core/sys.h"
 #include "core/tsan.h"
@@ -107,6 +110,15 @@ Status FrameExecutor::ReadStaged(const FrameHeader& h, Registry::SharedLock lock
 }
 
 Status FrameExecutor::CmaCopy(bool into_target) {
+  // The initiator may have given up on the frame while it waited here (for
+  // the registry lock): copy nothing then. Past the frame's deadline its lane
+  // may have timed out; once it shut its end down (its lane failed or closed)
+  // it is waiting for this connection to close, not for this copy.
+  if (std::chrono::steady_clock::now() > by_)
+    return Status::Timeout("shm: the frame waited past io_timeout; nothing copied");
+  pollfd p{fd_, POLLRDHUP, 0};
+  if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+    return Status::Canceled("shm: the initiator shut its end down; nothing copied");
   const uint64_t want = [&] {
     uint64_t n = 0;
     for (const iovec& v : local_) n += v.iov_len;

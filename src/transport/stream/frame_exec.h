@@ -41,6 +41,10 @@ class FrameExecutor {
   Status Read(const FrameHeader& h);
   Status Notify(const FrameHeader& h);
   Status Reply(uint64_t ticket, const Status& s);
+  // shm: copies the frame's ranges between the initiator's process and ours
+  // (into_target: a WRITE). Refuses to copy once the frame's deadline passed
+  // (kTimeout) or the initiator shut its end (kCanceled): it may have ended the
+  // request, and the memory may be another's by now.
   Status CmaCopy(bool into_target);
 
   AgentContext* ctx_;

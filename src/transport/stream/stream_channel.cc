@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <span>
@@ -79,9 +80,35 @@ void StreamChannel::Fail(int i, const Status& s) {
   // that shutdown (the kernel orders both on the socket).
   const bool closed = closing().load(std::memory_order_acquire);
   latch().Latch(closed ? Status::Canceled("channel closed") : s);
-  for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);  // wake both sides of every lane
+  ShutLanes();
   (void)i;
   for (int k = 0; k < lane_count(); ++k) queue(k).Wake();
+}
+
+void StreamChannel::ShutLanes() {
+  const int how = mode_ == PayloadMode::kCma ? SHUT_WR : SHUT_RDWR;
+  for (auto& l : lanes_) {
+    shutdown(l->fd.get(), how);
+    const uint64_t one = 1;
+    (void)!write(l->wake.get(), &one, sizeof(one));
+  }
+}
+
+bool StreamChannel::AwaitTargetDone(Lane& l) {
+  const Deadline by = DeadlineIn(kTargetDoneFactor * io_timeout_ + kTargetDoneSlack);
+  char sink[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        by - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    Status s = WaitReadable(l.fd.get(), left);
+    if (s.code() == Code::kTimeout) return false;
+    if (!s.ok()) return false;  // cannot tell: count the memory as held
+    const ssize_t n = recv(l.fd.get(), sink, sizeof(sink), MSG_DONTWAIT);  // replies: dropped
+    if (n == 0) return true;  // end of file: the target's frame loop ended
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return true;  // reset: the target closed with our frames unread
+  }
 }
 
 uint64_t StreamChannel::FrameBytes(const WorkItem& w) const {
@@ -405,7 +432,28 @@ void StreamChannel::Receive(int i) {
     last = std::chrono::steady_clock::now();
   }
   Status why = latch().latched() ? latch().Get() : Status::Canceled("channel closed");
-  while (q.HasUnretired()) RetireHead(i, why);
+  // shm: the target copies into (READ) and out of (WRITE) this process's memory
+  // itself, so a frame sent and not answered is the target's until it lets go of
+  // the connection. Its requests end only then: else the caller could free or
+  // reuse memory the target still writes, or post again and be overtaken by the
+  // old copy. A target that does not let go leaves them poisoned (their memory
+  // must stay: DeregisterMemory says so, and their slots are never reused).
+  bool held = false;
+  if (mode_ == PayloadMode::kCma && q.HasUnretired()) {
+    // Our side may still be open (a latch set directly, without Fail): the
+    // target closes only once it reads our end of file.
+    shutdown(l.fd.get(), SHUT_WR);
+    held = !AwaitTargetDone(l);
+  }
+  if (held)
+    why = Status(why.code(), why.message() + "; the shm target did not close the lane within " +
+                                 std::to_string(kTargetDoneFactor) + " x io_timeout + " +
+                                 std::to_string(kTargetDoneSlack.count()) +
+                                 " s, so it may still copy this transfer's memory: keep it");
+  while (q.HasUnretired()) {
+    if (held) q.PeekRetire()->req->poisoned.store(true, std::memory_order_release);
+    RetireHead(i, why);
+  }
   l.receiver_done.store(true, std::memory_order_release);
   q.Wake();
 }
@@ -439,7 +487,7 @@ Status StreamChannel::Notify(std::string_view bytes) {
 void StreamChannel::Close() {
   std::call_once(close_once_, [this] {
     BeginClose();
-    for (auto& l : lanes_) shutdown(l->fd.get(), SHUT_RDWR);
+    ShutLanes();
     for (auto& l : lanes_) {
       if (l->receiver.joinable()) l->receiver.join();
       if (l->sender.joinable()) l->sender.join();

@@ -102,6 +102,20 @@ class StreamChannel final : public Channel {
   Status ReceiveStaged(Lane& l, uint32_t n, uint64_t bytes, Status* copy, Deadline by);
   // Latches `s` (kCanceled instead once Close began) and wakes every lane.
   void Fail(int i, const Status& s);
+  // Ends every lane's sends (a send blocked in the kernel fails: EPIPE) and
+  // wakes its receiver. tcp shuts both directions; shm only ours, so that a
+  // receiver can still see the target close its end (AwaitTargetDone).
+  void ShutLanes();
+  // shm, after ShutLanes: true once the target closed lane `l` (end of file or
+  // reset). Its server thread closes a connection only after its frame loop,
+  // which our shutdown ends once the frames it holds are served (or refused:
+  // past its io_timeout it copies nothing), so it then no longer touches this
+  // process's memory for them. False when that took longer than
+  // kTargetDoneFactor x io_timeout + kTargetDoneSlack (a target stuck in a copy,
+  // or one with a far longer io_timeout). Replies read meanwhile are dropped.
+  bool AwaitTargetDone(Lane& l);
+  static constexpr int kTargetDoneFactor = 2;
+  static constexpr std::chrono::seconds kTargetDoneSlack{1};
 
   const PayloadMode mode_;
   const char* name_;

@@ -76,6 +76,26 @@ TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   }
 }
 
+// Hand-started ranks, the target corrupting a byte pushed to it: both ranks exit
+// 1 (invalid), the target too (it used to exit 0 whatever the verdict).
+TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("hand_fault"), target_out = FreshDir("hand_fault_target");
+  const std::string common =
+      "run --transport shm --isl 8192 --batches 1 --ops push --pool-budget 1GiB --warmup 0 "
+      "--samples 2 --trials 1 --control-timeout 30s --peer 127.0.0.1:" +
+      std::to_string(FreePort());
+  const std::string target = std::string(KVBENCH_BINARY) + " " + common +
+                             " --rank 0 --inject-fault flip-byte --out " + target_out.string();
+  const std::string initiator =
+      std::string(KVBENCH_BINARY) + " " + common + " --rank 1 --out " + out.string();
+  // Exits 16 x the target's code + the initiator's.
+  const std::string both = target + " >/dev/null 2>&1 & t=$!; " + initiator +
+                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
+  EXPECT_EQ(kvbench::testing::RunBinary("sh -c", "'" + both + "'"), 16 * 1 + 1);
+  EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
+}
+
 TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
   Dirs FreshDir;
   fs::path out = FreshDir("fault");
@@ -308,7 +328,9 @@ TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
 // 2 like every other setup error; --help exits 0.
 TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
   for (const char* args :
-       {"", "run --bogus", "plan --isl x", "run --samples", "summarize", "run extra_positional"}) {
+       {"", "run --bogus", "plan --isl x", "run --samples", "summarize", "run extra_positional",
+        // Negative numbers for unsigned flags (CLI11 used to wrap them: --isl -5 crashed a rank).
+        "plan --isl -5", "plan --batches 1,-1", "run --seed -1", "plan --isl 99999999999999"}) {
     EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
   }
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);

@@ -96,5 +96,27 @@ TEST(GridFlags, DefaultsAreTheQuickGridAndTheHostBudget) {
   EXPECT_FALSE(ApplyGridDefaults(&bad, &defaults).ok());
 }
 
+// An empty KVBENCH_POOL_BUDGET is unset: the budget is the automatic one (capped
+// by MemAvailable), not the 64 GiB default it used to fall back to. A bad value
+// names where it came from.
+TEST(GridFlags, AnEmptyPoolBudgetVariableIsUnset) {
+  ::setenv("KVBENCH_POOL_BUDGET", "", 1);
+  GridFlags flags;
+  PlanOptions defaults;
+  EXPECT_TRUE(ApplyGridDefaults(&flags, &defaults).value());  // automatic
+  EXPECT_FALSE(flags.pool_budget.empty());
+  ::setenv("KVBENCH_POOL_BUDGET", "1x", 1);
+  GridFlags env;
+  auto r = ResolvePlanOptions(env, defaults);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("KVBENCH_POOL_BUDGET: ", 0), 0u) << r.status().message();
+  GridFlags flag;
+  flag.pool_budget = "64gib";
+  r = ResolvePlanOptions(flag, defaults);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("--pool-budget: ", 0), 0u) << r.status().message();
+  ::unsetenv("KVBENCH_POOL_BUDGET");
+}
+
 }  // namespace
 }  // namespace kvbench

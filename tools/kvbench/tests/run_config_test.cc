@@ -163,6 +163,24 @@ std::vector<Refusal> Refusals() {
       {"TrialsMinus2", {"--trials", "-2"}, {"--trials -2: need at least "}, true},
       {"TrialsMinus3", {"--trials", "-3"}, {"--trials -3: need at least "}, true},
       {"SamplesZero", {"--samples", "0"}, {"--samples 0: need at least 1"}, true},
+      // Past the caps: a row's burst count stays an int (it used to wrap and crash).
+      {"SamplesPastTheCap",
+       {"--samples", "1073741824"},
+       {"--samples 1073741824: need at least 1 and at most 1000000"},
+       true},
+      {"BurstsPerRowPastTheCap",
+       {"--samples", "1000000", "--trials", "2"},
+       {"--warmup + --samples x --trials: 2 + 1000000 x 2 bursts per row, at most 1000000"},
+       true},
+      // The ladders, checked before any rank starts (they used to be checked only
+      // once the peer connected; a huge ISL took minutes and gigabytes to refuse).
+      {"IslZero", {"--isl", "8192,0"}, {"--isl 0: need 1..16777216 tokens"}, true},
+      {"IslPastTheCap",
+       {"--isl", "99999999999999"},
+       {"--isl 99999999999999: need 1..16777216"},
+       true},
+      {"BatchZero", {"--batches", "0"}, {"--batches 0: need 1..4096"}, true},
+      {"BatchPastTheCap", {"--batches", "1,4097"}, {"--batches 4097: need 1..4096"}, true},
       // Other bad choices.
       {"UnknownTransport", {"--transport", "rdma"}, {"unknown transport 'rdma'"}},
       {"UnknownOp", {"--ops", "pull,fetch"}, {"unknown op 'fetch'"}},

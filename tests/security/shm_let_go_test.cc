@@ -1,0 +1,187 @@
+// shm targets copy straight into (READ) and out of (WRITE) the initiator's
+// memory (CMA), so a frame the initiator gave up on must not be copied after
+// its request ended: the initiator's failed lane waits for the target to close
+// it before its requests end (or leaves them poisoned when it does not), and
+// the target copies nothing for an initiator that shut its end down.
+//
+// Each test holds the target's frame at the registry lock: a raw tcp peer
+// stalls a WRITE frame half way (it holds the lock's shared side), and the
+// target's DeregisterMemory of another region queues behind it (the lock lets
+// no new frame in ahead of a waiting writer). Closing the raw peer lets go.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "raw_peer.h"
+#include "test_util.h"
+
+namespace kvlane::test {
+namespace {
+
+using namespace std::chrono_literals;
+using core::FrameType;
+using core::WireSeg;
+
+constexpr uint64_t kLen = 64 << 10;
+
+// The key of the target's piece that holds `p`.
+uint64_t KeyOf(const TargetInfo& info, const void* p) {
+  const auto a = reinterpret_cast<uint64_t>(p);
+  for (const core::Piece& piece : info.meta.pieces)
+    if (a >= piece.base && a - piece.base < piece.len) return piece.key;
+  return 0;
+}
+
+// A target on shm and tcp whose frames wait at the registry lock until
+// Release(): Hold() stalls a raw tcp WRITE frame and queues a DeregisterMemory.
+class HeldTarget {
+ public:
+  explicit HeldTarget(std::chrono::milliseconds io_timeout) {
+    AgentOptions o = OptionsFor("target", "shm");
+    o.transports = {"shm", "tcp"};
+    o.io_timeout = io_timeout;
+    agent_ = Agent::Create(o).value();
+    src_.assign(kLen, 0x11);
+    other_.assign(kLen, 0);
+    agent_->RegisterMemory(src_.data(), kLen).value();
+    other_region_ = agent_->RegisterMemory(other_.data(), kLen).value();
+    info_ = Inspect(agent_->ExportMetadata().value());
+  }
+  ~HeldTarget() { Release(); }
+
+  Agent& agent() { return *agent_; }
+  const TargetInfo& info() const { return info_; }
+  uint8_t* src() { return src_.data(); }
+
+  // Stalls a WRITE into src() after its segment table (no payload), then
+  // starts DeregisterMemory of the other region, which waits behind it.
+  void Hold() {
+    stall_ = RawPeer::Connect("tcp", info_.meta);
+    ASSERT_TRUE(stall_.has_value());
+    ASSERT_EQ(stall_->Hello(info_.meta.agent_id, info_.meta.secret).value_or(-100), 0);
+    const WireSeg seg{KeyOf(info_, src()), reinterpret_cast<uint64_t>(src()), 4096, 0};
+    ASSERT_NE(seg.key, 0u);
+    core::FrameHeader h{};
+    h.type = static_cast<uint8_t>(FrameType::kWrite);
+    h.nseg = 1;
+    h.ticket = 0;
+    h.bytes = seg.len;
+    ASSERT_TRUE(stall_->Send(&h, sizeof(h)));
+    ASSERT_TRUE(stall_->Send(&seg, sizeof(seg)));
+    std::this_thread::sleep_for(200ms);  // the frame holds the lock
+    deregistered_ =
+        std::async(std::launch::async, [this] { return agent_->DeregisterMemory(other_region_); });
+    std::this_thread::sleep_for(200ms);  // the deregistration waits: new frames queue
+  }
+  // Closes the stalled frame's connection: the lock is let go.
+  void Release() {
+    stall_.reset();
+    if (deregistered_.valid()) EXPECT_TRUE(deregistered_.get().ok());
+  }
+
+ private:
+  std::vector<uint8_t> src_, other_;
+  std::unique_ptr<Agent> agent_;
+  RegionId other_region_{};
+  TargetInfo info_;
+  std::optional<RawPeer> stall_;
+  std::future<Status> deregistered_;
+};
+
+// The initiator's lane times out while its READ frame waits at the target. The
+// READ ends only once the target let go of the lane: whatever it does then, no
+// byte of the initiator's buffer changes after the READ ended, and the memory
+// may be deregistered (the request is not poisoned).
+TEST(ShmLetGo, AFailedReadEndsOnlyOnceTheTargetLetGo) {
+  HeldTarget target(3000ms);
+  std::vector<uint8_t> dst(kLen, 0);
+  AgentOptions o = OptionsFor("init", "shm");
+  o.io_timeout = 500ms;
+  auto init = Agent::Create(o).value();
+  const RegionId local = init->RegisterMemory(dst.data(), kLen).value();
+  Connect(*init, target.agent());
+  auto x = MakeSimple(*init, "target", Op::kRead, dst.data(), target.src(), kLen);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ASSERT_EQ(init->PeerTransport("target").value(), "shm");
+
+  target.Hold();
+  ASSERT_TRUE(init->Post(&*x).in_progress());
+  // The target lets go at about 1.2 s after the post, well inside the
+  // initiator's wait (io_timeout 0.5 s, then up to 2 x 0.5 s + 1 s).
+  std::thread release([&] {
+    std::this_thread::sleep_for(1200ms);
+    target.Release();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = init->Wait(*x, 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_GE(took, 1000ms) << "the READ ended before the target let go of its frame";
+  std::fill(dst.begin(), dst.end(), 0xee);  // the caller reuses the memory at once
+  release.join();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(FirstNot(dst.data(), kLen, 0xee), -1) << "the target wrote after the READ ended";
+  EXPECT_TRUE(init->DeregisterMemory(local).ok());
+  EXPECT_TRUE(init->Release(&*x).ok());
+}
+
+// A target that holds the frame past the initiator's wait: the READ ends with
+// its error saying the memory may still be copied, the request is poisoned
+// (DeregisterMemory of its region fails with kBackend), and still no byte
+// changes afterwards (the target sees the initiator's end shut: it copies nothing).
+TEST(ShmLetGo, ATargetThatHoldsOnLeavesTheRequestPoisoned) {
+  HeldTarget target(10000ms);
+  std::vector<uint8_t> dst(kLen, 0);
+  AgentOptions o = OptionsFor("init", "shm");
+  o.io_timeout = 200ms;  // gives up after 0.2 s, then waits 2 x 0.2 s + 1 s
+  auto init = Agent::Create(o).value();
+  const RegionId local = init->RegisterMemory(dst.data(), kLen).value();
+  Connect(*init, target.agent());
+  auto x = MakeSimple(*init, "target", Op::kRead, dst.data(), target.src(), kLen);
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ASSERT_EQ(init->PeerTransport("target").value(), "shm");
+
+  target.Hold();
+  ASSERT_TRUE(init->Post(&*x).in_progress());
+  const Status s = init->Wait(*x, 10s);
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_NE(s.message().find("may still copy"), std::string::npos) << s.ToString();
+  std::fill(dst.begin(), dst.end(), 0xee);
+  target.Release();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(FirstNot(dst.data(), kLen, 0xee), -1) << "the target wrote after the READ ended";
+  const Status d = init->DeregisterMemory(local);
+  EXPECT_EQ(d.code(), Code::kBackend) << d.ToString();
+  EXPECT_NE(d.message().find("shm target"), std::string::npos) << d.ToString();
+}
+
+// A raw shm initiator sends a READ frame that waits at the lock, then shuts its
+// end down: the target copies nothing into its memory and answers canceled.
+TEST(ShmLetGo, TheTargetCopiesNothingForAnInitiatorThatShutItsEnd) {
+  HeldTarget target(3000ms);
+  std::vector<uint8_t> dst(kLen, 0xee);
+  auto p = RawPeer::Connect("shm", target.info().meta);
+  ASSERT_TRUE(p.has_value());
+  ASSERT_EQ(p->Hello(target.info().meta.agent_id, target.info().meta.secret).value_or(-100), 0);
+  target.Hold();
+  const WireSeg seg{KeyOf(target.info(), target.src()), reinterpret_cast<uint64_t>(target.src()),
+                    kLen, reinterpret_cast<uint64_t>(dst.data())};
+  ASSERT_TRUE(p->SendFrame(FrameType::kRead, 0, {seg}, kLen));
+  std::this_thread::sleep_for(100ms);
+  ASSERT_EQ(shutdown(p->fd(), SHUT_WR), 0);
+  target.Release();
+  const auto r = p->ReadReply(5s);
+  ASSERT_TRUE(r.has_value()) << "no reply";
+  EXPECT_EQ(r->status, static_cast<int32_t>(Code::kCanceled));
+  EXPECT_EQ(FirstNot(dst.data(), kLen, 0xee), -1) << "the target copied for a shut initiator";
+  EXPECT_TRUE(p->ClosedWithin(5s)) << "the target kept the connection after its end of file";
+}
+
+}  // namespace
+}  // namespace kvlane::test

@@ -1,0 +1,29 @@
+#!/bin/bash
+# CTest driver: values a flag cannot take are refused before any run, exit 2,
+# naming the flag (they used to start runs: --timeout nan killed every run at
+# once, --single-bytes -1 wrapped to 2^64 - 1 and crashed the workers).
+# Usage: lanebench_flags_test.sh <lanebench binary>
+set -u
+bin=$1
+status=0
+check() {  # check <flag named in the message> <args...>
+  local named=$1
+  shift
+  out=$("$bin" --transport tcp --stall-probe-ms 0 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne 2 ] || ! echo "$out" | grep -q -- "$named" || echo "$out" | grep -q '^\[1/'; then
+    echo "$*: exit code $rc (expected 2, naming $named, before any run):"
+    echo "$out" | head -5
+    status=1
+  fi
+}
+check --timeout --timeout nan
+check --timeout --timeout inf
+check --timeout --timeout 1e-9
+check --timeout --timeout -3
+check --single-bytes --single-bytes -1
+check --single-bytes --single-bytes 4KiB,2GiB
+check --bulk-bytes --bulk-bytes 4
+check --bulk-bytes --bulk-bytes 2GiB
+check --small-bytes --small-bytes 2GiB
+exit $status
