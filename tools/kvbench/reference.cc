@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <new>
 
 #include "device_memory.h"
 #include "path_choice.h"
@@ -218,11 +219,20 @@ std::optional<ReferenceFigures> MemcpyReference(uint8_t* pool, const PoolList& l
   // each rank's request 0 sits at the same offset) is copied into a scratch
   // buffer instead: a memmove of a range onto itself returns at once and would
   // make the reference time nothing. The warm-up rep faults its pages in.
-  const uint64_t self = LargestSelfPair(list, map, op);
-  std::unique_ptr<uint8_t[]> scratch(self != 0 ? new uint8_t[self] : nullptr);
+  // The scratch holds at most kScratchBytes (far past any cache: the copy stays
+  // bound by memory), a longer pair going through it window by window.
+  constexpr uint64_t kScratchBytes = 256ull << 20;
+  const uint64_t self = std::min(LargestSelfPair(list, map, op), kScratchBytes);
+  std::unique_ptr<uint8_t[]> scratch(self != 0 ? new (std::nothrow) uint8_t[self] : nullptr);
+  if (self != 0 && scratch == nullptr) return ReferenceFigures{"memcpy-failed", 0, 0};
   return CopyReference("memcpy", list, map, op, reps, stop,
-                       [pool, s = scratch.get()](uint64_t dst, uint64_t src, uint64_t len) {
-                         std::memmove(dst == src ? s : pool + dst, pool + src, len);
+                       [pool, s = scratch.get(), self](uint64_t dst, uint64_t src, uint64_t len) {
+                         if (dst != src) {
+                           std::memmove(pool + dst, pool + src, len);
+                           return true;
+                         }
+                         for (uint64_t at = 0; at < len; at += self)
+                           std::memcpy(s, pool + src + at, std::min(self, len - at));
                          return true;
                        });
 }

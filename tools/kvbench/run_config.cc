@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "control_channel.h"
 #include "kvlane/options.h"
 #include "path_choice.h"
 #include "slurm.h"
@@ -44,6 +45,20 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
     return kvlane::Status::InvalidArgument(
         "--peer " + c.peer +
         " needs --rank 0|1 (without --rank, both ranks are spawned on this host)");
+  }
+  if (c.rank >= 0 && c.transport == "local") {
+    return kvlane::Status::InvalidArgument(
+        "--transport local moves bytes within one process: it runs both ranks itself, without "
+        "--rank (use shm for ranks on one host, tcp across hosts)");
+  }
+  if (!c.peer.empty()) {
+    std::string host;
+    uint16_t port = 0;
+    KVLANE_RETURN_IF_ERROR(SplitHostPort(c.peer, &host, &port));
+    if (port == 0) {
+      return kvlane::Status::InvalidArgument("--peer " + c.peer +
+                                             ": the port rank 0 listens on, 1..65535 (not 0)");
+    }
   }
   if (c.control_timeout_ms.count() <= 0) {
     return kvlane::Status::InvalidArgument("--control-timeout must be positive");

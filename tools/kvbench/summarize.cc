@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "atomic_file.h"
 #include "path_choice.h"
@@ -136,10 +137,10 @@ std::string CaseSection(const LoadedDocument& d) {
   std::string s = fmt::format("## {}{}\n\n", d.json["identity"].value("case", d.path),
                               partial ? " (PARTIAL)" : "");
   s += fmt::format("- document: `{}` ({})\n", d.path, d.json["identity"].value("timestamp", ""));
-  s +=
-      fmt::format("- transport: {} (declared {}), memory {}, lanes {}, {}\n",
-                  impl.value("transport", "?"), impl.value("transport_declared", "?"),
-                  DescribeMemory(impl), impl.value("lanes", 0), impl.value("library_version", "?"));
+  s += fmt::format("- transport: {} (declared {}), memory {}, lanes {}, policy {}, {}\n",
+                   impl.value("transport", "?"), impl.value("transport_declared", "?"),
+                   DescribeMemory(impl), impl.value("lanes", 0), impl.value("policy", "?"),
+                   impl.value("library_version", "?"));
   if (partial) s += PartialLine(d);
   s += fmt::format(
       "- outcome: {}{}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
@@ -167,6 +168,13 @@ kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std:
     docs.push_back(std::move(d).value());
   }
   if (docs.empty()) return kvlane::Status::NotFound("no kvbench case documents found");
+  // Cases whose lines would read alike (e.g. one workload and path measured under
+  // two policies) get their case names: a chart's legend must tell them apart.
+  std::map<std::string, int> uses;
+  for (const LoadedDocument& d : docs) ++uses[d.series];
+  for (LoadedDocument& d : docs) {
+    if (uses[d.series] > 1) d.series += " [" + d.json["identity"].value("case", d.path) + "]";
+  }
   return docs;
 }
 

@@ -74,7 +74,7 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
 
 void StreamChannel::Fail(int i, const Status& s) {
   // A lane call that failed after Close shut the lanes down (a Kick's send
-  // past its closing check, a sender blocked in a send, a receiver's read)
+  // past its closing check, a sender blocked in a send; on tcp a receiver's read)
   // failed because of the Close, not of the peer: what it ends is canceled.
   // Close sets closing before its shutdown, and the failed call returned after
   // that shutdown (the kernel orders both on the socket).
@@ -277,7 +277,9 @@ void StreamChannel::Send(int i) {
   // The receiver owns the retire cursor until it is done; then we drain. A
   // Kick already sending finishes first (the lock); later ones see the latch
   // or closing and send nothing.
-  while (!l.receiver_done.load(std::memory_order_acquire)) q.WaitForIssue(std::chrono::microseconds(100));
+  // Blocks (no spin): on shm the receiver may wait for the target up to
+  // 2 x io_timeout + 1 s (AwaitTargetDone).
+  l.receiver_done.wait(false, std::memory_order_acquire);
   Status why = latch().latched() ? latch().Get() : Status::Canceled("channel closed");
   for (;;) {
     {
@@ -439,11 +441,18 @@ void StreamChannel::Receive(int i) {
   // old copy. A target that does not let go leaves them poisoned (their memory
   // must stay: DeregisterMemory says so, and their slots are never reused).
   bool held = false;
-  if (mode_ == PayloadMode::kCma && q.HasUnretired()) {
+  if (mode_ == PayloadMode::kCma) {
     // Our side may still be open (a latch set directly, without Fail): the
-    // target closes only once it reads our end of file.
+    // target closes only once it reads our end of file. After the shutdown no
+    // send succeeds, so the frames sent are counted under the issue lock: a
+    // sender between its send and its count (AdvanceIssue) is waited for.
     shutdown(l.fd.get(), SHUT_WR);
-    held = !AwaitTargetDone(l);
+    bool unanswered;
+    {
+      std::lock_guard lock(l.issue_mu);
+      unanswered = q.HasUnretired();
+    }
+    if (unanswered) held = !AwaitTargetDone(l);
   }
   if (held)
     why = Status(why.code(), why.message() + "; the shm target did not close the lane within " +
@@ -455,6 +464,7 @@ void StreamChannel::Receive(int i) {
     RetireHead(i, why);
   }
   l.receiver_done.store(true, std::memory_order_release);
+  l.receiver_done.notify_all();
   q.Wake();
 }
 

@@ -69,6 +69,30 @@ TEST(Summarize, LoadsDocumentsAndSkipsOtherJson) {
   EXPECT_NE(log.str().find("other.json"), std::string::npos);
 }
 
+// Two cases whose lines would read alike (one workload and path, two policies)
+// get their case names in the charts' legends; a case alone keeps the short name.
+// Each case's header names its policy.
+TEST(Summarize, CasesThatWouldReadAlikeAreNamedInTheCharts) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("alike");
+  for (const char* policy : {"independent", "global-fifo"}) {
+    CaseDocument doc = SampleDoc();
+    doc.case_name = std::string("pol-") + policy;
+    doc.implementation["policy"] = policy;
+    Write(dir / (doc.case_name + ".json"), DocumentToJson(doc));
+  }
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0].series, "kv-dsv4 shm [pol-global-fifo]");
+  EXPECT_EQ(docs[1].series, "kv-dsv4 shm [pol-independent]");
+  ChartSpec f = FrontierChart(docs);
+  ASSERT_EQ(f.series.size(), 4u);
+  EXPECT_NE(f.series[0].label, f.series[2].label);
+  const std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("lanes 2, policy global-fifo"), std::string::npos) << md;
+}
+
 // Truncated, edited or foreign documents are skipped with a note naming the file:
 // a missing section or a field of another type must not abort the whole summary.
 TEST(Summarize, SkipsTruncatedAndEditedDocuments) {
