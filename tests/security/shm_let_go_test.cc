@@ -94,19 +94,34 @@ class HeldTarget {
   std::future<Status> deregistered_;
 };
 
+// An shm initiator with io_timeout `io`, its buffer registered, and a READ of
+// the target's src() into it made (over shm).
+struct ReadingInitiator {
+  ReadingInitiator(HeldTarget& target, std::chrono::milliseconds io) : dst(kLen, 0) {
+    AgentOptions o = OptionsFor("init", "shm");
+    o.io_timeout = io;
+    agent = Agent::Create(o).value();
+    local = agent->RegisterMemory(dst.data(), kLen).value();
+    Connect(*agent, target.agent());
+    x = MakeSimple(*agent, "target", Op::kRead, dst.data(), target.src(), kLen);
+  }
+  std::vector<uint8_t> dst;  // outlives the agent
+  std::unique_ptr<Agent> agent;
+  RegionId local{};
+  Result<XferHandle> x = Status::Backend("not made");
+};
+
 // The initiator's lane times out while its READ frame waits at the target. The
 // READ ends only once the target let go of the lane: whatever it does then, no
 // byte of the initiator's buffer changes after the READ ended, and the memory
 // may be deregistered (the request is not poisoned).
 TEST(ShmLetGo, AFailedReadEndsOnlyOnceTheTargetLetGo) {
   HeldTarget target(3000ms);
-  std::vector<uint8_t> dst(kLen, 0);
-  AgentOptions o = OptionsFor("init", "shm");
-  o.io_timeout = 500ms;
-  auto init = Agent::Create(o).value();
-  const RegionId local = init->RegisterMemory(dst.data(), kLen).value();
-  Connect(*init, target.agent());
-  auto x = MakeSimple(*init, "target", Op::kRead, dst.data(), target.src(), kLen);
+  ReadingInitiator r(target, 500ms);
+  Agent* init = r.agent.get();
+  std::vector<uint8_t>& dst = r.dst;
+  const RegionId local = r.local;
+  auto& x = r.x;
   ASSERT_TRUE(x.ok()) << x.status().ToString();
   ASSERT_EQ(init->PeerTransport("target").value(), "shm");
 
@@ -137,13 +152,11 @@ TEST(ShmLetGo, AFailedReadEndsOnlyOnceTheTargetLetGo) {
 // changes afterwards (the target sees the initiator's end shut: it copies nothing).
 TEST(ShmLetGo, ATargetThatHoldsOnLeavesTheRequestPoisoned) {
   HeldTarget target(10000ms);
-  std::vector<uint8_t> dst(kLen, 0);
-  AgentOptions o = OptionsFor("init", "shm");
-  o.io_timeout = 200ms;  // gives up after 0.2 s, then waits 2 x 0.2 s + 1 s
-  auto init = Agent::Create(o).value();
-  const RegionId local = init->RegisterMemory(dst.data(), kLen).value();
-  Connect(*init, target.agent());
-  auto x = MakeSimple(*init, "target", Op::kRead, dst.data(), target.src(), kLen);
+  ReadingInitiator r(target, 200ms);  // gives up after 0.2 s, then waits 2 x 0.2 s + 1 s
+  Agent* init = r.agent.get();
+  std::vector<uint8_t>& dst = r.dst;
+  const RegionId local = r.local;
+  auto& x = r.x;
   ASSERT_TRUE(x.ok()) << x.status().ToString();
   ASSERT_EQ(init->PeerTransport("target").value(), "shm");
 

@@ -76,6 +76,18 @@ TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   }
 }
 
+// Runs rank 0 (`common` + `target_flags`) in the background and rank 1 (`common`
+// + `initiator_flags`) beside it, each started by hand; returns 16 x the
+// target's exit code + the initiator's.
+int RunHandStarted(const std::string& common, const std::string& target_flags,
+                   const std::string& initiator_flags) {
+  const std::string bin = std::string(KVBENCH_BINARY) + " " + common;
+  const std::string both = bin + " --rank 0 " + target_flags + " >/dev/null 2>&1 & t=$!; " + bin +
+                           " --rank 1 " + initiator_flags +
+                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
+  return kvbench::testing::RunBinary("sh -c", "'" + both + "'");
+}
+
 // Hand-started ranks, the target corrupting a byte pushed to it: both ranks exit
 // 1 (invalid), the target too (it used to exit 0 whatever the verdict).
 TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
@@ -85,14 +97,9 @@ TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
       "run --transport shm --isl 8192 --batches 1 --ops push --pool-budget 1GiB --warmup 0 "
       "--samples 2 --trials 1 --control-timeout 30s --peer 127.0.0.1:" +
       std::to_string(FreePort());
-  const std::string target = std::string(KVBENCH_BINARY) + " " + common +
-                             " --rank 0 --inject-fault flip-byte --out " + target_out.string();
-  const std::string initiator =
-      std::string(KVBENCH_BINARY) + " " + common + " --rank 1 --out " + out.string();
-  // Exits 16 x the target's code + the initiator's.
-  const std::string both = target + " >/dev/null 2>&1 & t=$!; " + initiator +
-                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
-  EXPECT_EQ(kvbench::testing::RunBinary("sh -c", "'" + both + "'"), 16 * 1 + 1);
+  EXPECT_EQ(RunHandStarted(common, "--inject-fault flip-byte --out " + target_out.string(),
+                           "--out " + out.string()),
+            16 * 1 + 1);
   EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
 }
 
@@ -300,18 +307,14 @@ TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
       "run --transport shm --isl 8192 --batches 1 --pool-budget 1GiB "
       "--control-timeout 30s --peer 127.0.0.1:" +
       std::to_string(FreePort());
-  const std::string target = std::string(KVBENCH_BINARY) + " " + common +
-                             " --rank 0 --ops pull --warmup 0 --samples 5 --trials 2 --lanes 1 "
-                             "--policy independent --out " +
-                             target_out.string();
-  const std::string initiator = std::string(KVBENCH_BINARY) + " " + common +
-                                " --rank 1 --ops push --warmup 1 --samples 3 --trials 1 --lanes 3 "
-                                "--policy global-fifo --out " +
-                                out.string();
-  // Exits 16 x the target's code + the initiator's.
-  const std::string both = target + " >/dev/null 2>&1 & t=$!; " + initiator +
-                           " >/dev/null 2>&1; i=$?; wait $t; exit $(( $? * 16 + i ))";
-  ASSERT_EQ(kvbench::testing::RunBinary("sh -c", "'" + both + "'"), 0);
+  ASSERT_EQ(RunHandStarted(common,
+                           "--ops pull --warmup 0 --samples 5 --trials 2 --lanes 1 "
+                           "--policy independent --out " +
+                               target_out.string(),
+                           "--ops push --warmup 1 --samples 3 --trials 1 --lanes 3 "
+                           "--policy global-fifo --out " +
+                               out.string()),
+            0);
   nlohmann::json doc = OnlyDocument(out);
   ExpectValid(doc, "shm", 1);
   EXPECT_EQ(doc["rows"][0]["op"], "push");
