@@ -30,6 +30,12 @@ class AgentImpl;
 class Agent {
  public:
   static Result<std::unique_ptr<Agent>> Create(const AgentOptions& options);
+  // Ends every request still in flight (kCanceled) and closes every channel. An
+  // shm target copies into and out of this process's memory itself, so for a
+  // request it was sent and has not answered, the destructor waits for it to let
+  // go of the connection: for all shm peers at once, at most 2 x io_timeout + 1 s
+  // in all, beside the other channels' own stops (a target that holds on past
+  // that is left to copy into memory the caller must then keep: docs/SECURITY.md).
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;

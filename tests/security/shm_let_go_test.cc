@@ -42,8 +42,8 @@ uint64_t KeyOf(const TargetInfo& info, const void* p) {
 // Release(): Hold() stalls a raw tcp WRITE frame and queues a DeregisterMemory.
 class HeldTarget {
  public:
-  explicit HeldTarget(std::chrono::milliseconds io_timeout) {
-    AgentOptions o = OptionsFor("target", "shm");
+  explicit HeldTarget(std::chrono::milliseconds io_timeout, const std::string& name = "target") {
+    AgentOptions o = OptionsFor(name, "shm");
     o.transports = {"shm", "tcp"};
     o.io_timeout = io_timeout;
     agent_ = Agent::Create(o).value();
@@ -146,6 +146,43 @@ TEST(ShmLetGo, AFailedReadEndsOnlyOnceTheTargetLetGo) {
   EXPECT_TRUE(init->Release(&*x).ok());
 }
 
+// The same for a WRITE: the target copies out of the initiator's buffer itself,
+// so the WRITE that timed out ends only once the target let go, and what the
+// caller then puts in its buffer never reaches the target's memory.
+TEST(ShmLetGo, AFailedWriteEndsOnlyOnceTheTargetLetGo) {
+  HeldTarget target(3000ms);
+  AgentOptions o = OptionsFor("init", "shm");
+  o.io_timeout = 500ms;
+  std::vector<uint8_t> src(4096, 0x22);  // outlives the agent
+  auto init = Agent::Create(o).value();
+  const RegionId local = init->RegisterMemory(src.data(), src.size()).value();
+  Connect(*init, target.agent());
+  uint8_t* dst = target.src() + 8192;  // apart from the stalled frame's range
+  auto x = MakeSimple(*init, "target", Op::kWrite, src.data(), dst, src.size());
+  ASSERT_TRUE(x.ok()) << x.status().ToString();
+  ASSERT_EQ(init->PeerTransport("target").value(), "shm");
+
+  target.Hold();
+  ASSERT_TRUE(init->Post(&*x).in_progress());
+  std::thread release([&] {
+    std::this_thread::sleep_for(1200ms);
+    target.Release();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = init->Wait(*x, 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_GE(took, 1000ms) << "the WRITE ended before the target let go of its frame";
+  std::fill(src.begin(), src.end(), 0xee);  // the caller reuses its buffer at once
+  release.join();
+  std::this_thread::sleep_for(500ms);
+  for (size_t i = 0; i < src.size(); ++i) {
+    ASSERT_NE(dst[i], 0xee) << "the target copied the buffer after the WRITE ended, at " << i;
+  }
+  EXPECT_TRUE(init->DeregisterMemory(local).ok());
+  EXPECT_TRUE(init->Release(&*x).ok());
+}
+
 // A target that holds the frame past the initiator's wait: the READ ends with
 // its error saying the memory may still be copied, the request is poisoned
 // (DeregisterMemory of its region fails with kBackend), and still no byte
@@ -194,6 +231,41 @@ TEST(ShmLetGo, TheTargetCopiesNothingForAnInitiatorThatShutItsEnd) {
   EXPECT_EQ(r->status, static_cast<int32_t>(Code::kCanceled));
   EXPECT_EQ(FirstNot(dst.data(), kLen, 0xee), -1) << "the target copied for a shut initiator";
   EXPECT_TRUE(p->ClosedWithin(5s)) << "the target kept the connection after its end of file";
+}
+
+// An agent destroyed while READs wait at two shm targets that hold on: it shuts
+// every lane before joining any, so both waits for the targets run at once and it
+// takes about one bound (2 x io_timeout + 1 s = 3 s), not two in turn (6 s). Nothing
+// is copied into its memory afterwards (each target sees the end shut).
+TEST(ShmLetGo, AnAgentsEndWaitsForAllItsShmTargetsAtOnce) {
+  HeldTarget a(10000ms, "target-a"), b(10000ms, "target-b");
+  std::vector<uint8_t> dst(2 * kLen, 0);  // outlives the agent
+  AgentOptions o = OptionsFor("init", "shm");
+  o.io_timeout = 1000ms;
+  auto init = Agent::Create(o).value();
+  ASSERT_TRUE(init->RegisterMemory(dst.data(), dst.size()).ok());
+  Connect(*init, a.agent());
+  Connect(*init, b.agent());
+  auto xa = MakeSimple(*init, "target-a", Op::kRead, dst.data(), a.src(), kLen);
+  auto xb = MakeSimple(*init, "target-b", Op::kRead, dst.data() + kLen, b.src(), kLen);
+  ASSERT_TRUE(xa.ok() && xb.ok());
+  ASSERT_EQ(init->PeerTransport("target-a").value(), "shm");
+  ASSERT_EQ(init->PeerTransport("target-b").value(), "shm");
+  a.Hold();
+  b.Hold();
+  ASSERT_TRUE(init->Post(&*xa).in_progress());
+  ASSERT_TRUE(init->Post(&*xb).in_progress());
+  // Both frames sent, each waiting at its target's lock; well inside io_timeout (1 s).
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  init.reset();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, 2500ms) << "the end did not wait for the targets";
+  EXPECT_LT(took, 5000ms) << "the end waited for one target after the other";
+  a.Release();
+  b.Release();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(FirstNot(dst.data(), dst.size(), 0), -1) << "a target wrote after the agent ended";
 }
 
 }  // namespace

@@ -17,7 +17,10 @@ void AddSummarizeCommand(CLI::App* app, int* exit_code) {
   auto flags = std::make_shared<Flags>();
   CLI::App* cmd = app->add_subcommand(
       "summarize", "render markdown tables and SVG charts (gnuplot) from case documents");
-  cmd->add_option("inputs", flags->inputs, "directories or .json case documents")->required();
+  cmd->add_option("inputs", flags->inputs,
+                  "directories (read with the directories under them) or .json case documents; "
+                  "each document counts once")
+      ->required();
   cmd->add_option("--out", flags->out, "output directory")->capture_default_str();
   cmd->callback([flags, exit_code] {
     SummaryOutcome outcome = WriteSummary(flags->inputs, flags->out, std::cerr);

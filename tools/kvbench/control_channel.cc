@@ -298,6 +298,10 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
   if (j.is_discarded() || !j.is_object()) {
     return kvlane::Status::InvalidArgument("control: malformed message");
   }
+  auto type = j.find("type");
+  if (type == j.end() || !type->is_string()) {  // every message names its type
+    return kvlane::Status::InvalidArgument("control: a message without a \"type\" string");
+  }
   return j;
 }
 

@@ -73,7 +73,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
       ->capture_default_str();
   app->add_option("--block", flags->workload.block,
                   "model block in tokens (kv-dsv4/contig, default 256) or page_tokens (kv-mla: "
-                  "16|64, default 64)");
+                  "16|64, default 64)")
+      ->check(CLI::PositiveNumber);  // 0 is the spec's "default" inside, not a size to ask for
   app->add_option("--dtype", flags->workload.dtype,
                   "kv-mla element type: bf16 (default) | fp8; refused for kv-dsv4 and contig");
   app->add_option("--grid", flags->preset,

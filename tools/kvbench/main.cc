@@ -2,9 +2,11 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "kvlane/agent.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"kvbench: measures moving LLM KV-cache between a target and an initiator"};
+  app.set_version_flag("--version", kvlane::VersionString());
   app.require_subcommand(1);
   int exit_code = 0;
   kvbench::AddPlanCommand(&app, &exit_code);

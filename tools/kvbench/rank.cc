@@ -41,6 +41,12 @@ bool WriteAfterStop(const Session& s, const RunResult& result) {
 
 int RunInitiator(Session* s) {
   PrintHeader(*s);
+  if (s->config().staging_copy != "batch" && StagingName(s->path()) == "none") {
+    fmt::print(stderr,
+               "[kvbench] --staging-copy {}: no rank stages on this path (only tcp with a device "
+               "pool does), so it changes nothing; the document records staging_copy none\n",
+               s->config().staging_copy);
+  }
   RunResult result;
   {
     RowRunner runner(s);
@@ -63,9 +69,7 @@ int RunInitiator(Session* s) {
   return valid ? kExitValid : kExitInvalid;
 }
 
-}  // namespace
-
-int RunRank(const RunConfig& config) {
+int RunOpenedRank(const RunConfig& config) {
   auto session = Session::Open(config);
   if (!session.ok()) {
     fmt::print(stderr, "kvbench rank {}: {}\n", config.rank, session.status().message());
@@ -83,12 +87,42 @@ int RunRank(const RunConfig& config) {
     fmt::print(stderr, "kvbench rank 0 (target): {}\n", s.message());
     return kExitError;
   }
+  // A stop of this rank itself: it dies by the signal (cmd_run), the initiator's document
+  // says the rest.
+  if (!loop.RunComplete() && kvlane_tools::StopSignal() == 0) {
+    if (loop.stopped_by().empty()) {
+      fmt::print(stderr,
+                 "kvbench rank 0 (target): the run ended before its last row (an error: the "
+                 "initiator's document says why): partial\n");
+    } else {
+      fmt::print(stderr,
+                 "kvbench rank 0 (target): the run stopped before its last row ({} on the {}): "
+                 "partial\n",
+                 loop.stopped_by(),
+                 loop.stopped_rank().empty() ? "initiator" : loop.stopped_rank());
+    }
+    return kExitInvalid;
+  }
   if (!loop.RunValid()) {
     fmt::print(stderr,
                "kvbench rank 0 (target): the run is INVALID (the initiator's document says why)\n");
     return kExitInvalid;
   }
   return kExitValid;
+}
+
+}  // namespace
+
+int RunRank(const RunConfig& config) {
+  // The peer's messages are read field by field with defaults; one whose field has
+  // another type than its sender writes ends this rank with an error, not an abort.
+  try {
+    return RunOpenedRank(config);
+  } catch (const nlohmann::json::exception& e) {
+    fmt::print(stderr, "kvbench rank {}: a control message of an unexpected shape: {}\n",
+               config.rank, e.what());
+    return kExitError;
+  }
 }
 
 }  // namespace kvbench

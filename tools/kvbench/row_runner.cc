@@ -97,7 +97,27 @@ kvlane::Status RowRunner::PrepareLists(const PlanPoint& point, RunResult* result
   return kvlane::Status::Ok();
 }
 
+void RowRunner::TellProgress() {
+  const auto every = s_->config().progress_every_ms;
+  if (progress_.row.empty() || every.count() <= 0) return;
+  const Clock::time_point now = Clock::now();
+  if (now < progress_.next_line) return;
+  progress_.next_line = now + every;
+  const RowProgress& p = progress_;
+  std::string where = p.phase;
+  if (p.bursts > 0) {  // the time left, from the bursts so far (each moves the same bytes)
+    where = fmt::format("timed burst {}/{}", p.burst, p.bursts);
+    if (p.burst > 1) {
+      const double each = MsSince(p.bursts_started) / 1000 / double(p.burst - 1);
+      where += fmt::format(", about {:.0f} s left in them", each * double(p.bursts - p.burst + 1));
+    }
+  }
+  fmt::print(stderr, "[kvbench]   {}: {}, {:.0f} s into the row\n", p.row, where,
+             MsSince(p.started) / 1000);
+}
+
 bool RowRunner::Stopping() {
+  TellProgress();
   if (kvlane_tools::StopSignal() != 0 || !peer_stop_.empty() || !stop_.empty()) return true;
   if (!s_->control().Pending()) return false;
   auto m = s_->control().Receive();
@@ -145,10 +165,15 @@ RunResult RowRunner::RunAll(const Progress& progress) {
     result.errors.push_back(stop_);
     return result;
   }
-  // The rows' verdict and the errors so far (the document's reasons): the
-  // target exits by it too.
-  kvlane::Status bye =
-      s_->control().Send({{"type", "done"}, {"valid", InvalidReasons(result).empty()}});
+  // The rows' verdict and the errors so far (the document's reasons), and whether
+  // every planned row ran (a stop of this rank cut the run short): the target exits
+  // by them too.
+  const bool complete = result.rows.size() >= PlannedRows(s_->plan(), s_->config().ops).size();
+  kvlane::Status bye = s_->control().Send({{"type", "done"},
+                                           {"valid", InvalidReasons(result).empty()},
+                                           {"complete", complete},
+                                           {"stopped_by", result.stopped_by},
+                                           {"stopped_rank", result.stopped_rank}});
   if (bye.ok()) bye = ReceiveUntil("bye");
   if (!bye.ok()) result.errors.push_back("control: " + bye.ToString());
   return result;
@@ -196,6 +221,13 @@ std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoin
   row.descs = point.descs;
   row.req_bytes = point.req_bytes;
   Clock::time_point t0 = Clock::now();
+  progress_ = {fmt::format("{} isl {} batch {}", op, row.isl, row.batch), "making the transfers"};
+  progress_.started = t0;
+  progress_.next_line = t0 + s_->config().progress_every_ms;
+  struct EndRow {
+    RowProgress* p;
+    ~EndRow() { p->row.clear(); }
+  } end_row{&progress_};
   auto burst = Burst::Make(&s_->agent(), OpOf(op), local_, remote_, map);
   row.prep_ms = MsSince(t0);
   if (!burst.ok()) {
@@ -204,10 +236,12 @@ std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoin
     return row;
   }
   row.segments = burst.value().segments();
+  progress_.phase = "the verified burst (prepare, move, check)";
   if (!VerifiedBurst(&burst.value(), op, point, map, epoch, &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
   if (Stopping() || !TimedBursts(&burst.value(), &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
+  progress_.phase = "the reference";
   if (Stopping() || !Reference(op, point, map, epoch, &row)) return std::nullopt;
   return row;
 }
@@ -302,7 +336,14 @@ bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
   std::vector<BurstTiming> timings;
   const int64_t total = int64_t{c.warmup} + int64_t{c.samples} * c.trials;  // Resolve bounds it
+  progress_.bursts = total;  // warm-up included: TellProgress counts them all
+  progress_.bursts_started = Clock::now();
+  struct EndBursts {
+    RowProgress* p;
+    ~EndBursts() { p->bursts = 0; }
+  } end_bursts{&progress_};
   for (int64_t i = 0; i < total; ++i) {
+    progress_.burst = i + 1;
     if (StoppingWhileTargetWaits()) return false;
     BurstTiming t = RunBurst(burst);
     if (t.abandoned) return false;

@@ -93,6 +93,17 @@ class RowRunner {
   // is still in use, so the run stops (StopRun) and the row fails.
   void LeftRunning(const BurstTiming& t);
 
+  // Where the row in flight is, for its progress lines (TellProgress).
+  struct RowProgress {
+    std::string row;                // "pull isl 8192 batch 4"; empty between rows
+    const char* phase = "";         // "the verified burst", "the reference", ...
+    int64_t burst = 0, bursts = 0;  // timed bursts: the one running (from 1), of how many
+    std::chrono::steady_clock::time_point started{}, next_line{}, bursts_started{};
+  };
+  // Prints where the row in flight is once --progress-every has passed since the
+  // row began or the last such line; called at the row's safe points (Stopping).
+  void TellProgress();
+
   Session* s_;
   PoolList list_;
   std::vector<uint64_t> list_shape_;  // desc_bytes per group the lists were made for
@@ -101,6 +112,7 @@ class RowRunner {
   std::string peer_stop_;  // the signal the target said it was stopped by; empty if none
   bool pool_in_use_ = false;  // a burst left transfers running (LeftRunning)
   std::chrono::steady_clock::time_point target_waits_since_{};  // see KeepTargetWaiting
+  RowProgress progress_;
 };
 
 kvlane::Op OpOf(const std::string& op);  // pull = READ, push = WRITE

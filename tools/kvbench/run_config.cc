@@ -140,14 +140,17 @@ kvlane::Status RunConfig::Resolve() {
   if (!timeout.empty()) {
     KVLANE_ASSIGN_OR_RETURN(control_timeout_ms, ParseDuration(timeout));
   }
+  auto every = ParseDuration(progress_every);
+  if (!every.ok()) {
+    return kvlane::Status::InvalidArgument("--progress-every: " + every.status().message());
+  }
+  progress_every_ms = every.value();
   return ValidateChoices(*this);
 }
 
 std::vector<std::string> RunConfig::ForwardArgs() const {
   std::vector<std::string> a = {"--workload",
                                 grid.workload.name,
-                                "--block",
-                                std::to_string(grid.workload.block),
                                 "--grid",
                                 grid.preset,
                                 "--transport",
@@ -166,6 +169,8 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
                                 listen_host,
                                 "--control-timeout",
                                 std::to_string(control_timeout_ms.count()) + "ms",
+                                "--progress-every",
+                                std::to_string(progress_every_ms.count()) + "ms",
                                 "--policy",
                                 policy,
                                 "--staging-copy",
@@ -179,6 +184,10 @@ std::vector<std::string> RunConfig::ForwardArgs() const {
   std::string ops_list;
   for (const std::string& op : ops) ops_list += (ops_list.empty() ? "" : ",") + op;
   a.insert(a.end(), {"--ops", ops_list});
+  // 0: the workload's default (the flag left out; --block takes sizes only).
+  if (grid.workload.block != 0) {
+    a.insert(a.end(), {"--block", std::to_string(grid.workload.block)});
+  }
   if (!grid.workload.dtype.empty()) a.insert(a.end(), {"--dtype", grid.workload.dtype});
   if (!grid.isl.empty()) a.insert(a.end(), {"--isl", Join(grid.isl)});
   if (!grid.batches.empty()) a.insert(a.end(), {"--batches", Join(grid.batches)});
@@ -208,7 +217,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--warmup", c->warmup_flag, "warm-up bursts per row, >= 0 (quick 2, full 2)");
   app->add_option("--samples", c->samples_flag, "timed bursts per trial, >= 1 (quick 12, full 16)");
   app->add_option("--trials", c->trials_flag, "trials per row, >= 1 (quick 2, full 3)");
-  app->add_option("--rank", c->rank, "run one rank: 0 = target (owns the pool), 1 = initiator");
+  // -1 inside means "no --rank" (spawn both); given, the rank is 0 or 1.
+  app->add_option("--rank", c->rank, "run one rank: 0 = target (owns the pool), 1 = initiator")
+      ->check(CLI::Range(0, 1));
   app->add_option("--peer", c->peer, "HOST:PORT where rank 0 listens for the control plane");
   app->add_option("--listen-host", c->listen_host,
                   "data listener bind address (tcp); auto: this rank's address on the control "
@@ -217,6 +228,10 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
       ->capture_default_str();
   app->add_option("--control-timeout", c->control_timeout,
                   "control-plane timeout, e.g. 300s (env KVBENCH_CONTROL_TIMEOUT; default 300s)");
+  app->add_option("--progress-every", c->progress_every,
+                  "while a row runs longer, the initiator says every this long where it is "
+                  "(its phase, the timed bursts done, the time left in it), e.g. 30s; 0: never")
+      ->capture_default_str();
   app->add_option("--policy", c->policy, "independent | global-fifo")->capture_default_str();
   app->add_option("--staging-copy", c->staging_copy,
                   "tcp with --memory cuda: how device ranges reach the pinned buffers: batch "
@@ -233,7 +248,12 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--case", c->case_name,
                   "case name (default <workload>-b<block>-<transport>, then the memory where it "
                   "is not the transport's own and a staging copy other than batch: "
-                  "docs/METHODOLOGY.md)");
+                  "docs/METHODOLOGY.md)")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v.empty() ? std::string("--case names the document: not empty") : std::string();
+          },
+          "NAME"));
   app->add_option("--inject-fault", c->fault,
                   "testing only: flip-byte flips one landed byte before each verification; "
                   "ref-{target,initiator}-{setup,stream} fails that rank's socket reference "

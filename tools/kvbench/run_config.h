@@ -58,6 +58,9 @@ struct RunConfig {
   // spawned ranks, which derive their own.
   bool pool_budget_auto = false;
   std::chrono::milliseconds control_timeout_ms{300000};
+  // --progress-every: how often the initiator says where a long row is (0: never).
+  std::string progress_every = "10s";
+  std::chrono::milliseconds progress_every_ms{10000};
 
   // Applies the preset, environment and the free-memory pool cap; validates (a
   // negative --warmup, or --samples or --trials below 1, is InvalidArgument naming it).

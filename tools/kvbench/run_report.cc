@@ -66,7 +66,9 @@ json Implementation(const Session& s, const RunResult& result) {
           {"memory", MemoryName(s.path())},
           {"memory_declared", s.config().memory},
           {"staging", StagingName(s.path())},
-          {"staging_copy", kvlane::StagingCopyName(o.staging_copy)},
+          // The copier only where a rank stages: elsewhere --staging-copy moves nothing.
+          {"staging_copy",
+           StagingName(s.path()) != "none" ? kvlane::StagingCopyName(o.staging_copy) : "none"},
           {"per_rank", PerRank(s)},
           {"lanes", o.lanes_per_peer},
           {"policy", kvlane::PolicyName(o.policy)},

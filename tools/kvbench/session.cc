@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "device_memory.h"
+#include "hello.h"
 #include "plan_report.h"
 #include "slurm.h"
 
@@ -113,17 +114,15 @@ kvlane::Status Session::Handshake() {
   }
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "hello"},
+                                         {"protocol", kControlProtocol},
+                                         {"version", kvlane::VersionString()},
                                          {"rank", c.rank},
                                          {"hostname", self_.hostname},
                                          {"role", self_.role},
                                          {"devices", self_.devices}}));
-  KVLANE_ASSIGN_OR_RETURN(json hello, control_->Expect("hello"));
-  peer_info_ = {hello.value("rank", -1), hello.value("role", ""), hello.value("hostname", ""),
-                hello.value("devices", std::vector<std::string>{})};
-  if (peer_info_.rank != 1 - c.rank) {
-    return kvlane::Status::InvalidArgument("both ranks claim rank " + std::to_string(c.rank));
-  }
-  return kvlane::Status::Ok();
+  auto hello = control_->Expect("hello");
+  if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
+  return ReadHello(c.rank, hello.value(), &peer_info_);
 }
 
 // An automatic budget comes from free memory where the pool lives: the host's

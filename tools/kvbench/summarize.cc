@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "atomic_file.h"
 #include "path_choice.h"
@@ -18,26 +19,36 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The files named, and the *.json files in the directories named. An input that
-// does not exist, or a directory that cannot be listed, is an error: a mistyped
-// path is not the same as a directory without documents.
+// The files named, and the *.json files in the directories named and in the
+// directories under them (a results tree of one run per directory), each file
+// once however often it was named (two names of one directory, a file and its
+// directory). An input that does not exist, or a directory that cannot be listed,
+// is an error: a mistyped path is not the same as a directory without documents.
 kvlane::Result<std::vector<std::string>> ExpandInputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
+  std::set<fs::path> seen;  // canonical paths
+  auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(p, ec);
+    if (seen.insert(ec ? p : key).second) files.push_back(p.string());
+  };
   for (const std::string& in : inputs) {
     std::error_code ec;
     if (!fs::exists(in, ec)) {
       return kvlane::Status::InvalidArgument(in + ": no such file or directory");
     }
     if (!fs::is_directory(in, ec)) {
-      files.push_back(in);
+      add(in);
       continue;
     }
-    for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->is_regular_file() && it->path().extension() == ".json") files.push_back(it->path());
+    std::vector<fs::path> found;
+    for (fs::recursive_directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file() && it->path().extension() == ".json") found.push_back(it->path());
     }
     if (ec) return kvlane::Status::InvalidArgument(in + ": cannot list: " + ec.message());
+    std::sort(found.begin(), found.end());
+    for (const fs::path& p : found) add(p);
   }
-  std::sort(files.begin(), files.end());
   return files;
 }
 
@@ -142,10 +153,13 @@ std::string CaseSection(const LoadedDocument& d) {
                    DescribeMemory(impl), impl.value("lanes", 0), impl.value("policy", "?"),
                    impl.value("library_version", "?"));
   if (partial) s += PartialLine(d);
-  s += fmt::format(
-      "- outcome: {}{}{}\n\n", outcome.value("valid", false) ? "valid" : "INVALID",
-      partial ? " (over the rows measured)" : "",
-      outcome.value("reasons", json::array()).empty() ? "" : " — " + outcome["reasons"].dump());
+  s += fmt::format("- outcome: {}{}\n", outcome.value("valid", false) ? "valid" : "INVALID",
+                   partial ? " (over the rows measured)" : "");
+  const json reasons = outcome.value("reasons", json::array());
+  for (const json& r : reasons) {  // one line each, as written (a string), else its JSON
+    s += fmt::format("  - {}\n", r.is_string() ? r.get<std::string>() : r.dump());
+  }
+  s += "\n";
   s += "| op | isl | batch | descs/req | MB/req | p50 ms | p95 ms | min ms | max ms | GB/s p50 "
        "| GB/s incl prep | prep ms | ref GB/s | verified |\n";
   s += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
@@ -174,6 +188,12 @@ kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std:
   for (const LoadedDocument& d : docs) ++uses[d.series];
   for (LoadedDocument& d : docs) {
     if (uses[d.series] > 1) d.series += " [" + d.json["identity"].value("case", d.path) + "]";
+  }
+  // Still alike (one case name in two runs' directories): the documents' paths.
+  uses.clear();
+  for (const LoadedDocument& d : docs) ++uses[d.series];
+  for (LoadedDocument& d : docs) {
+    if (uses[d.series] > 1) d.series += " (" + d.path + ")";
   }
   return docs;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,17 +53,51 @@ void WriteData(const ChartSpec& c, const fs::path& path) {
   }
 }
 
+// One value on an axis (a grid of one ISL, or one batch) is a range gnuplot calls
+// empty and widens with a warning on the terminal: sets a range around it instead.
+void WriteRanges(const ChartSpec& c, std::ostream& out) {
+  double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0;
+  bool any = false;
+  for (const Series& s : c.series) {
+    for (const auto& [x, y] : s.points) {
+      x_lo = any ? std::min(x_lo, x) : x;
+      x_hi = any ? std::max(x_hi, x) : x;
+      y_lo = any ? std::min(y_lo, y) : y;
+      y_hi = any ? std::max(y_hi, y) : y;
+      any = true;
+    }
+  }
+  if (!any) return;
+  if (x_lo == x_hi && c.log2_x && x_lo > 0) {
+    fmt::print(out, "set xrange [{}:{}]\n", x_lo / 2, x_lo * 2);
+  } else if (x_lo == x_hi) {
+    fmt::print(out, "set xrange [{}:{}]\n", x_lo - 1, x_lo + 1);
+  }
+  if (y_lo == y_hi) {
+    const double pad = y_lo != 0 ? std::abs(y_lo) / 2 : 1;
+    fmt::print(out, "set yrange [{}:{}]\n", y_lo - pad, y_lo + pad);
+  }
+}
+
+// `text` inside a gnuplot single-quoted string (a quote is doubled).
+std::string Quoted(const std::string& text) {
+  std::string out;
+  for (char ch : text) out += ch == '\'' ? std::string("''") : std::string(1, ch);
+  return out;
+}
+
 void WriteScript(const ChartSpec& c, const fs::path& dir) {
   std::ofstream out(dir / (c.name + ".gp"));
   fmt::print(out, "set terminal svg size 900,560 dynamic enhanced background rgb 'white'\n");
-  fmt::print(out, "set output '{}.svg'\nset title '{}' noenhanced\n", c.name, c.title);
+  fmt::print(out, "set output '{}.svg'\nset title '{}' noenhanced\n", c.name, Quoted(c.title));
   fmt::print(out, "set xlabel '{}'\nset ylabel '{}'\nset grid\nset key outside right\n", c.xlabel,
              c.ylabel);
   if (c.log2_x) out << "set logscale x 2\n";
+  WriteRanges(c, out);
   out << "plot ";
   for (size_t i = 0; i < c.series.size(); ++i) {
     fmt::print(out, "{}'{}.dat' index {} using 1:2 with linespoints title '{}' noenhanced",
-               i ? ", \\\n     " : "", c.name, i, c.series[i].label);
+               i ? ", \\\n     " : "", c.name, i, Quoted(c.series[i].label));
   }
   out << "\n";
 }

@@ -10,12 +10,31 @@ namespace kvbench {
 
 using nlohmann::json;
 
+namespace {
+
+// m[key] when it is a bool, else `absent` (a peer's message is not trusted to be well formed).
+bool JsonBool(const json& m, const char* key, bool absent) {
+  auto it = m.find(key);
+  return it != m.end() && it->is_boolean() ? it->get<bool>() : absent;
+}
+
+// m[key] when it is a string, else empty.
+std::string JsonText(const json& m, const char* key) {
+  auto it = m.find(key);
+  return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+}  // namespace
+
 kvlane::Status TargetLoop::Run() {
   while (true) {
     KVLANE_ASSIGN_OR_RETURN(json m, Next());
     std::string type = m.value("type", "");
     if (type == "done") {
-      initiator_valid_ = m.value("valid", true);
+      initiator_valid_ = JsonBool(m, "valid", true);
+      complete_ = JsonBool(m, "complete", true);
+      stopped_by_ = JsonText(m, "stopped_by");
+      stopped_rank_ = JsonText(m, "stopped_rank");
       return s_->control().Send({{"type", "bye"}});
     }
     if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));

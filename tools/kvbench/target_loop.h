@@ -34,6 +34,12 @@ class TargetLoop {
   // invalid (a row failed or went unverified, or a run-level error), or this
   // rank found a mismatch in bytes pushed to it. The initiator's document says why.
   bool RunValid() const { return initiator_valid_ && !saw_mismatch_; }
+  // After Run ended ok: false when the initiator's "done" said that not every
+  // planned row ran: a stop signal (stopped_by() names it, stopped_rank() the rank
+  // it reached) or a run-level error (both empty) ended the run early.
+  bool RunComplete() const { return complete_; }
+  const std::string& stopped_by() const { return stopped_by_; }
+  const std::string& stopped_rank() const { return stopped_rank_; }
 
  private:
   kvlane::Result<const PlanPoint*> PointFor(const nlohmann::json& message);
@@ -61,6 +67,9 @@ class TargetLoop {
   std::optional<nlohmann::json> held_;  // a message a row step took for the loop
   bool told_stop_ = false;              // "stopped" has been sent
   bool initiator_valid_ = true;         // "done"'s "valid" (absent: true)
+  bool complete_ = true;                // "done"'s "complete" (absent: true)
+  std::string stopped_by_;              // "done"'s "stopped_by"
+  std::string stopped_rank_;            // "done"'s "stopped_rank"
   bool saw_mismatch_ = false;           // a push this rank checked failed
 };
 

@@ -26,4 +26,6 @@ check --single-bytes --single-bytes 4KiB,2GiB
 check --bulk-bytes --bulk-bytes 4
 check --bulk-bytes --bulk-bytes 2GiB
 check --small-bytes --small-bytes 2GiB
+check --single-ops --single-ops write,write
+check --single-bytes --single-bytes 4KiB,4096
 exit $status

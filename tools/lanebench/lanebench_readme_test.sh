@@ -29,8 +29,9 @@ while read -r flag value; do
 done < <(echo "$usage" | grep -o '\[--[^]]*\]' | tr -d '[]')
 # Every flag --help prints is in the usage block, or (a shape's own flag) named under
 # Shapes: a usage block that lost its flags, or a flag the README never names, fails.
+# --help and --version print and exit: the README names them in its text.
 flags=$(echo "$help" | grep -oE -- '^ +(-[a-z],)?--[a-z-]+' | grep -o -- '--[a-z-]*' |
-  grep -vx -- --help)
+  grep -vx -e --help -e --version)
 listed=$(echo "$usage" | grep -o '\[--[a-z-]*' | tr -d '[')
 shapes=$(sed -n '/^## Shapes/,/^## /p' "$readme")
 if [ -z "$flags" ]; then

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "control.h"
+#include "kvlane/agent.h"
 #include "orchestrate.h"
 #include "pinning.h"
 #include "report.h"
@@ -132,6 +133,7 @@ std::string JoinArgs(int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace lanebench;
   CLI::App app{"lanebench: completion isolation between lanes, global-fifo vs independent"};
+  app.set_version_flag("--version", kvlane::VersionString());
   app.footer(
       "exit codes: 0 ok, 1 a run failed or did not verify (or the JSON was not written), 2 bad "
       "flags or an unwritable --json, 77 not available");

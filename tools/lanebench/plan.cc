@@ -69,8 +69,14 @@ kvlane::Status BenchConfig::Validate() const {
   if (!memory.empty() && !OneOf(memory, {"host", "device"})) return bad("--memory: host|device");
   if (!OneOf(shape, {"mixed", "single", "all"})) return bad("--shape: mixed|single|all");
   if (!OneOf(mixed_op, {"read", "write"})) return bad("--mixed-op: read|write");
-  for (const auto& op : single_ops)
-    if (!OneOf(op, {"read", "write"})) return bad("--single-ops: read|write");
+  for (auto op = single_ops.begin(); op != single_ops.end(); ++op) {
+    if (!OneOf(*op, {"read", "write"})) return bad("--single-ops: read|write");
+    if (std::find(single_ops.begin(), op, *op) != op)  // the case would run twice, one name
+      return bad("--single-ops: names " + *op + " twice");
+  }
+  for (auto b = single_bytes.begin(); b != single_bytes.end(); ++b)
+    if (std::find(single_bytes.begin(), b, *b) != b)
+      return bad("--single-bytes: names " + std::to_string(*b) + " twice");
   if (shape != "mixed" && (single_ops.empty() || single_bytes.empty()))
     return bad("--single-ops and --single-bytes: at least one each");
   for (uint64_t b : single_bytes)

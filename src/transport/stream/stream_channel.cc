@@ -494,10 +494,14 @@ Status StreamChannel::Notify(std::string_view bytes) {
   return Status::Ok();
 }
 
+void StreamChannel::StopLanes() {
+  BeginClose();  // before the shutdown: a lane call failing on it then ends canceled (Fail)
+  ShutLanes();
+}
+
 void StreamChannel::Close() {
   std::call_once(close_once_, [this] {
-    BeginClose();
-    ShutLanes();
+    StopLanes();
     for (auto& l : lanes_) {
       if (l->receiver.joinable()) l->receiver.join();
       if (l->sender.joinable()) l->sender.join();

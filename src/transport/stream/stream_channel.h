@@ -31,6 +31,12 @@ class StreamChannel final : public Channel {
   const char* transport() const override { return name_; }
   Status Notify(std::string_view bytes) override;
   void Close() override;
+  // Shuts the lanes down without joining their threads: each shm receiver then
+  // waits for its target to let go (AwaitTargetDone) while the owner stops the
+  // agent's other channels, so an agent's end waits for all its shm targets at
+  // once, at most one kTargetDoneFactor x io_timeout + kTargetDoneSlack, not one
+  // per channel in turn. Close() joins. Idempotent.
+  void StopLanes() override;
   // Sends the lane's head frame on the posting thread when it is small and
   // every earlier frame of the lane was answered (AgentOptions::post_inline_bytes).
   void Kick(int lane) override;

@@ -11,6 +11,7 @@
 
 #include "common/sanitizer_reports.h"  // a rank's report fails the test
 #include "kvbench_process.h"
+#include "kvlane/agent.h"
 
 namespace {
 
@@ -55,15 +56,20 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
 
 TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   Dirs FreshDir;
-  fs::path out = FreshDir("tcp"), table = FreshDir("tcp_table");
-  ASSERT_EQ(Kvbench(std::string("run --transport tcp --ops pull,push ") + kTiny + " --out " +
-                    out.string() + " > " + table.string()),
-            0);
+  fs::path out = FreshDir("tcp"), table = FreshDir("tcp_table"), err = FreshDir("tcp_err");
+  // --staging-copy on host pools: nothing stages, so nothing changes, and it says so.
+  ASSERT_EQ(
+      Kvbench(std::string("run --transport tcp --ops pull,push --staging-copy kernel ") + kTiny +
+              " --out " + out.string() + " > " + table.string() + " 2> " + err.string()),
+      0);
   nlohmann::json doc = OnlyDocument(out);
   ExpectValid(doc, "tcp", 4);
   EXPECT_EQ(doc["implementation"]["memory"], "host");  // --memory auto: host for tcp
   EXPECT_EQ(doc["implementation"]["memory_declared"], "auto");
   EXPECT_EQ(doc["implementation"]["staging"], "none");
+  EXPECT_EQ(doc["implementation"]["staging_copy"], "none");
+  EXPECT_NE(ReadFile(err).find("--staging-copy kernel: no rank stages"), std::string::npos)
+      << ReadFile(err);
   EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp");
   std::ifstream printed(table);
   std::string title;
@@ -99,6 +105,21 @@ TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
       std::to_string(FreePort());
   EXPECT_EQ(RunHandStarted(common, "--inject-fault flip-byte --out " + target_out.string(),
                            "--out " + out.string()),
+            16 * 1 + 1);
+  EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
+}
+
+// Hand-started ranks, the initiator corrupting a byte it pulled: only the initiator
+// sees the mismatch, and the target exits 1 by the verdict "done" carries.
+TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidByTheInitiatorsVerdict) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("hand_pull_fault"), target_out = FreshDir("hand_pull_fault_target");
+  const std::string common =
+      "run --transport shm --isl 8192 --batches 1 --ops pull --pool-budget 1GiB --warmup 0 "
+      "--samples 2 --trials 1 --control-timeout 30s --peer 127.0.0.1:" +
+      std::to_string(FreePort());
+  EXPECT_EQ(RunHandStarted(common, "--out " + target_out.string(),
+                           "--inject-fault flip-byte --out " + out.string()),
             16 * 1 + 1);
   EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
 }
@@ -255,10 +276,15 @@ TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting
   // Bursts run faster once warm: five timeouts' worth by the probe.
   const int samples = static_cast<int>(std::min(20000.0, 5 * kTimeoutMs / burst_ms) + 1);
   EXPECT_EQ(Kvbench(row + "--samples " + std::to_string(samples) + " --control-timeout " +
-                    std::to_string(static_cast<int>(kTimeoutMs)) + "ms --out " + out.string() +
-                    " > /dev/null 2>" + err.string()),
+                    std::to_string(static_cast<int>(kTimeoutMs)) + "ms --progress-every 1s --out " +
+                    out.string() + " > /dev/null 2>" + err.string()),
             0)
       << ReadFile(err);
+  // The long row said where it was: its timed bursts, with the time left in them.
+  const std::string said = ReadFile(err);
+  EXPECT_NE(said.find("[kvbench]   push isl 8192 batch 1: timed burst "), std::string::npos)
+      << said;
+  EXPECT_NE(said.find(" s left in them, "), std::string::npos) << said;
   nlohmann::json doc = OnlyDocument(out);
   ExpectValid(doc, "shm", 1);
   // What the test is about: the timed bursts alone (each to its last request's end)
@@ -333,10 +359,22 @@ TEST(KvbenchEndToEnd, UsageErrorsExitTwo) {
   for (const char* args :
        {"", "run --bogus", "plan --isl x", "run --samples", "summarize", "run extra_positional",
         // Negative numbers for unsigned flags (CLI11 used to wrap them: --isl -5 crashed a rank).
-        "plan --isl -5", "plan --batches 1,-1", "run --seed -1", "plan --isl 99999999999999"}) {
+        "plan --isl -5", "plan --batches 1,-1", "run --seed -1", "plan --isl 99999999999999",
+        // Values that used to stand for "the default" inside, refused when given (and a
+        // rank out of range, refused by the flag since -1 is refused).
+        "plan --block 0", "run --block 0", "run --rank -1", "run --rank 2", "run --case ''",
+        "run --progress-every 5x"}) {
     EXPECT_EQ(Kvbench(std::string(args) + " > /dev/null 2>&1"), 2) << args;
   }
   EXPECT_EQ(Kvbench("run --help > /dev/null"), 0);
+}
+
+// --version names the build, the same string documents carry as provenance.
+TEST(KvbenchEndToEnd, VersionNamesTheBuild) {
+  Dirs FreshDir;
+  const fs::path out = FreshDir("version");
+  ASSERT_EQ(Kvbench("--version > " + out.string()), 0);
+  EXPECT_EQ(ReadFile(out), kvlane::VersionString() + "\n");
 }
 
 // A negative sampling flag is a usage error naming the flag (not the preset's value

@@ -3,124 +3,142 @@
 // cannot resolve tells its peer why.
 #include "session.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
 
 #include "device_memory.h"
+#include "hello.h"
 #include "session_pair.h"
 
 namespace kvbench {
 namespace {
 
 using testing::OpenBoth;
+using testing::RankConfig;
 using testing::SessionPair;
 
-TEST(Session, RanksThatAgreeOpenOnTheResolvedPath) {
-  SessionPair p = OpenBoth({"--transport", "tcp"}, {"--transport", "tcp", "--memory", "host"});
-  ASSERT_TRUE(p.target.ok()) << p.target.status().ToString();
-  ASSERT_TRUE(p.initiator.ok()) << p.initiator.status().ToString();
-  const Session& s = *p.initiator.value();
-  EXPECT_EQ(s.path().transport, "tcp");
-  EXPECT_EQ(s.kind(), kvlane::MemoryKind::kHost);
-  EXPECT_EQ(s.transport_used(), "tcp");
-  EXPECT_EQ(p.target.value()->kind(), kvlane::MemoryKind::kHost);
-}
-
-TEST(Session, RanksThatResolveDifferentPathsStopBeforeAnyPool) {
-  SessionPair p = OpenBoth({"--transport", "tcp"}, {"--transport", "shm"});
-  for (const auto* side : {&p.target, &p.initiator}) {
-    ASSERT_FALSE(side->ok());
-    EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
-    EXPECT_NE(side->status().message().find("disagree on the data path"), std::string::npos)
-        << side->status().message();
-  }
-}
-
-// Each rank checks the peer's announced memory against its own pair: a rank whose
-// pool is where both want it still stops when the other rank's is not.
-TEST(Session, RanksThatDisagreeOnAMemoryPairStopBeforeAnyPool) {
-  for (const auto& [target, initiator] :
-       {std::pair<const char*, const char*>{"host,cuda", "host"}, {"host", "cuda,host"}}) {
-    SessionPair p = OpenBoth({"--transport", "tcp", "--memory", target},
-                             {"--transport", "tcp", "--memory", initiator});
-    for (const auto* side : {&p.target, &p.initiator}) {
-      ASSERT_FALSE(side->ok()) << target << " vs " << initiator;
-      EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
-      EXPECT_NE(side->status().message().find("disagree on the data path"), std::string::npos)
-          << side->status().message();
+// A listener on 127.0.0.1 that is not a kvbench rank: it accepts one connection
+// (waiting at most 20 s for it), reads the client's first message whole (a length
+// and that many bytes), answers `reply` and closes. Returns the port.
+uint16_t ForeignListener(const std::string& reply, std::future<void>* served) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof(a);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *served = std::async(std::launch::async, [fd, reply] {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20000) == 1) {
+      int c = accept(fd, nullptr, nullptr);
+      auto read_all = [c](void* buf, size_t n) {
+        auto* b = static_cast<char*>(buf);
+        while (n > 0) {
+          ssize_t got = recv(c, b, n, 0);
+          if (got <= 0) return false;
+          b += got;
+          n -= static_cast<size_t>(got);
+        }
+        return true;
+      };
+      uint32_t body = 0;
+      if (read_all(&body, sizeof(body))) {
+        std::string hello(ntohl(body), '\0');
+        (void)read_all(hello.data(), hello.size());
+      }
+      (void)send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      close(c);
     }
-    EXPECT_NE(p.target.status().message().find("this rank (target)"), std::string::npos)
-        << p.target.status().message();
-  }
+    close(fd);
+  });
+  return ntohs(a.sin_port);
 }
 
-// The document records one staging copy: ranks given different ones stop.
-TEST(Session, RanksThatDisagreeOnTheStagingCopyStop) {
-  SessionPair p = OpenBoth({"--transport", "tcp", "--staging-copy", "kernel"},
-                           {"--transport", "tcp", "--staging-copy", "batch"});
-  for (const auto* side : {&p.target, &p.initiator}) {
-    ASSERT_FALSE(side->ok());
-    EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
-    EXPECT_NE(side->status().message().find("--staging-copy"), std::string::npos)
-        << side->status().message();
-  }
-  SessionPair same = OpenBoth({"--transport", "tcp", "--staging-copy", "each"},
-                              {"--transport", "tcp", "--staging-copy", "each"});
-  ASSERT_TRUE(same.target.ok()) << same.target.status().ToString();
-  ASSERT_TRUE(same.initiator.ok()) << same.initiator.status().ToString();
-  EXPECT_EQ(same.initiator.value()->agent().options().staging_copy, kvlane::StagingCopy::kEach);
+// The initiator pointed at a port where something else listens (here a web
+// server's answer): the handshake names the likely mistake, not only the framing.
+TEST(SessionHandshake, AForeignListenerIsNamedAsNotAKvbenchRank) {
+  std::future<void> served;
+  const std::string peer =
+      "127.0.0.1:" + std::to_string(ForeignListener("HTTP/1.1 400 Bad Request\r\n\r\n", &served));
+  auto s = Session::Open(RankConfig(1, peer, {"--transport", "tcp"}));
+  served.get();
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.status().message();
+  EXPECT_NE(m.find("the listener at " + peer + " did not answer with a kvbench hello"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("oversized message"), std::string::npos) << m;  // the cause kept
+  EXPECT_NE(m.find("--peer"), std::string::npos) << m;
 }
 
-// Each rank places the requests by block tables from its own --seed: ranks given
-// different seeds stop before any pool instead of failing every row's verification.
-TEST(Session, RanksThatDisagreeOnTheSeedStop) {
-  SessionPair p =
-      OpenBoth({"--transport", "shm", "--seed", "1"}, {"--transport", "shm", "--seed", "2"});
-  for (const auto* side : {&p.target, &p.initiator}) {
-    ASSERT_FALSE(side->ok());
-    EXPECT_EQ(side->status().code(), kvlane::Code::kInvalidArgument);
-    EXPECT_NE(side->status().message().find("--seed"), std::string::npos)
-        << side->status().message();
-  }
+// A peer speaking another control protocol (here: a hello without one, as from a
+// build before it was introduced) is refused at the handshake, naming both builds.
+TEST(SessionHandshake, APeerOfAnotherProtocolIsRefused) {
+  const uint16_t port = PickFreePort().value();
+  const std::string peer = "127.0.0.1:" + std::to_string(port);
+  auto fake = std::async(std::launch::async, [&] {
+    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+    if (!c.ok()) return c.status();
+    KVLANE_RETURN_IF_ERROR((*c)->Send({{"type", "hello"}, {"rank", 0}, {"role", "target"}}));
+    return (*c)->Expect("hello").status();
+  });
+  auto s = Session::Open(RankConfig(1, peer, {"--transport", "tcp"}));
+  EXPECT_TRUE(fake.get().ok());
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.status().message();
+  EXPECT_NE(m.find("control protocol none"), std::string::npos) << m;
+  EXPECT_NE(m.find("run the same build on both ranks"), std::string::npos) << m;
 }
 
-// cuda,host: the target's pool on a GPU, the initiator's in host memory. Without a
-// GPU the target cannot place its pool (NotSupported) and the initiator hears why;
-// with one both open, each on its own kind of memory.
-TEST(Session, AMixedPairPutsEachRanksPoolInItsOwnMemory) {
-  SessionPair p = OpenBoth({"--transport", "tcp", "--memory", "cuda,host", "--device", "0"},
-                           {"--transport", "tcp", "--memory", "cuda,host", "--device", "0"});
-  if (DeviceCount() == 0) {
-    ASSERT_FALSE(p.target.ok());
-    EXPECT_EQ(p.target.status().code(), kvlane::Code::kNotSupported);
-    EXPECT_NE(p.target.status().message().find("no CUDA device"), std::string::npos)
-        << p.target.status().message();
-    ASSERT_FALSE(p.initiator.ok());
-    EXPECT_NE(p.initiator.status().message().find("peer reported:"), std::string::npos)
-        << p.initiator.status().message();
-    return;
-  }
-  ASSERT_TRUE(p.target.ok()) << p.target.status().ToString();
-  ASSERT_TRUE(p.initiator.ok()) << p.initiator.status().ToString();
-  EXPECT_EQ(p.target.value()->kind(), kvlane::MemoryKind::kCuda);
-  EXPECT_EQ(p.target.value()->peer_kind(), kvlane::MemoryKind::kHost);
-  EXPECT_EQ(p.initiator.value()->kind(), kvlane::MemoryKind::kHost);
-  EXPECT_EQ(p.initiator.value()->peer_kind(), kvlane::MemoryKind::kCuda);
-  EXPECT_EQ(p.initiator.value()->transport_used(), "tcp");
-}
+// A hello is untrusted: fields of other types are refused (protocol, rank) or
+// left out (role, host, devices), never thrown on.
+TEST(SessionHandshake, AHelloIsReadFieldByField) {
+  RankInfo peer;
+  const nlohmann::json good = {{"type", "hello"},  {"protocol", kControlProtocol},
+                               {"rank", 0},        {"role", "target"},
+                               {"hostname", "h0"}, {"devices", {"host"}}};
+  ASSERT_TRUE(ReadHello(1, good, &peer).ok());
+  EXPECT_EQ(peer.rank, 0);
+  EXPECT_EQ(peer.hostname, "h0");
+  EXPECT_EQ(peer.devices, std::vector<std::string>{"host"});
 
-// GPU 64 exists nowhere: on a host without a GPU the initiator cannot place a
-// device pool (NotSupported), on one with GPUs it has no GPU 64 (InvalidArgument).
-// Either way it fails while resolving its path, and the target hears why.
-TEST(Session, ARankThatCannotResolveTellsItsPeerWhy) {
-  SessionPair p = OpenBoth({"--transport", "tcp"},
-                           {"--transport", "tcp", "--memory", "cuda", "--device", "64"});
-  ASSERT_FALSE(p.initiator.ok());
-  EXPECT_EQ(p.initiator.status().code(),
-            DeviceCount() > 0 ? kvlane::Code::kInvalidArgument : kvlane::Code::kNotSupported)
-      << p.initiator.status().ToString();
-  ASSERT_FALSE(p.target.ok());
-  EXPECT_NE(p.target.status().message().find("peer reported:"), std::string::npos)
-      << p.target.status().message();
+  nlohmann::json odd = good;
+  odd["hostname"] = 7;
+  odd["role"] = nlohmann::json::array();
+  odd["devices"] = {"host", 3, nullptr};
+  ASSERT_TRUE(ReadHello(1, odd, &peer).ok());
+  EXPECT_EQ(peer.hostname, "");
+  EXPECT_EQ(peer.role, "");
+  EXPECT_EQ(peer.devices, std::vector<std::string>{"host"});
+  odd["devices"] = "host";
+  ASSERT_TRUE(ReadHello(1, odd, &peer).ok());
+  EXPECT_TRUE(peer.devices.empty());
+
+  for (const nlohmann::json& rank : {nlohmann::json("zero"), nlohmann::json(1), nlohmann::json(-1),
+                                     nlohmann::json(0.0), nlohmann::json()}) {
+    nlohmann::json bad = good;
+    bad["rank"] = rank;
+    const kvlane::Status s = ReadHello(1, bad, &peer);
+    EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument) << rank.dump();
+    EXPECT_NE(s.message().find("claims rank"), std::string::npos) << s.message();
+  }
+  nlohmann::json other = good;
+  other["protocol"] = kControlProtocol + 1;
+  other["version"] = "kvlane 9.9.9 (git abc)";
+  const kvlane::Status s = ReadHello(1, other, &peer);
+  EXPECT_NE(s.message().find("kvbench kvlane 9.9.9 (git abc) (control protocol 2)"),
+            std::string::npos)
+      << s.message();
+  other["protocol"] = "1";
+  EXPECT_FALSE(ReadHello(1, other, &peer).ok());
 }
 
 }  // namespace

@@ -93,6 +93,67 @@ TEST(Summarize, CasesThatWouldReadAlikeAreNamedInTheCharts) {
   EXPECT_NE(md.find("lanes 2, policy global-fifo"), std::string::npos) << md;
 }
 
+// A results tree (one run per directory) is read whole, and a document named twice
+// (its directory under two spellings, or the file and its directory) counts once.
+// One case name in two runs' directories: their chart lines carry the paths.
+TEST(Summarize, ReadsDirectoriesUnderTheInputsAndEachFileOnce) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("tree");
+  fs::create_directories(dir / "run1");
+  fs::create_directories(dir / "run2" / "deeper");
+  Write(dir / "run1" / "a.json", DocumentToJson(SampleDoc()));
+  Write(dir / "run2" / "deeper" / "a.json", DocumentToJson(SampleDoc()));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string(), (dir / "run1" / ".." / "run1").string(),
+                             (dir / "run1" / "a.json").string()},
+                            log)
+                  .value();
+  ASSERT_EQ(docs.size(), 2u) << log.str();
+  EXPECT_NE(docs[0].series, docs[1].series);
+  EXPECT_NE(docs[0].series.find("run1"), std::string::npos) << docs[0].series;
+  EXPECT_NE(docs[1].series.find("deeper"), std::string::npos) << docs[1].series;
+}
+
+// An invalid outcome's reasons are listed one per line as written, not as JSON.
+TEST(Summarize, ListsAnInvalidOutcomesReasonsOnePerLine) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("reasons");
+  CaseDocument doc = SampleDoc();
+  doc.rows[0].verdict = Verdict::kFail;
+  doc.invalid_reasons = {"row pull isl 8192 batch 1: fail (byte 3 differs)", "control: \"x\""};
+  Write(dir / "a.json", DocumentToJson(doc));
+  std::ostringstream log;
+  const std::string md = RenderMarkdown(LoadDocuments({dir.string()}, log).value(), {});
+  EXPECT_NE(md.find("- outcome: INVALID\n  - row pull isl 8192 batch 1: fail (byte 3 differs)\n"
+                    "  - control: \"x\"\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("[\""), std::string::npos) << md;  // no JSON array in the page
+}
+
+// A grid of one ISL and one batch: each chart has a single x value, and the
+// script sets a range around it (gnuplot would warn of an empty range otherwise).
+TEST(Summarize, AChartOfOneValueGetsARangeAroundIt) {
+  TempDirs TempDir;
+  fs::path in = TempDir("one_in"), out = TempDir("one_out");
+  CaseDocument doc = SampleDoc();
+  std::vector<RowResult> one;
+  for (const RowResult& r : doc.rows) {
+    if (r.isl == 8192 && r.batch == 1) one.push_back(r);
+  }
+  doc.rows = one;
+  Write(in / "a.json", DocumentToJson(doc));
+  std::ostringstream log;
+  SummaryOutcome s = WriteSummary({in.string()}, out.string(), log);
+  ASSERT_EQ(s.exit_code, kSummaryWritten) << s.status.message();
+  std::ifstream gp(out / "latency_vs_isl.gp");
+  std::string script((std::istreambuf_iterator<char>(gp)), {});
+  EXPECT_NE(script.find("set xrange [4096:16384]"), std::string::npos) << script;
+  std::ifstream fgp(out / "frontier.gp");
+  std::string frontier((std::istreambuf_iterator<char>(fgp)), {});
+  EXPECT_NE(frontier.find("set xrange [0.5:2]"), std::string::npos) << frontier;
+}
+
 // Truncated, edited or foreign documents are skipped with a note naming the file:
 // a missing section or a field of another type must not abort the whole summary.
 TEST(Summarize, SkipsTruncatedAndEditedDocuments) {

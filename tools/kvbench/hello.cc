@@ -1,0 +1,70 @@
+#include "hello.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "kvlane/agent.h"
+
+namespace kvbench {
+
+using nlohmann::json;
+
+kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
+  auto integer = [&m](const char* key) -> std::optional<int64_t> {
+    auto it = m.find(key);
+    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int64_t>();
+  };
+  auto text = [&m](const char* key) -> std::optional<std::string> {
+    auto it = m.find(key);
+    if (it == m.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const std::optional<int64_t> protocol = integer("protocol");
+  if (protocol != kControlProtocol) {
+    return kvlane::Status::InvalidArgument(fmt::format(
+        "the peer runs kvbench {} (control protocol {}), this rank {} (protocol {}): run the same "
+        "build on both ranks",
+        text("version").value_or("of an older build"),
+        protocol ? std::to_string(*protocol) : "none", kvlane::VersionString(), kControlProtocol));
+  }
+  const std::optional<int64_t> rank = integer("rank");
+  if (rank != 1 - my_rank) {
+    return kvlane::Status::InvalidArgument(
+        fmt::format("the peer's hello claims rank {}, this rank is {}: one rank 0 (--rank 0, the "
+                    "target) and one rank 1",
+                    rank ? std::to_string(*rank) : "none", my_rank));
+  }
+  peer->rank = 1 - my_rank;
+  peer->role = text("role").value_or("");
+  peer->hostname = text("hostname").value_or("");
+  peer->devices.clear();
+  auto devices = m.find("devices");
+  if (devices != m.end() && devices->is_array()) {
+    for (const json& d : *devices) {
+      if (d.is_string()) peer->devices.push_back(d.get<std::string>());
+    }
+  }
+  return kvlane::Status::Ok();
+}
+
+kvlane::Status NotAPeer(int my_rank, const std::string& peer, const kvlane::Status& cause) {
+  const std::string who =
+      my_rank == 0 ? "the peer that connected to " + peer : "the listener at " + peer;
+  if (cause.code() == kvlane::Code::kInvalidArgument) {
+    return kvlane::Status::InvalidArgument(fmt::format(
+        "{} did not answer with a kvbench hello ({}): is {} the control port rank 0 listens on "
+        "(--peer), and do both ranks run the same kvbench?",
+        who, cause.message(), peer));
+  }
+  if (cause.code() == kvlane::Code::kRemoteDisconnect) {
+    return kvlane::Status::RemoteDisconnect(fmt::format(
+        "{} closed the connection before its hello ({}): a kvbench rank that failed (its output "
+        "says why), or no kvbench rank at all (is {} the port rank 0 listens on?)",
+        who, cause.message(), peer));
+  }
+  return cause;
+}
+
+}  // namespace kvbench

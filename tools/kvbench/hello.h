@@ -1,0 +1,32 @@
+// The ranks' hello: the first message each rank sends on the control connection,
+// naming its build and control protocol, its rank, host and pool memory. The
+// peer's hello is untrusted input: any field may be missing or of another type.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "document.h"
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+// The version of the messages the ranks exchange, in each rank's hello: raise it
+// when a message changes meaning, so that ranks of two builds refuse each other at
+// the handshake instead of misreading each other later.
+inline constexpr int64_t kControlProtocol = 1;
+
+// Checks the peer's hello `m` against this rank (`my_rank`: 0 or 1): the same
+// protocol, the other rank. Fills `peer` from it (role, host, devices: empty where
+// missing or not strings). kInvalidArgument naming both builds, or both ranks.
+kvlane::Status ReadHello(int my_rank, const nlohmann::json& m, RankInfo* peer);
+
+// The error of a handshake whose hello did not come (`cause`). A reply that is no
+// kvbench message, or another message than a hello, most likely comes from a
+// --peer port of another service or a kvbench of another build: says so beside the
+// cause. A closed connection may also be a kvbench rank that failed: said as both.
+// Other causes (a timeout, a socket error) are returned as they are.
+kvlane::Status NotAPeer(int my_rank, const std::string& peer, const kvlane::Status& cause);
+
+}  // namespace kvbench
