@@ -77,7 +77,11 @@ class HeldTarget {
     std::this_thread::sleep_for(200ms);  // the frame holds the lock
     deregistered_ =
         std::async(std::launch::async, [this] { return agent_->DeregisterMemory(other_region_); });
-    std::this_thread::sleep_for(200ms);  // the deregistration waits: new frames queue
+    // The deregistration waits (new frames queue behind it); one that ends now
+    // means the stalled frame never held the lock, and every later step would
+    // test nothing.
+    ASSERT_EQ(deregistered_.wait_for(200ms), std::future_status::timeout)
+        << "the stalled frame does not hold the target's registry lock";
   }
   // Closes the stalled frame's connection: the lock is let go.
   void Release() {

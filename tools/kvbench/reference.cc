@@ -31,32 +31,36 @@ const RequestIndices& To(const BurstMap& map, kvlane::Op op) {
   return Pushes(op) ? map.target : map.initiator;
 }
 
-// Runs copy(dst, src, len) over every pair, counting the bytes to `pacer`; false
-// as soon as one fails or the pacer says to stop.
-template <typename Copy>
-bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy copy,
-               StopPacer* pacer) {
+// Calls fn(source, destination) for every pair of extents the burst moves, in
+// request order; false when fn answered false (the walk stops there).
+template <typename Fn>
+bool ForEachPair(const PoolList& list, const BurstMap& map, kvlane::Op op, Fn fn) {
   const RequestIndices &from = From(map, op), &to = To(map, op);
   for (size_t r = 0; r < from.size(); ++r) {
     for (size_t k = 0; k < from[r].size(); ++k) {
-      const Extent& src = list.extents[from[r][k]];
-      const Extent& dst = list.extents[to[r][k]];
-      if (!copy(dst.offset, src.offset, src.len) || pacer->Done(src.len)) return false;
+      if (!fn(list.extents[from[r][k]], list.extents[to[r][k]])) return false;
     }
   }
   return true;
 }
 
+// Runs copy(dst, src, len) over every pair, counting the bytes to `pacer`; false
+// as soon as one fails or the pacer says to stop.
+template <typename Copy>
+bool CopyPairs(const PoolList& list, const BurstMap& map, kvlane::Op op, Copy copy,
+               StopPacer* pacer) {
+  return ForEachPair(list, map, op, [&](const Extent& src, const Extent& dst) {
+    return copy(dst.offset, src.offset, src.len) && !pacer->Done(src.len);
+  });
+}
+
 // The longest pair whose source and destination are the same extent (0: none).
 uint64_t LargestSelfPair(const PoolList& list, const BurstMap& map, kvlane::Op op) {
-  const RequestIndices &from = From(map, op), &to = To(map, op);
   uint64_t most = 0;
-  for (size_t r = 0; r < from.size(); ++r) {
-    for (size_t k = 0; k < from[r].size(); ++k) {
-      const Extent& src = list.extents[from[r][k]];
-      if (list.extents[to[r][k]].offset == src.offset) most = std::max(most, src.len);
-    }
-  }
+  ForEachPair(list, map, op, [&](const Extent& src, const Extent& dst) {
+    if (dst.offset == src.offset) most = std::max(most, src.len);
+    return true;
+  });
   return most;
 }
 
