@@ -115,6 +115,28 @@ struct ReadingInitiator {
   Result<XferHandle> x = Status::Backend("not made");
 };
 
+// Holds the target's frames, posts `x`, has the target let go 1.2 s after the post
+// (well inside the initiator's wait: io_timeout 0.5 s, then up to 2 x 0.5 s + 1 s)
+// and waits for `x`: it timed out, and not before the target let go. Then runs
+// `reuse` (the caller reuses its memory at once) and waits until the target is free.
+template <typename Reuse>
+void ExpectEndOnlyOnceLetGo(HeldTarget& target, Agent* init, XferHandle* x, Reuse reuse) {
+  target.Hold();
+  ASSERT_TRUE(init->Post(x).in_progress());
+  std::thread release([&] {
+    std::this_thread::sleep_for(1200ms);
+    target.Release();
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status s = init->Wait(*x, 10s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_GE(took, 1000ms) << "the transfer ended before the target let go of its frame";
+  reuse();
+  release.join();
+  std::this_thread::sleep_for(500ms);  // whatever the target does now, it has done
+}
+
 // The initiator's lane times out while its READ frame waits at the target. The
 // READ ends only once the target let go of the lane: whatever it does then, no
 // byte of the initiator's buffer changes after the READ ended, and the memory
@@ -129,22 +151,7 @@ TEST(ShmLetGo, AFailedReadEndsOnlyOnceTheTargetLetGo) {
   ASSERT_TRUE(x.ok()) << x.status().ToString();
   ASSERT_EQ(init->PeerTransport("target").value(), "shm");
 
-  target.Hold();
-  ASSERT_TRUE(init->Post(&*x).in_progress());
-  // The target lets go at about 1.2 s after the post, well inside the
-  // initiator's wait (io_timeout 0.5 s, then up to 2 x 0.5 s + 1 s).
-  std::thread release([&] {
-    std::this_thread::sleep_for(1200ms);
-    target.Release();
-  });
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status s = init->Wait(*x, 10s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
-  EXPECT_GE(took, 1000ms) << "the READ ended before the target let go of its frame";
-  std::fill(dst.begin(), dst.end(), 0xee);  // the caller reuses the memory at once
-  release.join();
-  std::this_thread::sleep_for(500ms);
+  ExpectEndOnlyOnceLetGo(target, init, &*x, [&] { std::fill(dst.begin(), dst.end(), 0xee); });
   EXPECT_EQ(FirstNot(dst.data(), kLen, 0xee), -1) << "the target wrote after the READ ended";
   EXPECT_TRUE(init->DeregisterMemory(local).ok());
   EXPECT_TRUE(init->Release(&*x).ok());
@@ -166,20 +173,7 @@ TEST(ShmLetGo, AFailedWriteEndsOnlyOnceTheTargetLetGo) {
   ASSERT_TRUE(x.ok()) << x.status().ToString();
   ASSERT_EQ(init->PeerTransport("target").value(), "shm");
 
-  target.Hold();
-  ASSERT_TRUE(init->Post(&*x).in_progress());
-  std::thread release([&] {
-    std::this_thread::sleep_for(1200ms);
-    target.Release();
-  });
-  const auto t0 = std::chrono::steady_clock::now();
-  const Status s = init->Wait(*x, 10s);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
-  EXPECT_GE(took, 1000ms) << "the WRITE ended before the target let go of its frame";
-  std::fill(src.begin(), src.end(), 0xee);  // the caller reuses its buffer at once
-  release.join();
-  std::this_thread::sleep_for(500ms);
+  ExpectEndOnlyOnceLetGo(target, init.get(), &*x, [&] { std::fill(src.begin(), src.end(), 0xee); });
   for (size_t i = 0; i < src.size(); ++i) {
     ASSERT_NE(dst[i], 0xee) << "the target copied the buffer after the WRITE ended, at " << i;
   }
@@ -238,14 +232,16 @@ TEST(ShmLetGo, TheTargetCopiesNothingForAnInitiatorThatShutItsEnd) {
 }
 
 // An agent destroyed while READs wait at two shm targets that hold on: it shuts
-// every lane before joining any, so both waits for the targets run at once and it
-// takes about one bound (2 x io_timeout + 1 s = 3 s), not two in turn (6 s). Nothing
-// is copied into its memory afterwards (each target sees the end shut).
+// every lane before joining any, so both waits for the targets start at once and
+// it takes one bound (2 x io_timeout + 1 s = 5 s). Closing one channel after the
+// other took 7 s: the first waited its bound while the second's receiver gave up
+// only at its own io_timeout (2 s) and then waited its bound. Nothing is copied
+// into its memory afterwards (each target sees the end shut).
 TEST(ShmLetGo, AnAgentsEndWaitsForAllItsShmTargetsAtOnce) {
   HeldTarget a(10000ms, "target-a"), b(10000ms, "target-b");
   std::vector<uint8_t> dst(2 * kLen, 0);  // outlives the agent
   AgentOptions o = OptionsFor("init", "shm");
-  o.io_timeout = 1000ms;
+  o.io_timeout = 2000ms;
   auto init = Agent::Create(o).value();
   ASSERT_TRUE(init->RegisterMemory(dst.data(), dst.size()).ok());
   Connect(*init, a.agent());
@@ -259,13 +255,13 @@ TEST(ShmLetGo, AnAgentsEndWaitsForAllItsShmTargetsAtOnce) {
   b.Hold();
   ASSERT_TRUE(init->Post(&*xa).in_progress());
   ASSERT_TRUE(init->Post(&*xb).in_progress());
-  // Both frames sent, each waiting at its target's lock; well inside io_timeout (1 s).
+  // Both frames sent, each waiting at its target's lock; well inside io_timeout (2 s).
   std::this_thread::sleep_for(100ms);
   const auto t0 = std::chrono::steady_clock::now();
   init.reset();
   const auto took = std::chrono::steady_clock::now() - t0;
-  EXPECT_GE(took, 2500ms) << "the end did not wait for the targets";
-  EXPECT_LT(took, 5000ms) << "the end waited for one target after the other";
+  EXPECT_GE(took, 4500ms) << "the end did not wait for the targets";
+  EXPECT_LT(took, 6000ms) << "the end waited for one target after the other";
   a.Release();
   b.Release();
   std::this_thread::sleep_for(500ms);

@@ -94,34 +94,34 @@ int RunHandStarted(const std::string& common, const std::string& target_flags,
   return kvbench::testing::RunBinary("sh -c", "'" + both + "'");
 }
 
-// Hand-started ranks, the target corrupting a byte pushed to it: both ranks exit
-// 1 (invalid), the target too (it used to exit 0 whatever the verdict).
-TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
+// Hand-started ranks over shm, one row of `op`, with `--inject-fault flip-byte` on
+// the target (`on_target`) or the initiator: both ranks exit 1 and the document is
+// invalid.
+void ExpectBothExitInvalid(const std::string& name, const std::string& op, bool on_target) {
   Dirs FreshDir;
-  fs::path out = FreshDir("hand_fault"), target_out = FreshDir("hand_fault_target");
+  fs::path out = FreshDir(name), target_out = FreshDir(name + "_target");
   const std::string common =
-      "run --transport shm --isl 8192 --batches 1 --ops push --pool-budget 1GiB --warmup 0 "
-      "--samples 2 --trials 1 --control-timeout 30s --peer 127.0.0.1:" +
+      "run --transport shm --isl 8192 --batches 1 --ops " + op +
+      " --pool-budget 1GiB --warmup 0 --samples 2 --trials 1 --control-timeout 30s --peer "
+      "127.0.0.1:" +
       std::to_string(FreePort());
-  EXPECT_EQ(RunHandStarted(common, "--inject-fault flip-byte --out " + target_out.string(),
-                           "--out " + out.string()),
+  const std::string fault = "--inject-fault flip-byte ";
+  EXPECT_EQ(RunHandStarted(common, (on_target ? fault : "") + "--out " + target_out.string(),
+                           (on_target ? "" : fault) + "--out " + out.string()),
             16 * 1 + 1);
   EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
 }
 
-// Hand-started ranks, the initiator corrupting a byte it pulled: only the initiator
-// sees the mismatch, and the target exits 1 by the verdict "done" carries.
+// The target corrupting a byte pushed to it: both ranks exit 1 (invalid), the
+// target too (it used to exit 0 whatever the verdict).
+TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidWithTheRun) {
+  ExpectBothExitInvalid("hand_fault", "push", true);
+}
+
+// The initiator corrupting a byte it pulled: only the initiator sees the mismatch,
+// and the target exits 1 by the verdict "done" carries.
 TEST(KvbenchEndToEnd, HandStartedTargetExitsInvalidByTheInitiatorsVerdict) {
-  Dirs FreshDir;
-  fs::path out = FreshDir("hand_pull_fault"), target_out = FreshDir("hand_pull_fault_target");
-  const std::string common =
-      "run --transport shm --isl 8192 --batches 1 --ops pull --pool-budget 1GiB --warmup 0 "
-      "--samples 2 --trials 1 --control-timeout 30s --peer 127.0.0.1:" +
-      std::to_string(FreePort());
-  EXPECT_EQ(RunHandStarted(common, "--out " + target_out.string(),
-                           "--inject-fault flip-byte --out " + out.string()),
-            16 * 1 + 1);
-  EXPECT_EQ(OnlyDocument(out)["outcome"]["valid"], false);
+  ExpectBothExitInvalid("hand_pull_fault", "pull", false);
 }
 
 TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
