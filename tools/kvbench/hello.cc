@@ -64,6 +64,12 @@ kvlane::Status NotAPeer(int my_rank, const std::string& peer, const kvlane::Stat
         "says why), or no kvbench rank at all (is {} the port rank 0 listens on?)",
         who, cause.message(), peer));
   }
+  if (cause.code() == kvlane::Code::kTimeout) {  // a kvbench rank says hello as it connects
+    return kvlane::Status::Timeout(fmt::format(
+        "{} sent no hello ({}): a kvbench rank sends its own at once; is {} the port rank 0 "
+        "listens on (--peer)?",
+        who, cause.message(), peer));
+  }
   return cause;
 }
 

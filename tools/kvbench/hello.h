@@ -26,7 +26,9 @@ kvlane::Status ReadHello(int my_rank, const nlohmann::json& m, RankInfo* peer);
 // kvbench message, or another message than a hello, most likely comes from a
 // --peer port of another service or a kvbench of another build: says so beside the
 // cause. A closed connection may also be a kvbench rank that failed: said as both.
-// Other causes (a timeout, a socket error) are returned as they are.
+// A timeout (a listener that accepted and says nothing: a kvbench rank sends its
+// hello as soon as it connects) says so too. Other causes (a socket error) are
+// returned as they are.
 kvlane::Status NotAPeer(int my_rank, const std::string& peer, const kvlane::Status& cause);
 
 }  // namespace kvbench

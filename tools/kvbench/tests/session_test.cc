@@ -25,7 +25,8 @@ using testing::SessionPair;
 
 // A listener on 127.0.0.1 that is not a kvbench rank: it accepts one connection
 // (waiting at most 20 s for it), reads the client's first message whole (a length
-// and that many bytes), answers `reply` and closes. Returns the port.
+// and that many bytes), answers `reply` and closes; with an empty `reply` it says
+// nothing and closes once the client did. Returns the port.
 uint16_t ForeignListener(const std::string& reply, std::future<void>* served) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
@@ -54,7 +55,10 @@ uint16_t ForeignListener(const std::string& reply, std::future<void>* served) {
         std::string hello(ntohl(body), '\0');
         (void)read_all(hello.data(), hello.size());
       }
-      (void)send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      if (!reply.empty()) (void)send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      char sink;
+      while (reply.empty() && recv(c, &sink, 1, 0) > 0) {
+      }
       close(c);
     }
     close(fd);
@@ -77,6 +81,22 @@ TEST(SessionHandshake, AForeignListenerIsNamedAsNotAKvbenchRank) {
       << m;
   EXPECT_NE(m.find("oversized message"), std::string::npos) << m;  // the cause kept
   EXPECT_NE(m.find("--peer"), std::string::npos) << m;
+}
+
+// A listener that accepts and says nothing (a service waiting for its own
+// protocol's request): the hello's timeout names the likely mistake.
+TEST(SessionHandshake, ASilentListenerIsNamedAsNotAKvbenchRank) {
+  std::future<void> served;
+  const std::string peer = "127.0.0.1:" + std::to_string(ForeignListener("", &served));
+  RunConfig c = RankConfig(1, peer, {"--transport", "tcp"});
+  c.control_timeout_ms = std::chrono::milliseconds(500);
+  auto s = Session::Open(c);
+  served.get();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), kvlane::Code::kTimeout) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("the listener at " + peer + " sent no hello"),
+            std::string::npos)
+      << s.status().message();
 }
 
 // A peer speaking another control protocol (here: a hello without one, as from a
