@@ -184,16 +184,17 @@ kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std:
   if (docs.empty()) return kvlane::Status::NotFound("no kvbench case documents found");
   // Cases whose lines would read alike (e.g. one workload and path measured under
   // two policies) get their case names: a chart's legend must tell them apart.
-  std::map<std::string, int> uses;
+  // Where the case names do not tell them apart either (one case in two runs'
+  // directories), their paths do.
+  std::map<std::string, int> uses, with_case;
+  auto named = [](const LoadedDocument& d) {
+    return d.series + " [" + d.json["identity"].value("case", d.path) + "]";
+  };
   for (const LoadedDocument& d : docs) ++uses[d.series];
+  for (const LoadedDocument& d : docs) ++with_case[named(d)];
   for (LoadedDocument& d : docs) {
-    if (uses[d.series] > 1) d.series += " [" + d.json["identity"].value("case", d.path) + "]";
-  }
-  // Still alike (one case name in two runs' directories): the documents' paths.
-  uses.clear();
-  for (const LoadedDocument& d : docs) ++uses[d.series];
-  for (LoadedDocument& d : docs) {
-    if (uses[d.series] > 1) d.series += " (" + d.path + ")";
+    if (uses[d.series] < 2) continue;
+    d.series = with_case[named(d)] < 2 ? named(d) : d.series + " (" + d.path + ")";
   }
   return docs;
 }

@@ -112,6 +112,8 @@ TEST(Summarize, ReadsDirectoriesUnderTheInputsAndEachFileOnce) {
   EXPECT_NE(docs[0].series, docs[1].series);
   EXPECT_NE(docs[0].series.find("run1"), std::string::npos) << docs[0].series;
   EXPECT_NE(docs[1].series.find("deeper"), std::string::npos) << docs[1].series;
+  EXPECT_EQ(docs[0].series.find('['), std::string::npos)
+      << docs[0].series;  // the path, not the case
 }
 
 // An invalid outcome's reasons are listed one per line as written, not as JSON.
