@@ -50,8 +50,11 @@ kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
 }
 
 kvlane::Status NotAPeer(int my_rank, const std::string& peer, const kvlane::Status& cause) {
-  const std::string who =
-      my_rank == 0 ? "the peer that connected to " + peer : "the listener at " + peer;
+  if (my_rank == 0) {  // whatever connected to our port: it is dropped (Session::Handshake)
+    return kvlane::Status(cause.code(), fmt::format("a connection to {} sent no kvbench hello ({})",
+                                                    peer, cause.message()));
+  }
+  const std::string who = "the listener at " + peer;
   if (cause.code() == kvlane::Code::kInvalidArgument) {
     return kvlane::Status::InvalidArgument(fmt::format(
         "{} did not answer with a kvbench hello ({}): is {} the control port rank 0 listens on "

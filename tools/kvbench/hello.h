@@ -3,6 +3,7 @@
 // peer's hello is untrusted input: any field may be missing or of another type.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,12 +18,17 @@ namespace kvbench {
 // the handshake instead of misreading each other later.
 inline constexpr int64_t kControlProtocol = 1;
 
+// How long a rank waits for its peer's hello once connected (at most its control
+// timeout): a kvbench rank sends its own at once.
+inline constexpr std::chrono::milliseconds kHelloWait{10000};
+
 // Checks the peer's hello `m` against this rank (`my_rank`: 0 or 1): the same
 // protocol, the other rank. Fills `peer` from it (role, host, devices: empty where
 // missing or not strings). kInvalidArgument naming both builds, or both ranks.
 kvlane::Status ReadHello(int my_rank, const nlohmann::json& m, RankInfo* peer);
 
-// The error of a handshake whose hello did not come (`cause`). A reply that is no
+// The error of a handshake whose hello did not come (`cause`). On rank 0, what
+// connected sent none: said as such. On rank 1, a reply that is no
 // kvbench message, or another message than a hello, most likely comes from a
 // --peer port of another service or a kvbench of another build: says so beside the
 // cause. A closed connection may also be a kvbench rank that failed: said as both.

@@ -106,23 +106,42 @@ kvlane::Status Session::Handshake() {
                1 - c.rank, c.rank == kTargetRank ? "to connect to" : "to listen at", c.peer,
                waited.count() / 1000, c.control_timeout_ms.count() / 1000);
   }};
-  if (c.rank == kTargetRank) {
-    KVLANE_ASSIGN_OR_RETURN(control_, ControlChannel::Accept(c.peer, c.control_timeout_ms, notice));
-  } else {
-    KVLANE_ASSIGN_OR_RETURN(control_,
-                            ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
-  }
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
-  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "hello"},
-                                         {"protocol", kControlProtocol},
-                                         {"version", kvlane::VersionString()},
-                                         {"rank", c.rank},
-                                         {"hostname", self_.hostname},
-                                         {"role", self_.role},
-                                         {"devices", self_.devices}}));
-  auto hello = control_->Expect("hello");
-  if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
-  return ReadHello(c.rank, hello.value(), &peer_info_);
+  const json mine = {{"type", "hello"},
+                     {"protocol", kControlProtocol},
+                     {"version", kvlane::VersionString()},
+                     {"rank", c.rank},
+                     {"hostname", self_.hostname},
+                     {"role", self_.role},
+                     {"devices", self_.devices}};
+  // A kvbench rank sends its hello as soon as it is connected: a wait for one is short.
+  const auto hello_wait = std::min(c.control_timeout_ms, kHelloWait);
+  const auto deadline = std::chrono::steady_clock::now() + c.control_timeout_ms;
+  while (true) {
+    if (c.rank == kTargetRank) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      KVLANE_ASSIGN_OR_RETURN(
+          control_,
+          ControlChannel::Accept(c.peer, std::max(left, std::chrono::milliseconds(1)), notice));
+    } else {
+      KVLANE_ASSIGN_OR_RETURN(control_,
+                              ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
+    }
+    control_->set_timeout(hello_wait);
+    kvlane::Status sent = control_->Send(mine);
+    auto hello = sent.ok() ? control_->Expect("hello") : kvlane::Result<json>(sent);
+    control_->set_timeout(c.control_timeout_ms);
+    if (hello.ok()) return ReadHello(c.rank, hello.value(), &peer_info_);
+    const kvlane::Status why = NotAPeer(c.rank, c.peer, hello.status());
+    // Rank 0 takes whatever connects first: a stray connection (a port scan, a
+    // client of another service) must not end the run. It is dropped, and rank 0
+    // listens again until its control timeout.
+    if (c.rank != kTargetRank) return why;
+    fmt::print(stderr, "kvbench rank 0: dropped a connection: {}; listening on {} again\n",
+               why.message(), c.peer);
+    control_.reset();
+  }
 }
 
 // An automatic budget comes from free memory where the pool lives: the host's

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <thread>
 
 #include "device_memory.h"
 #include "hello.h"
@@ -97,6 +98,38 @@ TEST(SessionHandshake, ASilentListenerIsNamedAsNotAKvbenchRank) {
   EXPECT_NE(s.status().message().find("the listener at " + peer + " sent no hello"),
             std::string::npos)
       << s.status().message();
+}
+
+// Rank 0 takes whatever connects first. A stray client (here one speaking HTTP,
+// which then hangs up) is dropped, and rank 0 listens again: the real initiator
+// that connects next opens the run.
+TEST(SessionHandshake, TheTargetDropsAStrayConnectionAndListensAgain) {
+  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto target = std::async(std::launch::async, [&] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp"}));
+  });
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(peer.substr(peer.find(':') + 1))));
+  int stray = -1;
+  for (int i = 0; i < 1000 && stray < 0; ++i) {  // until rank 0 listens
+    stray = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(stray, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+      close(stray);
+      stray = -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ASSERT_GE(stray, 0) << "rank 0 never listened";
+  const std::string request = "GET / HTTP/1.0\r\n\r\n";
+  ASSERT_EQ(send(stray, request.data(), request.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(request.size()));
+  close(stray);
+  auto initiator = Session::Open(RankConfig(1, peer, {"--transport", "tcp"}));
+  auto t = target.get();
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
 }
 
 // A peer speaking another control protocol (here: a hello without one, as from a
