@@ -51,7 +51,7 @@ kvlane::Result<int> ListenOn(const std::string& host_port) {
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 1) == 0;
+  bool ok = fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0 && listen(fd, 8) == 0;
   freeaddrinfo(res);
   if (!ok) {
     kvlane::Status s = Errno("listen on " + host_port);
@@ -144,26 +144,38 @@ kvlane::Result<uint16_t> PickFreePort() {
   return ntohs(addr.sin_port);
 }
 
-kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
-    const std::string& host_port, std::chrono::milliseconds timeout, const WaitNotice& notice) {
-  KVLANE_ASSIGN_OR_RETURN(int listener, ListenOn(host_port));
+kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Listen(
+    const std::string& host_port) {
+  KVLANE_ASSIGN_OR_RETURN(int fd, ListenOn(host_port));
+  return std::unique_ptr<ControlListener>(new ControlListener(fd, host_port));
+}
+
+ControlListener::~ControlListener() { close(fd_); }
+
+kvlane::Result<std::unique_ptr<ControlChannel>> ControlListener::Accept(
+    std::chrono::milliseconds timeout, const WaitNotice& notice) {
   const auto deadline = Clock::now() + timeout;
   WaitTicker ticker(notice);
-  pollfd pfd{listener, POLLIN, 0};
+  pollfd pfd{fd_, POLLIN, 0};
   int rc;
   do {
     ticker.Tick();
     rc = poll(&pfd, 1, MsUntil(std::min(deadline, ticker.Next())));
   } while ((rc < 0 && errno == EINTR) || (rc == 0 && Clock::now() < deadline));
-  int fd = rc > 0 ? accept4(listener, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-  close(listener);
   if (rc == 0) {
-    return kvlane::Status::Timeout("control: no peer connected to " + host_port + " within " +
+    return kvlane::Status::Timeout("control: no peer connected to " + host_port_ + " within " +
                                    std::to_string(timeout.count()) + " ms");
   }
-  if (fd < 0) return Errno("accept on " + host_port);
+  int fd = rc > 0 ? accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+  if (fd < 0) return Errno("accept on " + host_port_);
   SetNoDelay(fd);
   return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
+}
+
+kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
+    const std::string& host_port, std::chrono::milliseconds timeout, const WaitNotice& notice) {
+  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen(host_port));
+  return listener->Accept(timeout, notice);  // the listener closes as it returns
 }
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(

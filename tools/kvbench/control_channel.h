@@ -24,6 +24,30 @@ struct WaitNotice {
   std::chrono::milliseconds every{std::chrono::seconds(10)};
 };
 
+class ControlChannel;
+
+// A listening socket for the control plane: rank 0 keeps it open while it drops
+// connections that are no kvbench rank (Session::Handshake), so that a rank 1
+// connecting meanwhile waits in its queue instead of being reset with it. Owns
+// the socket; one thread at a time.
+class ControlListener {
+ public:
+  // Binds host:port and listens.
+  static kvlane::Result<std::unique_ptr<ControlListener>> Listen(const std::string& host_port);
+  ~ControlListener();
+  ControlListener(const ControlListener&) = delete;
+  ControlListener& operator=(const ControlListener&) = delete;
+  // The next peer: one already queued, else the first to connect within
+  // `timeout` (kTimeout after it). The channel's timeout is `timeout`.
+  kvlane::Result<std::unique_ptr<ControlChannel>> Accept(std::chrono::milliseconds timeout,
+                                                         const WaitNotice& notice = {});
+
+ private:
+  ControlListener(int fd, std::string host_port) : fd_(fd), host_port_(std::move(host_port)) {}
+  int fd_;
+  std::string host_port_;
+};
+
 class ControlChannel {
  public:
   // Binds host:port, accepts one peer, closes the listener. kTimeout when no
@@ -78,6 +102,7 @@ class ControlChannel {
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
 
  private:
+  friend class ControlListener;
   ControlChannel(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
   kvlane::Status WaitReady(short events);
   kvlane::Status WaitReadable(const std::function<bool()>& stop);

@@ -117,13 +117,16 @@ kvlane::Status Session::Handshake() {
   // A kvbench rank sends its hello as soon as it is connected: a wait for one is short.
   const auto hello_wait = std::min(c.control_timeout_ms, kHelloWait);
   const auto deadline = std::chrono::steady_clock::now() + c.control_timeout_ms;
+  std::unique_ptr<ControlListener> listener;  // rank 0's, open until a rank 1 said hello
+  if (c.rank == kTargetRank) {
+    KVLANE_ASSIGN_OR_RETURN(listener, ControlListener::Listen(c.peer));
+  }
   while (true) {
     if (c.rank == kTargetRank) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       KVLANE_ASSIGN_OR_RETURN(
-          control_,
-          ControlChannel::Accept(c.peer, std::max(left, std::chrono::milliseconds(1)), notice));
+          control_, listener->Accept(std::max(left, std::chrono::milliseconds(1)), notice));
     } else {
       KVLANE_ASSIGN_OR_RETURN(control_,
                               ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
