@@ -209,7 +209,40 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(
   return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
 }
 
+ControlChannel::ControlChannel(int fd, std::chrono::milliseconds timeout)
+    : fd_(fd), timeout_(timeout), max_message_(kMaxMessage) {}
+
 ControlChannel::~ControlChannel() { close(fd_); }
+
+void ControlChannel::Bound(Clock::time_point by, uint32_t max_bytes) {
+  by_ = by;
+  max_message_ = max_bytes;
+}
+
+void ControlChannel::Unbound() {
+  by_.reset();
+  max_message_ = kMaxMessage;
+}
+
+std::string ControlChannel::PeerAddress() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  char host[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    port = ntohs(a->sin6_port);
+  } else {
+    return "?";
+  }
+  return std::string(host) + ":" + std::to_string(port);
+}
 
 kvlane::Result<std::string> ControlChannel::LocalAddress() const {
   sockaddr_in addr{};
@@ -228,11 +261,15 @@ void ControlChannel::Abort() {
 kvlane::Status ControlChannel::WaitReady(short events) {
   if (aborted_) return kvlane::Status::Canceled("control: connection aborted by this rank");
   pollfd pfd{fd_, events, 0};
+  const auto deadline = std::min(Clock::now() + timeout_, by_.value_or(Clock::time_point::max()));
   int rc;
   do {
-    rc = poll(&pfd, 1, static_cast<int>(timeout_.count()));
+    rc = poll(&pfd, 1, MsUntil(deadline));
   } while (rc < 0 && errno == EINTR);
   if (rc < 0) return Errno("poll");
+  if (rc == 0 && by_.has_value() && Clock::now() >= *by_) {
+    return kvlane::Status::Timeout("control: the exchange ran past its bound");
+  }
   if (rc == 0) {
     return kvlane::Status::Timeout("control: peer silent for " + std::to_string(timeout_.count()) +
                                    " ms");
@@ -303,7 +340,7 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
   uint32_t len = 0;
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
   len = ntohl(len);
-  if (len > kMaxMessage) return kvlane::Status::InvalidArgument("control: oversized message");
+  if (len > max_message_) return kvlane::Status::InvalidArgument("control: oversized message");
   std::string body(len, '\0');
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data(), len));
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -100,15 +101,24 @@ class ControlChannel {
 
   std::chrono::milliseconds timeout() const { return timeout_; }
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  // A bound on a whole exchange (the handshake's), not on each wait: until
+  // cleared, no wait ends later than `by` (kTimeout then), however the peer
+  // paces its bytes; and no message longer than `max_bytes` is taken.
+  void Bound(std::chrono::steady_clock::time_point by, uint32_t max_bytes);
+  void Unbound();
+  // The peer's address, e.g. "10.0.0.7:41234"; "?" when unknown.
+  std::string PeerAddress() const;
 
  private:
   friend class ControlListener;
-  ControlChannel(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
+  ControlChannel(int fd, std::chrono::milliseconds timeout);
   kvlane::Status WaitReady(short events);
   kvlane::Status WaitReadable(const std::function<bool()>& stop);
 
   int fd_;
   std::chrono::milliseconds timeout_;
+  std::optional<std::chrono::steady_clock::time_point> by_;  // Bound's
+  uint32_t max_message_;
   bool aborted_ = false;
 };
 

@@ -18,9 +18,14 @@ namespace kvbench {
 // the handshake instead of misreading each other later.
 inline constexpr int64_t kControlProtocol = 1;
 
-// How long a rank waits for its peer's hello once connected (at most its control
-// timeout): a kvbench rank sends its own at once.
+// How long rank 0 gives a connection to say its hello (at most what is left of
+// its control timeout) before it drops it: a kvbench rank sends its own at once.
+// Rank 1 waits its whole control timeout for rank 0's (rank 0 may first be
+// dropping a stray connection).
 inline constexpr std::chrono::milliseconds kHelloWait{10000};
+
+// The longest hello either rank takes (a stray's "length" could ask for far more).
+inline constexpr uint32_t kMaxHelloBytes = 64u << 10;
 
 // Checks the peer's hello `m` against this rank (`my_rank`: 0 or 1): the same
 // protocol, the other rank. Fills `peer` from it (role, host, devices: empty where

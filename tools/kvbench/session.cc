@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "device_memory.h"
 #include "hello.h"
@@ -30,6 +31,13 @@ std::string FromHex(const std::string& hex) {
     out.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
   }
   return out;
+}
+
+// Sends this rank's hello `mine` and reads the peer's (any message but a hello,
+// or none within the channel's bound, is an error).
+kvlane::Result<json> ExchangeHellos(ControlChannel* control, const json& mine) {
+  KVLANE_RETURN_IF_ERROR(control->Send(mine));
+  return control->Expect("hello");
 }
 
 kvlane::Result<kvlane::ProgressPolicy> Policy(const std::string& name) {
@@ -101,10 +109,14 @@ Session::~Session() {
 
 kvlane::Status Session::Handshake() {
   const RunConfig& c = config_;
-  const WaitNotice notice{[&](std::chrono::milliseconds waited) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + c.control_timeout_ms;
+  const WaitNotice notice{[&](std::chrono::milliseconds) {  // counted from the handshake's start
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
     fmt::print(stderr, "kvbench rank {}: waiting for rank {} {} {} ({} of {} s)\n", c.rank,
                1 - c.rank, c.rank == kTargetRank ? "to connect to" : "to listen at", c.peer,
-               waited.count() / 1000, c.control_timeout_ms.count() / 1000);
+               waited.count(), c.control_timeout_ms.count() / 1000);
   }};
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
   const json mine = {{"type", "hello"},
@@ -114,36 +126,59 @@ kvlane::Status Session::Handshake() {
                      {"hostname", self_.hostname},
                      {"role", self_.role},
                      {"devices", self_.devices}};
-  // A kvbench rank sends its hello as soon as it is connected: a wait for one is short.
-  const auto hello_wait = std::min(c.control_timeout_ms, kHelloWait);
-  const auto deadline = std::chrono::steady_clock::now() + c.control_timeout_ms;
-  std::unique_ptr<ControlListener> listener;  // rank 0's, open until a rank 1 said hello
-  if (c.rank == kTargetRank) {
-    KVLANE_ASSIGN_OR_RETURN(listener, ControlListener::Listen(c.peer));
+  if (c.rank != kTargetRank) {
+    KVLANE_ASSIGN_OR_RETURN(control_,
+                            ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
+    // The whole control timeout: rank 0 may first be dropping a stray connection.
+    control_->Bound(std::chrono::steady_clock::now() + c.control_timeout_ms, kMaxHelloBytes);
+    auto hello = ExchangeHellos(control_.get(), mine);
+    control_->Unbound();
+    if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
+    return ReadHello(c.rank, hello.value(), &peer_info_);
   }
+  // Rank 0 takes whatever connects first: a stray connection (a port scan, a
+  // client of another service) must not end the run. One that sends no kvbench
+  // hello within kHelloWait is dropped, and rank 0 listens again until its control
+  // timeout, its listener open all along (a rank 1 connecting meanwhile waits in
+  // its queue). A kvbench hello of another protocol or rank ends the run.
+  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen(c.peer));
+  int drops = 0;
+  std::string last_drop;
   while (true) {
-    if (c.rank == kTargetRank) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      KVLANE_ASSIGN_OR_RETURN(
-          control_, listener->Accept(std::max(left, std::chrono::milliseconds(1)), notice));
-    } else {
-      KVLANE_ASSIGN_OR_RETURN(control_,
-                              ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto accepted = left.count() > 0 ? listener->Accept(left, notice)
+                                     : kvlane::Result<std::unique_ptr<ControlChannel>>(
+                                           kvlane::Status::Timeout("no time left"));
+    if (!accepted.ok() && accepted.status().code() == kvlane::Code::kTimeout) {
+      return kvlane::Status::Timeout(fmt::format(
+          "control: no kvbench rank 1 said hello on {} within {} ms{}", c.peer,
+          c.control_timeout_ms.count(),
+          drops == 0 ? std::string()
+                     : fmt::format(" ({} connection(s) dropped that were no kvbench rank; the "
+                                   "last: {})",
+                                   drops, last_drop)));
     }
-    control_->set_timeout(hello_wait);
-    kvlane::Status sent = control_->Send(mine);
-    auto hello = sent.ok() ? control_->Expect("hello") : kvlane::Result<json>(sent);
-    control_->set_timeout(c.control_timeout_ms);
-    if (hello.ok()) return ReadHello(c.rank, hello.value(), &peer_info_);
-    const kvlane::Status why = NotAPeer(c.rank, c.peer, hello.status());
-    // Rank 0 takes whatever connects first: a stray connection (a port scan, a
-    // client of another service) must not end the run. It is dropped, and rank 0
-    // listens again until its control timeout.
-    if (c.rank != kTargetRank) return why;
-    fmt::print(stderr, "kvbench rank 0: dropped a connection: {}; listening on {} again\n",
-               why.message(), c.peer);
-    control_.reset();
+    std::string from = "?";
+    kvlane::Status why;
+    if (accepted.ok()) {
+      control_ = std::move(accepted).value();
+      from = control_->PeerAddress();
+      control_->Bound(std::min(std::chrono::steady_clock::now() + kHelloWait, deadline),
+                      kMaxHelloBytes);
+      auto hello = ExchangeHellos(control_.get(), mine);
+      control_->Unbound();
+      if (hello.ok()) return ReadHello(c.rank, hello.value(), &peer_info_);
+      why = NotAPeer(c.rank, c.peer, hello.status());
+      control_.reset();
+    } else {  // a connection that ended before it was taken (ECONNABORTED), no fd left (EMFILE)
+      why = accepted.status();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ++drops;
+    last_drop = why.message();
+    fmt::print(stderr, "kvbench rank 0: dropped a connection from {}: {}; listening on {} again\n",
+               from, why.message(), c.peer);
   }
 }
 

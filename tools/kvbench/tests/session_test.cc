@@ -100,27 +100,32 @@ TEST(SessionHandshake, ASilentListenerIsNamedAsNotAKvbenchRank) {
       << s.status().message();
 }
 
+// A client connected to 127.0.0.1:`port` once something listens there (retrying
+// for up to 10 s); -1 when nothing did.
+int ConnectWhenListening(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  for (int i = 0; i < 1000; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return -1;
+}
+
 // Rank 0 takes whatever connects first. A stray client (here one speaking HTTP,
 // which then hangs up) is dropped, and rank 0 listens again: the real initiator
 // that connects next opens the run.
 TEST(SessionHandshake, TheTargetDropsAStrayConnectionAndListensAgain) {
-  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  const uint16_t port = PickFreePort().value();
+  const std::string peer = "127.0.0.1:" + std::to_string(port);
   auto target = std::async(std::launch::async, [&] {
     return Session::Open(RankConfig(0, peer, {"--transport", "tcp"}));
   });
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(std::stoi(peer.substr(peer.find(':') + 1))));
-  int stray = -1;
-  for (int i = 0; i < 1000 && stray < 0; ++i) {  // until rank 0 listens
-    stray = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(stray, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-      close(stray);
-      stray = -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
+  const int stray = ConnectWhenListening(port);
   ASSERT_GE(stray, 0) << "rank 0 never listened";
   const std::string request = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_EQ(send(stray, request.data(), request.size(), MSG_NOSIGNAL),
@@ -130,6 +135,52 @@ TEST(SessionHandshake, TheTargetDropsAStrayConnectionAndListensAgain) {
   auto t = target.get();
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
+}
+
+// A stray that connects and says nothing holds rank 0 for kHelloWait (10 s); the
+// real initiator connecting meanwhile waits in the listener's queue (and for rank
+// 0's hello, its whole control timeout) and opens the run once the stray is dropped.
+TEST(SessionHandshake, ARankOneQueuedBehindASilentStrayOpensTheRun) {
+  const uint16_t port = PickFreePort().value();
+  const std::string peer = "127.0.0.1:" + std::to_string(port);
+  auto target = std::async(std::launch::async, [&] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp"}));
+  });
+  const int stray = ConnectWhenListening(port);
+  ASSERT_GE(stray, 0) << "rank 0 never listened";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto initiator = Session::Open(RankConfig(1, peer, {"--transport", "tcp"}));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  auto t = target.get();
+  close(stray);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
+  EXPECT_GE(took, kHelloWait - std::chrono::seconds(1)) << "the silent stray was not waited for";
+}
+
+// Rank 0 whose control timeout passes with only strays connected: its error says
+// how many it dropped and why the last one was.
+TEST(SessionHandshake, TheTargetsTimeoutCountsTheConnectionsItDropped) {
+  const uint16_t port = PickFreePort().value();
+  const std::string peer = "127.0.0.1:" + std::to_string(port);
+  RunConfig c = RankConfig(0, peer, {"--transport", "tcp"});
+  c.control_timeout_ms = std::chrono::milliseconds(1500);
+  auto target = std::async(std::launch::async, [&] { return Session::Open(c); });
+  const int stray = ConnectWhenListening(port);
+  ASSERT_GE(stray, 0) << "rank 0 never listened";
+  const std::string junk = "\xff\xff\xff\xff";  // a "length" far past any hello
+  ASSERT_EQ(send(stray, junk.data(), junk.size(), MSG_NOSIGNAL), 4);
+  auto t = target.get();
+  close(stray);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), kvlane::Code::kTimeout) << t.status().ToString();
+  const std::string& m = t.status().message();
+  EXPECT_NE(m.find("no kvbench rank 1 said hello on " + peer +
+                   " within 1500 ms (1 connection(s) "
+                   "dropped"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("oversized message"), std::string::npos) << m;
 }
 
 // A peer speaking another control protocol (here: a hello without one, as from a
