@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <optional>
-
+#include "json_field.h"
 #include "kvlane/agent.h"
 
 namespace kvbench {
@@ -11,16 +10,8 @@ namespace kvbench {
 using nlohmann::json;
 
 kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
-  auto integer = [&m](const char* key) -> std::optional<int64_t> {
-    auto it = m.find(key);
-    if (it == m.end() || !it->is_number_integer()) return std::nullopt;
-    return it->get<int64_t>();
-  };
-  auto text = [&m](const char* key) -> std::optional<std::string> {
-    auto it = m.find(key);
-    if (it == m.end() || !it->is_string()) return std::nullopt;
-    return it->get<std::string>();
-  };
+  auto integer = [&m](const char* key) { return TypedField<int64_t>(m, key); };
+  auto text = [&m](const char* key) { return TypedField<std::string>(m, key); };
   const std::optional<int64_t> protocol = integer("protocol");
   if (protocol != kControlProtocol) {
     return kvlane::Status::InvalidArgument(fmt::format(

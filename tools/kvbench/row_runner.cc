@@ -168,7 +168,9 @@ RunResult RowRunner::RunAll(const Progress& progress) {
   // The rows' verdict and the errors so far (the document's reasons), and whether
   // every planned row ran (a stop of this rank cut the run short): the target exits
   // by them too.
-  const bool complete = result.rows.size() >= PlannedRows(s_->plan(), s_->config().ops).size();
+  const bool complete = CompletenessOf(PlannedRows(s_->plan(), s_->config().ops), result.rows,
+                                       result.stopped_by, result.stopped_rank)
+                            .complete;
   kvlane::Status bye = s_->control().Send({{"type", "done"},
                                            {"valid", InvalidReasons(result).empty()},
                                            {"complete", complete},

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/stop_signal.h"
+#include "json_field.h"
 #include "pool_ops.h"
 #include "reference.h"
 
@@ -10,31 +11,15 @@ namespace kvbench {
 
 using nlohmann::json;
 
-namespace {
-
-// m[key] when it is a bool, else `absent` (a peer's message is not trusted to be well formed).
-bool JsonBool(const json& m, const char* key, bool absent) {
-  auto it = m.find(key);
-  return it != m.end() && it->is_boolean() ? it->get<bool>() : absent;
-}
-
-// m[key] when it is a string, else empty.
-std::string JsonText(const json& m, const char* key) {
-  auto it = m.find(key);
-  return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-}  // namespace
-
 kvlane::Status TargetLoop::Run() {
   while (true) {
     KVLANE_ASSIGN_OR_RETURN(json m, Next());
     std::string type = m.value("type", "");
     if (type == "done") {
-      initiator_valid_ = JsonBool(m, "valid", true);
-      complete_ = JsonBool(m, "complete", true);
-      stopped_by_ = JsonText(m, "stopped_by");
-      stopped_rank_ = JsonText(m, "stopped_rank");
+      initiator_valid_ = TypedField<bool>(m, "valid").value_or(true);
+      complete_ = TypedField<bool>(m, "complete").value_or(true);
+      stopped_by_ = TypedField<std::string>(m, "stopped_by").value_or("");
+      stopped_rank_ = TypedField<std::string>(m, "stopped_rank").value_or("");
       return s_->control().Send({{"type", "bye"}});
     }
     if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));

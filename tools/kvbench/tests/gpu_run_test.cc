@@ -16,6 +16,7 @@
 #include "device_memory.h"
 #include "kvbench_process.h"
 #include "reference.h"
+#include "self_pair.h"
 #include "session_pair.h"
 
 namespace kvbench {
@@ -160,15 +161,9 @@ TEST_F(GpuRun, DeviceReferenceCopiesASelfPairForReal) {
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
   auto* p = static_cast<uint8_t*>(pool.value());
   ASSERT_TRUE(DeviceMemset(p, 0x5a, kExtent).ok());
-  PoolList list;
-  list.extents = {{0, kExtent}};
-  list.group_first = {0};
-  BurstMap map;
-  map.target = {{0}};
-  map.initiator = {{0}};
-  map.burst_bytes = kExtent;
+  const testing::SelfPair self = testing::OneExtentPairedWithItself(kExtent);
   for (kvlane::Op op : {kvlane::Op::kRead, kvlane::Op::kWrite}) {
-    const auto r = DeviceCopyReference(p, list, map, op, 3);
+    const auto r = DeviceCopyReference(p, self.list, self.map, op, 3);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->method, "cudaMemcpy");
     EXPECT_GT(r->p50_ms, 0.0);

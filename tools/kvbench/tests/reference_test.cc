@@ -6,6 +6,8 @@
 
 #include <vector>
 
+#include "self_pair.h"
+
 namespace kvbench {
 namespace {
 
@@ -17,15 +19,9 @@ constexpr uint64_t kExtent = 64ull << 20;
 // takes some microseconds on any host (far over 1 TB/s is no copy at all).
 TEST(MemcpyReference, AnExtentPairedWithItselfIsCopiedForReal) {
   std::vector<uint8_t> pool(kExtent, 0x5a);
-  PoolList list;
-  list.extents = {{0, kExtent}};
-  list.group_first = {0};
-  BurstMap map;
-  map.target = {{0}};
-  map.initiator = {{0}};
-  map.burst_bytes = kExtent;
+  const testing::SelfPair self = testing::OneExtentPairedWithItself(kExtent);
   for (kvlane::Op op : {kvlane::Op::kRead, kvlane::Op::kWrite}) {
-    const auto r = MemcpyReference(pool.data(), list, map, op, 3, StopCheck());
+    const auto r = MemcpyReference(pool.data(), self.list, self.map, op, 3, StopCheck());
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->method, "memcpy");
     EXPECT_GT(r->p50_ms, 0.0);

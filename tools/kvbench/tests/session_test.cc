@@ -116,16 +116,30 @@ int ConnectWhenListening(uint16_t port) {
   return -1;
 }
 
+// Rank 0 opening on a thread of its own, with control timeout `timeout`, and a
+// stray client connected to it once it listens (stray < 0: it never did).
+struct TargetAndStray {
+  std::string peer;
+  std::future<testing::SessionOrError> target;
+  int stray = -1;
+};
+
+TargetAndStray StartTargetAndAStray(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const uint16_t port = PickFreePort().value();
+  TargetAndStray t;
+  t.peer = "127.0.0.1:" + std::to_string(port);
+  RunConfig c = RankConfig(0, t.peer, {"--transport", "tcp"});
+  c.control_timeout_ms = timeout;
+  t.target = std::async(std::launch::async, [c] { return Session::Open(c); });
+  t.stray = ConnectWhenListening(port);
+  return t;
+}
+
 // Rank 0 takes whatever connects first. A stray client (here one speaking HTTP,
 // which then hangs up) is dropped, and rank 0 listens again: the real initiator
 // that connects next opens the run.
 TEST(SessionHandshake, TheTargetDropsAStrayConnectionAndListensAgain) {
-  const uint16_t port = PickFreePort().value();
-  const std::string peer = "127.0.0.1:" + std::to_string(port);
-  auto target = std::async(std::launch::async, [&] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp"}));
-  });
-  const int stray = ConnectWhenListening(port);
+  auto [peer, target, stray] = StartTargetAndAStray();
   ASSERT_GE(stray, 0) << "rank 0 never listened";
   const std::string request = "GET / HTTP/1.0\r\n\r\n";
   ASSERT_EQ(send(stray, request.data(), request.size(), MSG_NOSIGNAL),
@@ -141,12 +155,7 @@ TEST(SessionHandshake, TheTargetDropsAStrayConnectionAndListensAgain) {
 // real initiator connecting meanwhile waits in the listener's queue (and for rank
 // 0's hello, its whole control timeout) and opens the run once the stray is dropped.
 TEST(SessionHandshake, ARankOneQueuedBehindASilentStrayOpensTheRun) {
-  const uint16_t port = PickFreePort().value();
-  const std::string peer = "127.0.0.1:" + std::to_string(port);
-  auto target = std::async(std::launch::async, [&] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp"}));
-  });
-  const int stray = ConnectWhenListening(port);
+  auto [peer, target, stray] = StartTargetAndAStray();
   ASSERT_GE(stray, 0) << "rank 0 never listened";
   const auto t0 = std::chrono::steady_clock::now();
   auto initiator = Session::Open(RankConfig(1, peer, {"--transport", "tcp"}));
@@ -161,12 +170,7 @@ TEST(SessionHandshake, ARankOneQueuedBehindASilentStrayOpensTheRun) {
 // Rank 0 whose control timeout passes with only strays connected: its error says
 // how many it dropped and why the last one was.
 TEST(SessionHandshake, TheTargetsTimeoutCountsTheConnectionsItDropped) {
-  const uint16_t port = PickFreePort().value();
-  const std::string peer = "127.0.0.1:" + std::to_string(port);
-  RunConfig c = RankConfig(0, peer, {"--transport", "tcp"});
-  c.control_timeout_ms = std::chrono::milliseconds(1500);
-  auto target = std::async(std::launch::async, [&] { return Session::Open(c); });
-  const int stray = ConnectWhenListening(port);
+  auto [peer, target, stray] = StartTargetAndAStray(std::chrono::milliseconds(1500));
   ASSERT_GE(stray, 0) << "rank 0 never listened";
   const std::string junk = "\xff\xff\xff\xff";  // a "length" far past any hello
   ASSERT_EQ(send(stray, junk.data(), junk.size(), MSG_NOSIGNAL), 4);
