@@ -389,6 +389,29 @@ TEST(ConnectFailureTest, NoRouteIsNotSupportedAndAGonePeerIsRemoteDisconnect) {
   EXPECT_EQ(gone.code(), Code::kRemoteDisconnect) << gone.ToString();
 }
 
+// A fixed lane outside the channel's is refused before any connection is
+// made for it: with the peer gone, the error is the lane's, not a failed
+// connect (which the same transfer on any lane does meet).
+TEST(ConnectFailureTest, ALaneOutOfRangeIsRefusedBeforeConnecting) {
+  std::vector<uint8_t> src(64, 1), dst(64, 0);
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  auto c = Agent::Create(OptionsFor("c", "tcp"));
+  ASSERT_TRUE(b.ok() && c.ok());
+  ASSERT_TRUE(b.value()->RegisterMemory(dst.data(), dst.size()).ok());
+  ASSERT_TRUE(c.value()->RegisterMemory(src.data(), src.size()).ok());
+  Connect(*c.value(), *b.value());
+  b.value().reset();  // nothing listens at b's address now
+  auto bad =
+      MakeSimple(*c.value(), "b", Op::kWrite, src.data(), dst.data(), 64, {}, XferOptions{2});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().ToString();
+  EXPECT_NE(bad.status().message().find("lane 2 is not a lane of the channel (0..1"),
+            std::string::npos)
+      << bad.status().ToString();
+  auto any =
+      MakeSimple(*c.value(), "b", Op::kWrite, src.data(), dst.data(), 64, {}, XferOptions{-1});
+  EXPECT_EQ(any.status().code(), Code::kRemoteDisconnect) << any.status().ToString();
+}
+
 TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
   struct Case {
     const char* field;

@@ -238,11 +238,14 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   const uint64_t bytes = LocalBytes(*local, li);
   if (bytes > kMaxTransferBytes)
     return Status::InvalidArgument("a transfer moves at most 1 TiB (kMaxTransferBytes): split it");
-  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
-  if (xo.lane < -1 || xo.lane >= ch->lane_count())
+  // Every channel has lanes_per_peer lanes: the lane is checked before any
+  // connection is made for it.
+  const int lanes = ctx_.options.lanes_per_peer;
+  if (xo.lane < -1 || xo.lane >= lanes)
     return Status::InvalidArgument(
         "XferOptions::lane " + std::to_string(xo.lane) + " is not a lane of the channel (0.." +
-        std::to_string(ch->lane_count() - 1) + ", lanes_per_peer) nor -1 (the engine picks)");
+        std::to_string(lanes - 1) + ", lanes_per_peer) nor -1 (the engine picks)");
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
   uint32_t slot;
   {
     std::lock_guard lock(free_mu_);

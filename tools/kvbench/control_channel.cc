@@ -224,33 +224,53 @@ void ControlChannel::Unbound() {
   max_message_ = kMaxMessage;
 }
 
-std::string ControlChannel::PeerAddress() const {
+namespace {
+
+// One end of a connected socket: its host as text and its port.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// getpeername (peer) or getsockname (this end), IPv4 or IPv6.
+kvlane::Result<Endpoint> EndpointOf(int fd, bool peer) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) {
+    return Errno(peer ? "getpeername" : "getsockname");
+  }
   char host[INET6_ADDRSTRLEN] = {};
-  uint16_t port = 0;
+  Endpoint e;
+  const char* text = nullptr;
   if (addr.ss_family == AF_INET) {
     auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-    port = ntohs(a->sin_port);
+    text = inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    e.port = ntohs(a->sin_port);
   } else if (addr.ss_family == AF_INET6) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-    port = ntohs(a->sin6_port);
+    text = inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    e.port = ntohs(a->sin6_port);
   } else {
-    return "?";
+    return kvlane::Status::InvalidArgument("control: socket of family " +
+                                           std::to_string(addr.ss_family) + ", not IPv4 or IPv6");
   }
-  return std::string(host) + ":" + std::to_string(port);
+  if (text == nullptr) return Errno("inet_ntop");
+  e.host = text;
+  return e;
+}
+
+}  // namespace
+
+std::string ControlChannel::PeerAddress() const {
+  auto e = EndpointOf(fd_, /*peer=*/true);
+  if (!e.ok()) return "?";
+  return e->host + ":" + std::to_string(e->port);
 }
 
 kvlane::Result<std::string> ControlChannel::LocalAddress() const {
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Errno("getsockname");
-  char text[INET_ADDRSTRLEN] = {};
-  if (inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) == nullptr) return Errno("inet_ntop");
-  return std::string(text);
+  KVLANE_ASSIGN_OR_RETURN(Endpoint e, EndpointOf(fd_, /*peer=*/false));
+  return std::move(e.host);
 }
 
 void ControlChannel::Abort() {
