@@ -41,7 +41,7 @@ std::unique_ptr<PyTransfer> MakeTransfer(py::object self, const std::string& op,
 py::list TakeNotifications(PyAgent& self) {
   py::list out;
   for (Notification& n : self.agent().TakeNotifications())
-    out.append(py::make_tuple(py::str(n.peer), py::bytes(n.bytes)));
+    out.append(py::make_tuple(LossyStr(n.peer), py::bytes(n.bytes)));
   return out;
 }
 

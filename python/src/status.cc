@@ -40,10 +40,17 @@ void BindStatus(py::module_& m) {
   m.attr("Error") = py::handle(error_type);
 }
 
+py::str LossyStr(std::string_view text) {
+  PyObject* str =
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+  if (str == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(str);
+}
+
 py::object MakeError(const Status& s) {
-  py::object e = py::handle(error_type)(s.ToString());
+  py::object e = py::handle(error_type)(LossyStr(s.ToString()));
   e.attr("code") = py::cast(s.code());
-  e.attr("message") = s.message();
+  e.attr("message") = LossyStr(s.message());
   return e;
 }
 

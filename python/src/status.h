@@ -3,12 +3,18 @@
 // function here needs the GIL and BindStatus to have run.
 #pragma once
 
+#include <string_view>
 #include <utility>
 
 #include "kvlane/status.h"
 #include "pybind.h"
 
 namespace kvlane::python {
+
+// `text` as a str, bytes that are not UTF-8 replaced by U+FFFD: for text that
+// may quote a peer (the engine keeps names and quoted reasons plain; this is
+// the second line), so that turning it into a str cannot itself fail.
+py::str LossyStr(std::string_view text);
 
 // A kvlane.Error for `s` (not raised): .code, .message, str() "code-name: message".
 // REQUIRES: s.is_error().

@@ -76,5 +76,18 @@ def test_values_the_engine_refuses(bad):
     assert e.value.code == kvlane.Code.INVALID_ARGUMENT
 
 
+@pytest.mark.parametrize("name", ["a\nb", "bell\a", "esc\x1b[2J", "c1\x85"])
+def test_names_that_are_not_plain_text_are_refused(name):
+    # Control characters (C0, DEL, C1) in a name: refused, as a peer's would be.
+    with pytest.raises(kvlane.Error, match="AgentOptions.name") as e:
+        kvlane.Agent(name)
+    assert e.value.code == kvlane.Code.INVALID_ARGUMENT
+
+
+def test_a_unicode_name_is_taken():
+    with kvlane.Agent("pr\u00e4fill-\u20ac", transports=["local"]) as a:
+        assert a.name == "pr\u00e4fill-\u20ac"
+
+
 def test_version():
     assert kvlane.version().startswith("kvlane " + kvlane.__version__)

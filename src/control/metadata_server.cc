@@ -15,29 +15,42 @@ namespace {
 constexpr std::chrono::milliseconds kClientTimeout{2000};
 constexpr std::chrono::seconds kReplyTimeout{60};
 
+}  // namespace
+
+std::shared_ptr<const std::string> MetadataServer::CurrentBlob() {
+  std::lock_guard lock(blob_mu_);
+  std::string fresh = source_();
+  if (auto held = shared_.lock(); held != nullptr && *held == fresh) return held;
+  auto made = std::make_shared<const std::string>(std::move(fresh));
+  shared_ = made;
+  return made;
+}
+
 // The request must arrive within kClientTimeout as a whole (a client that
 // trickles it is cut); the reply within kReplyTimeout (the largest blob, about
 // 40 MiB, at a few MB/s), each send giving up after kClientTimeout without
-// progress, so that a client reading slowly holds a thread and a copy of the
-// blob for a bounded time.
-void ServeOne(int fd, const MetadataServer::Source& source) {
+// progress, so that a client reading slowly holds a thread and its share of
+// the blob for a bounded time.
+void MetadataServer::Serve(Conn* c) {
+  const int fd = c->fd.get();
   char req[sizeof(kMetadataRequest)];
-  if (!RecvWithFd(fd, req, sizeof(req), nullptr, DeadlineIn(kClientTimeout)).ok() ||
-      std::memcmp(req, kMetadataRequest, sizeof(req)) != 0)
-    return;
-  if (!SetIoTimeout(fd, kClientTimeout).ok()) return;
-  std::string blob;
-  try {
-    blob = source();
-  } catch (const std::bad_alloc&) {  // drops this client, not the process
-    return;
+  if (RecvWithFd(fd, req, sizeof(req), nullptr, DeadlineIn(kClientTimeout)).ok() &&
+      std::memcmp(req, kMetadataRequest, sizeof(req)) == 0 &&
+      SetIoTimeout(fd, kClientTimeout).ok()) {
+    std::shared_ptr<const std::string> blob;
+    try {
+      blob = CurrentBlob();
+    } catch (const std::bad_alloc&) {  // drops this client, not the process
+    }
+    if (blob != nullptr) {
+      uint32_t n = static_cast<uint32_t>(blob->size());
+      iovec v[2] = {{&n, sizeof(n)}, {const_cast<char*>(blob->data()), blob->size()}};
+      (void)SendIov(fd, v, 2, DeadlineIn(kReplyTimeout));
+    }
   }
-  uint32_t n = static_cast<uint32_t>(blob.size());
-  iovec v[2] = {{&n, sizeof(n)}, {blob.data(), blob.size()}};
-  (void)SendIov(fd, v, 2, DeadlineIn(kReplyTimeout));
+  shutdown(fd, SHUT_RDWR);
+  conns_.Finish(c);
 }
-
-}  // namespace
 
 Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string& host_port,
                                                               Source source) {
@@ -49,12 +62,6 @@ Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string&
   std::unique_ptr<MetadataServer> server(new MetadataServer(bound, std::move(source)));
   server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); });
   return server;
-}
-
-void MetadataServer::Serve(Conn* c) {
-  ServeOne(c->fd.get(), source_);
-  shutdown(c->fd.get(), SHUT_RDWR);
-  conns_.Finish(c);
 }
 
 }  // namespace kvlane::core

@@ -3,12 +3,18 @@
 // where every client that can reach it is trusted).
 //
 // Thread-safety: Start and destruction by the owner. Each client is served on a
-// thread of its own (ConnSet: at most kMaxConns at once), so `source` is called
-// concurrently.
+// thread of its own (ConnSet: at most kMaxConns at once); `source` is called
+// by one of them at a time.
+//
+// Memory: clients served at once share one copy of the blob while it does not
+// change (a slow reader holds it until its reply ends, at most 60 s), and at
+// most one more is being made: a crowd of slow readers costs one blob, not one
+// each.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -36,9 +42,14 @@ class MetadataServer {
   };
   MetadataServer(uint16_t port, Source source) : port_(port), source_(std::move(source)) {}
   void Serve(Conn* c);
+  // The current blob from source(), shared with the clients still being sent
+  // an identical one. Throws std::bad_alloc as source() does.
+  std::shared_ptr<const std::string> CurrentBlob();
 
   const uint16_t port_;
   const Source source_;
+  std::mutex blob_mu_;                       // one source() at a time
+  std::weak_ptr<const std::string> shared_;  // GUARDED_BY(blob_mu_)
   ConnSet<Conn> conns_;  // last: stopped (threads joined) before the members above go
 };
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/bytes.h"
+#include "core/plain_text.h"
 
 namespace kvlane::core {
 namespace {
@@ -115,6 +116,11 @@ Result<AgentMeta> DecodeMeta(std::string_view blob) {
   m.cuda_blob = r.GetString(kMaxCudaBlob);
   if (!r.ok()) return Status::InvalidArgument("metadata: truncated header");
   if (m.name.empty() || m.agent_id == 0) return Status::InvalidArgument("metadata: missing name or id");
+  KVLANE_RETURN_IF_ERROR(CheckAgentName(m.name, "metadata"));
+  // Text a peer's blob carries that ends up in messages (and, tcp_host, in a
+  // resolver call): plain, as names are.
+  if (!IsPlainText(m.hostname) || !IsPlainText(m.boot_id) || !IsPlainText(m.tcp_host))
+    return Status::InvalidArgument("metadata: host name, boot id or tcp host is not plain text");
   KVLANE_RETURN_IF_ERROR(GetPieces(r, &m.pieces));
   if (r.remaining() != 0) return Status::InvalidArgument("metadata: trailing bytes");
   return m;

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "core/plain_text.h"
 #include "transport/notif_queue.h"
 
 namespace kvlane {
@@ -70,7 +71,7 @@ Result<StagingCopy> ParseStagingCopy(const std::string& name) {
 }
 
 Status AgentOptions::Validate() const {
-  if (name.empty() || name.size() > 255) return Bad("name", "must be 1..255 bytes");
+  KVLANE_RETURN_IF_ERROR(core::CheckAgentName(name, "AgentOptions.name"));
   if (policy != ProgressPolicy::kIndependent && policy != ProgressPolicy::kGlobalFifo)
     return Bad("policy", "must be kIndependent or kGlobalFifo");
   static const char* kKnown[] = {"local", "shm", "tcp", "cuda"};

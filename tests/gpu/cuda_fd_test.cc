@@ -3,6 +3,7 @@
 // fd source standing in for the driver; and hostile control peers, each test
 // bounded in time (a hang fails it instead of stalling it).
 #include <gtest/gtest.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -515,6 +516,49 @@ TEST_F(FdServerTest, RevokeIsBoundedWhenAPeerStopsReading) {
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
   EXPECT_TRUE(ReturnsWithin(
       milliseconds(2500), [&] { server_->Stop(); }, unblock));
+}
+
+// Many peers that stop reading cost one Revoke no more than one does: the
+// revocation goes to every connection side by side, by one deadline (sent in
+// turn, each stalled connection cost io_timeout of its own: 10 of them, 3 s),
+// and a healthy connection among them is told, acknowledges and stays served.
+TEST_F(FdServerTest, RevokeCostsOneDeadlineHoweverManyPeersStopReading) {
+  ctx_.options.io_timeout = milliseconds(300);
+  Fd healthy = Dial();
+  ASSERT_TRUE(healthy.valid());
+  std::vector<Fd> stalled;
+  const std::vector<uint64_t> unknown(8192, 12345);  // the answer: 64 KiB, all unread
+  const size_t answer = sizeof(CtlFrame) + unknown.size() * 8;
+  for (int i = 0; i < 10; ++i) {
+    stalled.push_back(Dial());
+    const int sock = stalled.back().get();
+    ASSERT_TRUE(sock >= 0);
+    ASSERT_TRUE(
+        SendCtl(sock, CtlType::kLiveCheck, 1, unknown.data(), unknown.size() * 8, Soon()).ok());
+    // Its whole answer sits unread in the socket (the server's thread is back
+    // to reading frames): the socket now takes no more from the server.
+    int queued = 0;
+    const auto by = Clock::now() + milliseconds(2000);
+    while (Clock::now() < by && ioctl(sock, FIONREAD, &queued) == 0 &&
+           static_cast<size_t>(queued) < answer)
+      std::this_thread::sleep_for(milliseconds(1));
+    ASSERT_EQ(static_cast<size_t>(queued), answer);
+  }
+  std::thread acker([&] {
+    CtlFrame f{};
+    std::string payload;
+    ASSERT_TRUE(RecvCtl(healthy.get(), &f, &payload, milliseconds(3000)).ok());
+    EXPECT_EQ(static_cast<CtlType>(f.type), CtlType::kRevoke);
+    EXPECT_TRUE(SendCtl(healthy.get(), CtlType::kRevokeAck, f.seq, nullptr, 0, Soon()).ok());
+  });
+  const uint64_t keys[] = {kKey};
+  const auto t0 = Clock::now();
+  server_->Revoke(keys);
+  const auto took = Clock::now() - t0;
+  acker.join();
+  EXPECT_LT(took, milliseconds(1500)) << "2 x io_timeout is 600 ms";
+  for (Fd& s : stalled) EXPECT_TRUE(HungUpWithin(s.get(), milliseconds(2000))) << "not cut";
+  ASSERT_NO_FATAL_FAILURE(ExpectAllocationFd(healthy.get()));
 }
 
 // A connection still in its handshake (a local process that read the

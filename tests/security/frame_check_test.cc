@@ -8,6 +8,7 @@
 
 #include "core/bytes.h"
 #include "core/metadata.h"
+#include "core/plain_text.h"
 #include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {
@@ -53,8 +54,9 @@ struct SignedHello {
   std::string name = "abc";
 };
 SignedHello Sign(const Secret& secret, const Nonce& server, uint64_t id = 42,
-                 uint16_t version = kWireVersion) {
+                 uint16_t version = kWireVersion, std::string name = "abc") {
   SignedHello s;
+  s.name = std::move(name);
   s.h.magic = kHelloMagic;
   s.h.version = version;
   s.h.name_len = static_cast<uint8_t>(s.name.size());
@@ -157,6 +159,25 @@ TEST(FrameCheck, HelloNeedsMagicAndAName) {
             Code::kNotAllowed);
 }
 
+// A proven peer whose name is not plain text (not UTF-8, or a control
+// character) is refused: its name would reach notifications, errors and
+// bindings that decode it as UTF-8. A UTF-8 name is taken.
+TEST(FrameCheck, HelloWithANameThatIsNotPlainTextIsRefused) {
+  const Secret secret = TestSecret(1);
+  const Nonce server = TestNonce(0x11);
+  for (const std::string bad : {std::string("\xff\xfe"), std::string("a\nb"),
+                                std::string("a\0b", 3), std::string("\x1b[2J")}) {
+    SignedHello s = Sign(secret, server, 42, kWireVersion, bad);
+    const Status st = CheckHello(s.h, s.name, 42, secret, server);
+    EXPECT_EQ(st.code(), Code::kNotAllowed) << PlainTextOf(bad);
+    EXPECT_NE(st.message().find("not plain text"), std::string::npos) << st.ToString();
+  }
+  SignedHello utf8 = Sign(secret, server, 42, kWireVersion,
+                          "pr\xc3\xa4"
+                          "fill-\xe2\x82\xac");
+  EXPECT_TRUE(CheckHello(utf8.h, utf8.name, 42, secret, server).ok());
+}
+
 AgentMeta SampleMeta() {
   AgentMeta m;
   m.name = "target";
@@ -180,6 +201,21 @@ TEST(MetadataDecode, RoundTripAndEveryTruncationFails) {
   for (size_t n = 0; n < blob.size(); ++n)
     EXPECT_EQ(DecodeMeta(std::string_view(blob).substr(0, n)).status().code(), Code::kInvalidArgument) << n;
   EXPECT_FALSE(DecodeMeta(blob + "x").ok());
+}
+
+// A blob whose name, host name, boot id or tcp host is not plain text is
+// refused: LoadPeer never stores a peer a binding could not name.
+TEST(MetadataDecode, TextThatIsNotPlainIsRefused) {
+  for (int field = 0; field < 4; ++field) {
+    AgentMeta m = SampleMeta();
+    std::string* text[] = {&m.name, &m.hostname, &m.boot_id, &m.tcp_host};
+    *text[field] = "x\xc0\xafy";  // an overlong '/'
+    const Status st = DecodeMeta(EncodeMeta(m)).status();
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << field;
+    EXPECT_EQ(st.message().rfind("metadata: ", 0), 0u) << st.ToString();
+    *text[field] = "x\ty";  // a control character
+    EXPECT_EQ(DecodeMeta(EncodeMeta(m)).status().code(), Code::kInvalidArgument) << field;
+  }
 }
 
 TEST(MetadataDecode, RejectsInconsistentPieces) {

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
-#include <thread>
 
+#include "transport/cuda/fanout_send.h"
 #include "transport/stream/handshake.h"
 
 namespace kvlane::core {
@@ -77,6 +77,10 @@ void ControlServer::Serve(Conn* c) {
   conns_.Finish(c);
 }
 
+namespace {
+constexpr size_t kKeptPayload = 64u << 10;
+}  // namespace
+
 void ControlServer::Run(Conn* c) {
   const int fd = c->fd.get();
   // Every call below is bounded by a deadline of its own: the Hello by
@@ -94,6 +98,9 @@ void ControlServer::Run(Conn* c) {
   std::string payload;
   while (RecvCtl(fd, &f, &payload, ctx_->options.io_timeout).ok() &&
          Handle(c, peer->peer(), f, payload)) {
+    // A large frame's buffer goes with it: an idle connection keeps at most
+    // kKeptPayload, not the largest frame it ever sent (up to 1 MiB).
+    if (payload.capacity() > kKeptPayload) std::string().swap(payload);
   }
 }
 
@@ -165,36 +172,27 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
       to.push_back(c.get());
     }
   }
-  for (Conn* c : to)  // sends without conns_.mu(): a slow one holds up only this call
-    if (!SendRevoke(c, keys, first)) shutdown(c->fd.get(), SHUT_RDWR);
+  // Sent without conns_.mu(), to every connection side by side by one
+  // deadline: a peer that stops reading holds up no other's send.
+  const std::string bytes = RevokeFrames(keys, first);
+  std::vector<FanoutTarget> targets;
+  targets.reserve(to.size());
+  for (Conn* c : to) targets.push_back({c->fd.get(), &c->write_mu});
+  const std::vector<bool> whole = FanoutSend(targets, bytes, DeadlineIn(ctx_->options.io_timeout));
+  for (size_t i = 0; i < to.size(); ++i)
+    if (!whole[i]) shutdown(to[i]->fd.get(), SHUT_RDWR);  // its stream broke mid-frame
   WaitAcks(to, revoke_seq_);
 }
 
-// Locks `mu` by `by`, else returns a lock that owns nothing. try_lock with
-// short sleeps (a revocation is rare): std::timed_mutex would wait in
-// pthread_mutex_clocklock, which ThreadSanitizer (GCC 12) does not intercept,
-// so it reported every unlock as one of an unlocked mutex.
-namespace {
-std::unique_lock<std::mutex> LockBy(std::mutex& mu, Deadline by) {
-  std::unique_lock l(mu, std::try_to_lock);
-  while (!l.owns_lock() && std::chrono::steady_clock::now() < by) {
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-    (void)l.try_lock();
-  }
-  return l;
-}
-}  // namespace
-
-bool ControlServer::SendRevoke(Conn* c, std::span<const uint64_t> keys, uint64_t seq) {
-  const Deadline by = DeadlineIn(ctx_->options.io_timeout);
-  std::unique_lock w = LockBy(c->write_mu, by);  // its thread may be stuck in a reply's send
-  if (!w.owns_lock()) return false;
+std::string RevokeFrames(std::span<const uint64_t> keys, uint64_t seq) {
+  std::string frames;
   for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys, ++seq) {
     const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
-    if (!SendCtl(c->fd.get(), CtlType::kRevoke, seq, keys.data() + at, n * 8, by).ok())
-      return false;
+    const CtlFrame f{static_cast<uint32_t>(CtlType::kRevoke), n * 8, seq};
+    frames.append(reinterpret_cast<const char*>(&f), sizeof(f));
+    frames.append(reinterpret_cast<const char*>(keys.data() + at), n * 8);
   }
-  return true;
+  return frames;
 }
 
 void ControlServer::WaitAcks(const std::vector<Conn*>& to, uint64_t seq) {

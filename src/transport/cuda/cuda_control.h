@@ -60,6 +60,8 @@ static_assert(sizeof(CtlFrame) == 16);
 
 inline constexpr uint32_t kMaxCtlPayload = 1u << 20;
 inline constexpr uint32_t kMaxRevokeKeys = kMaxCtlPayload / 8;
+// `keys` as whole kRevoke frames (header and payload each), numbered from `seq`.
+std::string RevokeFrames(std::span<const uint64_t> keys, uint64_t seq);
 
 // Sends one frame (header + payload) by `deadline` (see SendIovBy: after a
 // failure the connection is of no further use).
@@ -129,9 +131,11 @@ class ControlServer {
   Status Start(const std::string& socket);
   void Stop() { conns_.Stop(); }
   // Tells every connected initiator that `keys` are gone and waits for each to
-  // acknowledge; an initiator that does not is cut off. Bounded: at most
-  // io_timeout per connection to send (the wait for its write lock included),
-  // then io_timeout for the acknowledgements. Never blocks holding conns_.mu().
+  // acknowledge; an initiator that does not is cut off. Bounded by 2 x
+  // io_timeout however many connections there are: io_timeout to send to all
+  // of them side by side (the waits for their write locks included: see
+  // FanoutSend), then io_timeout for the acknowledgements. Never blocks
+  // holding conns_.mu().
   void Revoke(std::span<const uint64_t> keys);
 
  private:
@@ -157,8 +161,6 @@ class ControlServer {
   bool Handle(Conn* c, const std::string& name, const CtlFrame& f, const std::string& payload);
   // Records the acknowledgement of revocation `seq`; false: not sent yet (a violation).
   bool Acknowledged(Conn* c, uint64_t seq);
-  // Sends `keys` as kRevoke frames numbered from `seq` within io_timeout.
-  bool SendRevoke(Conn* c, std::span<const uint64_t> keys, uint64_t seq);
   // Waits (io_timeout) until each of `to` acknowledged `seq` or left; cuts those
   // that did not, and unpins them all.
   void WaitAcks(const std::vector<Conn*>& to, uint64_t seq);

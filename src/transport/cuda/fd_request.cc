@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/peer_code.h"
+#include "core/plain_text.h"
 #include "transport/cuda/cuda_control.h"
 #include "transport/stream/fd_passing.h"
 
@@ -28,7 +29,7 @@ Result<Fd> FromReply(const FdPeer& p, const CtlFrame& f, const std::string& text
     return Status::Backend("peer '" + p.peer.name + "' answered without a file descriptor");
   const Code code = PeerErrorCode(raw).value_or(Code::kBackend);
   return Status(code, "peer '" + p.peer.name + "' refused a VMM allocation's file descriptor: " +
-                          text.substr(0, kMaxReplyText));
+                          PlainTextOf(text.substr(0, kMaxReplyText)));
 }
 
 }  // namespace

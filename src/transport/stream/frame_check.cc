@@ -1,5 +1,6 @@
 #include "transport/stream/frame_check.h"
 
+#include "core/plain_text.h"
 #include "transport/stream/hello_mac.h"
 
 namespace kvlane::core {
@@ -12,6 +13,10 @@ Status CheckHello(const StreamHello& h, std::string_view name, uint64_t agent_id
   ok = ok && h.magic == kHelloMagic && h.version == kWireVersion && h.target_id == agent_id &&
        h.name_len > 0 && name.size() == h.name_len;
   if (!ok) return Status::NotAllowed("hello rejected: wrong agent id, proof or version");
+  // A proven peer's name, checked as its metadata's was: it reaches
+  // notifications, errors and bindings.
+  if (!IsPlainText(name))
+    return Status::NotAllowed("hello rejected: the peer's name is not plain text");
   return Status::Ok();
 }
 

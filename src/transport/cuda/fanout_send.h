@@ -1,0 +1,33 @@
+// One message to many connections side by side (the cuda control server's
+// revocations): every connection's send progresses as its peer reads, all by
+// one deadline, so a peer that stops reading holds up no other connection's
+// send and the whole fan-out costs one deadline however many connections
+// there are (sending to each in turn would cost one per stalled peer).
+#pragma once
+
+#include <mutex>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "transport/stream/fd_passing.h"
+
+namespace kvlane::core {
+
+// A connection to send to: its socket and the mutex that keeps one frame at a
+// time on it (held by the connection's own replies).
+struct FanoutTarget {
+  int fd;
+  std::mutex* write_mu;
+};
+
+// Sends all of `bytes` to every target by `by`: each target's write_mu is
+// taken (try_lock, retried until `by`: its holder may be in a send of its
+// own), then its bytes go out non-blocking whenever its socket takes them.
+// Returns, per target, whether every byte went out; a target that got only
+// part of them (its peer stopped reading, the deadline passed, or the socket
+// failed) has a broken stream and must be cut by the caller. Each mutex is
+// released before returning. Never waits past `by`.
+std::vector<bool> FanoutSend(std::span<const FanoutTarget> to, std::string_view bytes, Deadline by);
+
+}  // namespace kvlane::core
