@@ -58,7 +58,10 @@ TEST_P(LifecycleTest, CreateRegisterExchangeTransferDestroyRepeat) {
 }
 
 // b is destroyed while a still has a channel to it: a's next request ends with
-// kRemoteDisconnect in bounded time, and a is destroyed cleanly afterwards.
+// kRemoteDisconnect in bounded time, the channel latches it (PeerError; a
+// notification and a post after it are refused at once: on local too, where
+// a notification used to land in the dead agent's queue and report ok), and a
+// is destroyed cleanly afterwards.
 TEST_P(LifecycleTest, PeerDestroyedUnderLiveChannel) {
   constexpr uint64_t kSize = 256 << 10;
   std::vector<uint8_t> src(kSize), dst(kSize);
@@ -76,9 +79,26 @@ TEST_P(LifecycleTest, PeerDestroyedUnderLiveChannel) {
   if (!s.is_error()) s = p.a->Wait(w.value(), 10s);
   EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(p.a->PeerError("b").code(), Code::kRemoteDisconnect) << p.a->PeerError("b").ToString();
+  const Status notified = p.a->SendNotification("b", "lost?");
+  EXPECT_EQ(notified.code(), Code::kRemoteDisconnect) << notified.ToString();
+  EXPECT_EQ(p.a->Post(&w.value()).code(), Code::kRemoteDisconnect);
   EXPECT_TRUE(p.a->Release(&w.value()).ok());
 }
 
+// A notification is the first thing sent after the peer went: refused too,
+// and the channel latched.
+TEST_P(LifecycleTest, NotificationToADestroyedPeerIsRefused) {
+  Pair p = MakePair(GetParam());
+  ASSERT_TRUE(p.a && p.b);
+  Connect(*p.a, *p.b);
+  ASSERT_TRUE(p.a->SendNotification("b", "first").ok());
+  ASSERT_EQ(TakeAtLeast(*p.b, 1, 5s).size(), 1u);
+  p.b.reset();
+  Status s = p.a->SendNotification("b", "second");
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_EQ(p.a->PeerError("b").code(), Code::kRemoteDisconnect) << p.a->PeerError("b").ToString();
+}
 
 }  // namespace
 }  // namespace kvlane::test

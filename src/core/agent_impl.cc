@@ -214,9 +214,27 @@ Status AgentImpl::RemovePeer(std::string_view peer) {
   return Status::Ok();
 }
 
+namespace {
+
+// What a peer's metadata offers to connect through, as transport names: for
+// an error that says why no transport of this agent reaches it. (Whether it
+// serves local, its metadata does not say: an agent of this process is found
+// in the process's directory.)
+std::string PeerOffers(const AgentMeta& peer) {
+  std::string offers;
+  const auto add = [&](const std::string& what) { offers += (offers.empty() ? "" : ", ") + what; };
+  const bool same_host = peer.boot_id == BootId();
+  if (!peer.shm_socket.empty()) add(same_host ? "shm" : "shm (on another host)");
+  if (!peer.tcp_host.empty()) add("tcp");
+  if (!peer.cuda_blob.empty()) add(same_host ? "cuda" : "cuda (on another host)");
+  return offers.empty() ? "none" : offers;
+}
+
+}  // namespace
+
 Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote) {
   std::lock_guard lock(peer.mu);
-  std::string tried;
+  std::string tried, unreached;
   std::optional<Code> agreed;  // the code every failed connect gave, if they agree
   bool disagree = false;
   // Transports that move these kinds directly first, then those that stage them.
@@ -225,7 +243,10 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
       if (!t->CanMove(local, remote) || t->Stages(local, remote) != staged) continue;
       auto it = peer.channels.find(t->name());
       if (it != peer.channels.end()) return it->second.get();
-      if (!t->CanReach(peer.meta)) continue;
+      if (!t->CanReach(peer.meta)) {
+        unreached += (unreached.empty() ? "" : ", ") + std::string(t->name());
+        continue;
+      }
       ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
       if (!on_workers.status().ok()) return on_workers.status();
       auto ch = t->Connect(peer.meta);
@@ -236,9 +257,11 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
     }
   }
   if (tried.empty())
-    return Status::NotSupported("cannot connect to peer '" + peer.meta.name +
-                                "': no enabled transport moves " + MemoryKindName(local) + " to " +
-                                MemoryKindName(remote) + " memory to it");
+    return Status::NotSupported(
+        "cannot connect to peer '" + peer.meta.name + "': no enabled transport moves " +
+        MemoryKindName(local) + " to " + MemoryKindName(remote) + " memory to it (this agent's " +
+        (unreached.empty() ? "transports move none of them" : unreached + " cannot reach it") +
+        "; the peer offers " + PeerOffers(peer.meta) + ")");
   return Status(ConnectFailureCode(disagree ? std::nullopt : agreed),
                 "cannot connect to peer '" + peer.meta.name + "': " + tried);
 }

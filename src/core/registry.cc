@@ -113,4 +113,9 @@ void Registry::Close() {
   closed_ = true;
 }
 
+bool Registry::closed() const {
+  std::shared_lock lock(mu_);
+  return closed_;
+}
+
 }  // namespace kvlane::core

@@ -98,6 +98,7 @@ class Registry {
 
   // Agent shutting down: every later remote access fails.
   void Close();
+  bool closed() const;
 
   // Called by Remove() with the removed pieces, after they left the table and
   // before Remove() returns (transports whose peers touch memory without going

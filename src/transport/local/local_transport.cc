@@ -52,8 +52,11 @@ class LocalChannel final : public Channel {
 
   const char* transport() const override { return "local"; }
 
+  // A peer agent that shut down latches kRemoteDisconnect here as a broken
+  // connection does on tcp and shm: its queue is nobody's any more.
   Status Notify(std::string_view bytes) override {
     KVLANE_RETURN_IF_ERROR(latch().Get());
+    if (peer_->registry->closed()) return LatchGone();
     return peer_->notifs->Push({self_name_, std::string(bytes)});
   }
 
@@ -75,9 +78,17 @@ class LocalChannel final : public Channel {
       q.AdvanceIssue();
       Status s = latch().Get();
       if (s.ok()) s = BeginChunk(*w) ? CopyChunk(*peer_, *w) : Status::Canceled("canceled before start");
+      if (s.code() == Code::kRemoteDisconnect) s = LatchGone();  // the peer's registry closed
       RetireHead(lane, s);
     }
     DrainLane(lane, Status::Canceled("channel closed"));
+  }
+
+  // Latches (once) and returns the peer's end: later posts and notifications
+  // are refused at once, and PeerError says why.
+  Status LatchGone() {
+    latch().Latch(Status::RemoteDisconnect("local peer '" + peer_->name + "' shut down"));
+    return latch().Get();
   }
 
   std::shared_ptr<LocalEndpoint> peer_;
