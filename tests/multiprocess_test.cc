@@ -1,6 +1,8 @@
 // Two real processes: this test and kvlane_test_peer (fork + exec), exchanging
 // metadata over pipes (or FetchMetadata), on shm and tcp.
 #include <gtest/gtest.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <numeric>
@@ -36,6 +38,40 @@ class MultiProcessTest : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<ChildProcess> child_;
   uint8_t* remote_ = nullptr;  // the child's buffer, in the child's address space
 };
+
+// An shm target the kernel does not let copy this process's memory (ptrace
+// rules: this process made non-dumpable, the target without CAP_SYS_PTRACE,
+// which root holds in some environments and not in others) refuses every
+// transfer with kNotAllowed, and the error says what shm needs and that tcp is
+// the way out (it read "backend: reported by the peer").
+TEST(MultiProcessShm, AKernelRefusalOfCrossProcessCopiesIsNamed) {
+  setenv("KVLANE_TEST_PEER_NO_PTRACE", "1", 1);
+  ChildProcess child({KVLANE_TEST_PEER, "shm", std::to_string(kChildBytes)});
+  unsetenv("KVLANE_TEST_PEER_NO_PTRACE");
+  ASSERT_TRUE(child.running());
+  auto agent = Agent::Create(OptionsFor("parent", "shm"));
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  Agent& a = *agent.value();
+  const std::string meta = child.Ask("meta");
+  ASSERT_TRUE(a.LoadPeer(FromHex(meta)).ok()) << meta.substr(0, 80);
+  auto* remote = reinterpret_cast<uint8_t*>(std::stoull(child.Ask("addr")));
+  std::vector<uint8_t> src(4096);
+  Fill(src, 5);
+  ASSERT_TRUE(a.RegisterMemory(src.data(), src.size()).ok());
+  ASSERT_EQ(child.Ask("sentinel 238"), "ok");
+  auto w = MakeSimple(a, "child", Op::kWrite, src.data(), remote, src.size());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(prctl(PR_SET_DUMPABLE, 0), 0);
+  const Status s = PostAndWait(a, &w.value());
+  prctl(PR_SET_DUMPABLE, 1);
+  EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
+  EXPECT_NE(s.message().find("the kernel forbids it to copy this process's memory"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_NE(s.message().find("enable tcp for this peer"), std::string::npos) << s.ToString();
+  EXPECT_NE(child.Ask("verify 5 0 4096"), "ok") << "bytes landed";
+  EXPECT_TRUE(a.Release(&w.value()).ok());
+}
 
 TEST_P(MultiProcessTest, Moves513DescriptorsAcrossProcesses) {
   constexpr int kDescs = 513;

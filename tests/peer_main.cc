@@ -14,14 +14,20 @@
 //   stall / unstall    -> hold / drop the registry lock (remote accesses wait)
 //   quit
 // Usage: kvlane_test_peer TRANSPORT BYTES [METADATA_LISTEN]
+// KVLANE_TEST_PEER_NO_PTRACE=1: drops CAP_SYS_PTRACE first (a root peer then
+// may not copy the memory of a root process that holds it).
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "child_process.h"
@@ -46,6 +52,16 @@ std::string WaitNotif(Agent& agent, const std::string& want, uint64_t seed, uint
 
 int Main(int argc, char** argv) {
   if (argc < 3) return 2;
+  if (std::getenv("KVLANE_TEST_PEER_NO_PTRACE") != nullptr) {
+    __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct caps[2] = {};
+    if (syscall(SYS_capget, &head, caps) != 0) return 5;
+    const unsigned bit = 1u << (CAP_SYS_PTRACE % 32);
+    caps[CAP_SYS_PTRACE / 32].effective &= ~bit;
+    caps[CAP_SYS_PTRACE / 32].permitted &= ~bit;
+    caps[CAP_SYS_PTRACE / 32].inheritable &= ~bit;
+    if (syscall(SYS_capset, &head, caps) != 0) return 5;
+  }
   AgentOptions o = OptionsFor("child", argv[1]);
   if (argc > 3) o.metadata_listen = argv[3];
   auto agent = Agent::Create(o);

@@ -129,6 +129,10 @@ Status FrameExecutor::CmaCopy(bool into_target) {
                     : process_vm_writev(peer_pid_, local_.data(), local_.size(), remote_.data(), remote_.size(), 0);
   if (got < 0) {
     if (errno == ESRCH) return Status::RemoteDisconnect("initiator process is gone");
+    // The kernel refused this process access to the initiator's memory (ptrace
+    // rules): a refusal, as the initiator reads it (kNotAllowed).
+    if (errno == EPERM || errno == EACCES)
+      return Status::NotAllowed("shm: the kernel refused cross-process copies with the initiator");
     return ErrnoStatus(into_target ? "process_vm_readv" : "process_vm_writev", errno);
   }
   if (static_cast<uint64_t>(got) != want) return Status::Backend("CMA copied a partial range");

@@ -331,10 +331,17 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w->canceled) {
     s = Status::Canceled("canceled before start");
   } else if (r.status != 0) {
-    s = PeerStatus(r.status, r.status == static_cast<int32_t>(Code::kNotAllowed)
-                                 ? "the peer refused the access (outside its registered piece, "
-                                   "or a WRITE into a read-only piece)"
-                                 : "reported by the peer");
+    s = PeerStatus(r.status, r.status != static_cast<int32_t>(Code::kNotAllowed)
+                                 ? "reported by the peer"
+                             : mode_ == PayloadMode::kCma
+                                 ? "the peer refused the access (outside its registered piece, a "
+                                   "WRITE into a read-only piece, or the kernel forbids it to copy "
+                                   "this process's memory: shm needs both processes run by one "
+                                   "user, this one dumpable, and Yama's ptrace_scope 0 (or the "
+                                   "target this process's ancestor under 1); else enable tcp for "
+                                   "this peer)"
+                                 : "the peer refused the access (outside its registered piece, "
+                                   "or a WRITE into a read-only piece)");
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {
