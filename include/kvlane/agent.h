@@ -159,7 +159,9 @@ class Agent {
   Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;
   // Cancels a request whose chunks no lane has started (then kOk; it ends as
   // kCanceled). A request a lane still owns: kNotAllowed, handle stays valid.
-  // A finished request: kOk.
+  // A finished request: kOk. Best effort: the lanes start work as soon as it
+  // is posted (tcp and shm send a small request at once), so a cancel right
+  // after a post often finds it owned; it is for work queued behind others.
   Status Cancel(const XferHandle& handle);
   // Frees the handle's slot. An in-flight request is canceled first; if a lane
   // still owns it, kNotAllowed and the handle stays valid. kTimeout, the handle
@@ -167,14 +169,23 @@ class Agent {
   Status Release(XferHandle* handle);
 
   // Standalone notification of at most 64 KiB to a peer (ordered after this
-  // agent's finished WRITEs). kNotFound for a peer not loaded.
+  // agent's finished WRITEs). kNotFound for a peer not loaded. kNotAllowed when
+  // the peer's queue of untaken notifications is full (its
+  // max_notification_bytes or this sender's share of it): nothing was queued.
+  // A WRITE's own notification meets the same limit after its data landed: the
+  // transfer then ends kNotAllowed although its bytes are in place.
   Status SendNotification(std::string_view peer, std::string_view bytes);
   // Takes every notification received so far, oldest first. Out of memory it
   // takes none and returns none; they stay for a later call.
   std::vector<Notification> TakeNotifications();
 
   // First fatal error latched on the connection to `peer` (kOk when none);
-  // kNotFound for a peer not loaded.
+  // kNotFound for a peer not loaded. A latched connection stays failed: every
+  // later post and notification through it is refused with this error, and
+  // re-loading the same blob keeps it. To talk to the peer again: RemovePeer,
+  // LoadPeer (its current blob: a restarted peer has another), then prepare its
+  // lists and make its transfers anew; the failed connection's threads and
+  // sockets go once the last list and transfer made through it is released.
   Status PeerError(std::string_view peer) const;
 
   core::AgentImpl* impl() { return impl_.get(); }
