@@ -408,9 +408,12 @@ TEST(ConnectFailureTest, ALaneOutOfRangeIsRefusedBeforeConnecting) {
   EXPECT_NE(bad.status().message().find("lane 2 is not a lane of the channel (0..1"),
             std::string::npos)
       << bad.status().ToString();
+  // (A test running beside this one may have taken b's port since: any failed
+  // connect will do, the lane's refusal is what matters.)
   auto any =
       MakeSimple(*c.value(), "b", Op::kWrite, src.data(), dst.data(), 64, {}, XferOptions{-1});
-  EXPECT_EQ(any.status().code(), Code::kRemoteDisconnect) << any.status().ToString();
+  EXPECT_FALSE(any.ok());
+  EXPECT_NE(any.status().code(), Code::kInvalidArgument) << any.status().ToString();
 }
 
 TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {

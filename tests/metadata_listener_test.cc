@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -180,8 +181,16 @@ TEST(MetadataListener, SlowReadersShareOneBlob) {
     ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
     ASSERT_EQ(send(c.fd, "KVLGETMD", 8, 0), 8);
   }
-  // Every client's reply under way (the blobs are made one at a time): what
-  // malloc holds stops changing.
+  // Every client's reply under way (the blobs are made one at a time: each
+  // client sees its length arrive), then what malloc holds stops changing.
+  for (RawSocket& c : slow) {
+    int queued = 0;
+    const auto by = std::chrono::steady_clock::now() + 30s;
+    while (std::chrono::steady_clock::now() < by && ioctl(c.fd, FIONREAD, &queued) == 0 &&
+           queued < 4)
+      std::this_thread::sleep_for(10ms);
+    ASSERT_GE(queued, 4) << "a client's reply never started";
+  }
   uint64_t now = held(), last = 0;
   for (int i = 0; i < 100 && (last == 0 || std::max(now, last) - std::min(now, last) > (1u << 20));
        ++i) {

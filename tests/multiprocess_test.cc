@@ -73,6 +73,26 @@ TEST(MultiProcessShm, AKernelRefusalOfCrossProcessCopiesIsNamed) {
   EXPECT_TRUE(a.Release(&w.value()).ok());
 }
 
+// An shm target run by another user: the initiator says so at connect (the
+// target closes such a connection without a word, which read as a guess
+// among three causes), as kNotAllowed, naming both uids.
+TEST(MultiProcessShm, ATargetOfAnotherUserIsNamedAtConnect) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to run the target as another user";
+  setenv("KVLANE_TEST_PEER_UID", "65534", 1);
+  ChildProcess child({KVLANE_TEST_PEER, "shm", "4096"});
+  unsetenv("KVLANE_TEST_PEER_UID");
+  ASSERT_TRUE(child.running());
+  auto agent = Agent::Create(OptionsFor("parent", "shm"));
+  ASSERT_TRUE(agent.ok()) << agent.status().ToString();
+  const std::string meta = child.Ask("meta");
+  ASSERT_TRUE(agent.value()->LoadPeer(FromHex(meta)).ok()) << meta.substr(0, 80);
+  const Status s = agent.value()->PeerTransport("child").status();
+  EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
+  EXPECT_NE(s.message().find("shm: peer 'child' runs as uid 65534, this process as uid 0"),
+            std::string::npos)
+      << s.ToString();
+}
+
 TEST_P(MultiProcessTest, Moves513DescriptorsAcrossProcesses) {
   constexpr int kDescs = 513;
   std::vector<uint64_t> lens(kDescs);

@@ -14,8 +14,10 @@
 //   stall / unstall    -> hold / drop the registry lock (remote accesses wait)
 //   quit
 // Usage: kvlane_test_peer TRANSPORT BYTES [METADATA_LISTEN]
+// KVLANE_TEST_PEER_UID=N (as root): runs as user and group N.
 // KVLANE_TEST_PEER_NO_PTRACE=1: drops CAP_SYS_PTRACE first (a root peer then
 // may not copy the memory of a root process that holds it).
+#include <grp.h>
 #include <linux/capability.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -52,6 +54,10 @@ std::string WaitNotif(Agent& agent, const std::string& want, uint64_t seed, uint
 
 int Main(int argc, char** argv) {
   if (argc < 3) return 2;
+  if (const char* uid = std::getenv("KVLANE_TEST_PEER_UID"); uid != nullptr) {
+    const auto id = static_cast<uid_t>(std::strtoul(uid, nullptr, 10));
+    if (setgroups(0, nullptr) != 0 || setgid(id) != 0 || setuid(id) != 0) return 5;
+  }
   if (std::getenv("KVLANE_TEST_PEER_NO_PTRACE") != nullptr) {
     __user_cap_header_struct head{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct caps[2] = {};

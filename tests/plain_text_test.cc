@@ -20,6 +20,8 @@ TEST(PlainText, UnicodeTextIsPlain) {
   EXPECT_TRUE(IsPlainText("\xf0\x9f\x9a\x80"));  // U+1F680
   EXPECT_TRUE(IsPlainText("\xf4\x8f\xbf\xbf"));  // U+10FFFF
   EXPECT_TRUE(IsPlainText("\xc2\xa0"));          // U+00A0, just past C1
+  EXPECT_TRUE(IsPlainText("\xe2\x80\xa7\xe2\x80\xaf"));  // U+2027, U+202F: beside the bidi ones
+  EXPECT_TRUE(IsPlainText("\xe2\x81\xa5\xe2\x81\xaa"));  // U+2065, U+206A
 }
 
 TEST(PlainText, ControlsAndMalformedUtf8AreNot) {
@@ -45,6 +47,13 @@ TEST(PlainText, ControlsAndMalformedUtf8AreNot) {
       "\xe2\x82",
       "\xf0\x9f\x9a",  // truncated at the end
       "\xe2\x28\xa1",  // a continuation that is not one
+      "\xe2\x80\xa8",
+      "\xe2\x80\xa9",  // line, paragraph separator
+      "a\xe2\x80\xae"
+      "b",
+      "\xe2\x80\xaa",  // bidi override, embedding
+      "\xe2\x81\xa6",
+      "\xe2\x81\xa9",  // bidi isolates
   };
   for (const std::string& s : bad) EXPECT_FALSE(IsPlainText(s)) << PlainTextOf(s);
 }

@@ -139,13 +139,16 @@ class Agent {
   // handle->gen. REQUIRES: the previous post of this handle has finished, and
   // the bytes to move are in place: for device memory, the work that wrote them
   // has completed (kvlane copies on its own streams, not the caller's).
-  // Never allocates. When every slot of a lane's ring is taken (lane_ring_slots),
-  // waits for one up to AgentOptions::post_timeout (then kTimeout).
-  // On error nothing was posted and the handle stays valid and owned by the
-  // caller: kNotAllowed while its previous post is in flight, kNotFound when it
-  // is stale, the channel's latched error (PeerError) once it failed. Check and
-  // Wait then still report the previous post (kOk for one never posted): test
-  // Post's own status before waiting on the handle.
+  // Never allocates. The handle stays valid and owned by the caller on error.
+  // Refused before anything is queued (nothing posted; Check and Wait still
+  // report the previous post, kOk for one never posted: test Post's own
+  // status before waiting on the handle): kNotAllowed while its previous post
+  // is in flight, kNotFound when it is stale, the channel's latched error
+  // (PeerError) once it failed, a local region deregistered since. When every
+  // slot of a lane's ring is taken (lane_ring_slots), Post waits for one up to
+  // AgentOptions::post_timeout: past it (kTimeout), or on the agent's close
+  // (kCanceled), this post ends with that error, returned once the chunks
+  // already queued drained (some bytes may have moved), and Check reads it.
   Status Post(XferHandle* handle);
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
   // kNotFound when the handle is stale (slot reposted or released). A transfer

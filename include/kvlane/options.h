@@ -40,7 +40,9 @@ const char* StagingCopyName(StagingCopy copy);  // "batch" | "each" | "kernel"
 Result<StagingCopy> ParseStagingCopy(const std::string& name);
 
 struct AgentOptions {
-  std::string name;  // required, 1..255 bytes; unique among the agents of a job
+  // Required: 1..255 bytes of plain text (UTF-8 without control or bidi
+  // characters: peers refuse other names); unique among the agents of a job.
+  std::string name;
   ProgressPolicy policy = ProgressPolicy::kIndependent;
   // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda"),
   // each at most once; another name, a repeat or an empty list is refused. One not built

@@ -33,6 +33,11 @@ size_t PlainCharAt(std::string_view s, size_t i) {
   static constexpr uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < kShortest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   if (cp <= 0x9F) return 0;  // C1 controls (U+0080..U+009F)
+  // Line and paragraph separators, and the bidirectional embeddings,
+  // overrides and isolates: they reorder or break what a terminal shows.
+  if (cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+      (cp >= 0x2066 && cp <= 0x2069))
+    return 0;
   return n;
 }
 

@@ -15,7 +15,9 @@ namespace kvlane::core {
 
 // True when `s` is well-formed UTF-8 (shortest forms only, no surrogates,
 // nothing past U+10FFFF) holding no control character (U+0000..U+001F,
-// U+007F..U+009F). The empty string is plain.
+// U+007F..U+009F), line or paragraph separator (U+2028, U+2029) nor
+// bidirectional control (U+202A..U+202E, U+2066..U+2069). The empty string
+// is plain.
 bool IsPlainText(std::string_view s);
 
 // An agent name: 1..255 bytes of plain text. `what` names where it came from

@@ -113,9 +113,4 @@ void Registry::Close() {
   closed_ = true;
 }
 
-bool Registry::closed() const {
-  std::shared_lock lock(mu_);
-  return closed_;
-}
-
 }  // namespace kvlane::core

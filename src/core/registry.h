@@ -98,7 +98,8 @@ class Registry {
 
   // Agent shutting down: every later remote access fails.
   void Close();
-  bool closed() const;
+  // REQUIRES: LockShared() held. Whether Close() came (then it stays so).
+  bool ClosedLocked() const { return closed_; }
 
   // Called by Remove() with the removed pieces, after they left the table and
   // before Remove() returns (transports whose peers touch memory without going

@@ -20,6 +20,7 @@
 
 #include "core/random.h"
 #include "transport/cuda/cuda_control.h"
+#include "transport/cuda/fanout_send.h"
 #include "transport/stream/fd_passing.h"
 #include "transport/stream/hello_mac.h"
 
@@ -198,6 +199,36 @@ TEST(FdPassing, DescriptorRidesOnTheBytes) {
   Fd none;
   ASSERT_TRUE(RecvWithFd(b.get(), got, 4, &none, kNoDeadline).ok());
   EXPECT_FALSE(none.valid());
+}
+
+// FanoutSend: a healthy target's mutex is free again as soon as its bytes
+// went (its own replies wait for no stalled peer), and a stalled target that
+// got part of the message is shut down, so nothing can follow the part.
+TEST(FanoutSend, ReleasesEachTargetWhenDoneAndCutsAPartialOne) {
+  int healthy[2], stalled[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, healthy), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, stalled), 0);
+  const std::string filler(1 << 16, 'f');
+  while (send(stalled[0], filler.data(), filler.size(), MSG_DONTWAIT) > 0) {
+  }
+  std::mutex healthy_mu, stalled_mu;
+  const FanoutTarget to[] = {{healthy[0], &healthy_mu}, {stalled[0], &stalled_mu}};
+  const std::string message(4096, 'm');
+  const auto t0 = Clock::now();
+  std::optional<milliseconds> healthy_free;
+  std::thread replier([&] {  // the healthy connection's own reply, waiting for its mutex
+    std::string got = ReadFor(healthy[1], message.size(), milliseconds(2000));
+    EXPECT_EQ(got, message);
+    std::lock_guard l(healthy_mu);
+    healthy_free = std::chrono::duration_cast<milliseconds>(Clock::now() - t0);
+  });
+  const std::vector<bool> whole = FanoutSend(to, message, Clock::now() + milliseconds(800));
+  replier.join();
+  EXPECT_EQ(whole, (std::vector<bool>{true, false}));
+  ASSERT_TRUE(healthy_free.has_value());
+  EXPECT_LT(*healthy_free, milliseconds(400)) << "the healthy target waited for the stalled one";
+  EXPECT_TRUE(HungUpWithin(stalled[1], milliseconds(2000))) << "a partial target was not cut";
+  for (int fd : {healthy[0], healthy[1], stalled[0], stalled[1]}) close(fd);
 }
 
 class FdServerTest : public ::testing::Test {

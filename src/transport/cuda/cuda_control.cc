@@ -180,7 +180,7 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
   for (Conn* c : to) targets.push_back({c->fd.get(), &c->write_mu});
   const std::vector<bool> whole = FanoutSend(targets, bytes, DeadlineIn(ctx_->options.io_timeout));
   for (size_t i = 0; i < to.size(); ++i)
-    if (!whole[i]) shutdown(to[i]->fd.get(), SHUT_RDWR);  // its stream broke mid-frame
+    if (!whole[i]) shutdown(to[i]->fd.get(), SHUT_RDWR);  // not told: it cannot confirm
   WaitAcks(to, revoke_seq_);
 }
 

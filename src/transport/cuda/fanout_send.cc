@@ -57,14 +57,19 @@ std::vector<bool> FanoutSend(std::span<const FanoutTarget> to, std::string_view 
       Outgoing& o = out[which[k]];
       const ssize_t n =
           send(ready[k].fd, bytes.data() + o.at, bytes.size() - o.at, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (n > 0)
+      if (n > 0) {
         o.at += static_cast<size_t>(n);
-      else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (o.at == bytes.size()) o.lock.unlock();  // its own replies may go again at once
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
         o.failed = true;  // hung up or reset: POLLERR/POLLHUP land here too
     }
   }
   std::vector<bool> whole(to.size());
-  for (size_t i = 0; i < to.size(); ++i) whole[i] = !out[i].failed && out[i].at == bytes.size();
+  for (size_t i = 0; i < to.size(); ++i) {
+    whole[i] = !out[i].failed && out[i].at == bytes.size();
+    // Cut before its lock goes: no reply of its own may follow a part of the message.
+    if (!whole[i] && out[i].lock.owns_lock()) shutdown(to[i].fd, SHUT_RDWR);
+  }
   return whole;
 }
 

@@ -23,11 +23,14 @@ struct FanoutTarget {
 
 // Sends all of `bytes` to every target by `by`: each target's write_mu is
 // taken (try_lock, retried until `by`: its holder may be in a send of its
-// own), then its bytes go out non-blocking whenever its socket takes them.
-// Returns, per target, whether every byte went out; a target that got only
-// part of them (its peer stopped reading, the deadline passed, or the socket
-// failed) has a broken stream and must be cut by the caller. Each mutex is
-// released before returning. Never waits past `by`.
+// own), then its bytes go out non-blocking whenever its socket takes them,
+// and its mutex is released as soon as they all went (its own replies wait
+// for no other target). Returns, per target, whether every byte went out. A
+// target whose mutex was taken and that got only part of them (its peer
+// stopped reading, the deadline passed, or the socket failed) is shut down
+// (SHUT_RDWR) before its mutex is released, so that nothing follows the
+// partial message on it; one whose mutex was never taken got nothing. Never
+// waits past `by` (but for one poll of 1 ms while a mutex is busy).
 std::vector<bool> FanoutSend(std::span<const FanoutTarget> to, std::string_view bytes, Deadline by);
 
 }  // namespace kvlane::core

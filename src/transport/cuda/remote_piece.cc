@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/peer.h"
+#include "core/plain_text.h"
 #include "core/request.h"
 #include "transport/cuda/cuda_channel.h"
 #include "transport/cuda/cuda_check.h"
@@ -98,7 +99,7 @@ Result<uint64_t> CudaChannel::MapExport(const CudaExport& e, const AgentMeta& di
       return MapVmm(e, dial);
     default:
       return Status::NotSupported("peer '" + peer_name_ +
-                                  "' cannot share this device piece: " + e.reason);
+                                  "' cannot share this device piece: " + PlainTextOf(e.reason));
   }
 }
 

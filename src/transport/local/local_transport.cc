@@ -54,10 +54,17 @@ class LocalChannel final : public Channel {
 
   // A peer agent that shut down latches kRemoteDisconnect here as a broken
   // connection does on tcp and shm: its queue is nobody's any more.
+  // Checked and pushed under the peer registry's shared lock, which its
+  // agent's close takes exclusively: a notification is queued before the
+  // close, or refused.
   Status Notify(std::string_view bytes) override {
     KVLANE_RETURN_IF_ERROR(latch().Get());
-    if (peer_->registry->closed()) return LatchGone();
-    return peer_->notifs->Push({self_name_, std::string(bytes)});
+    {
+      auto lock = peer_->registry->LockShared();
+      if (!peer_->registry->ClosedLocked())
+        return peer_->notifs->Push({self_name_, std::string(bytes)});
+    }
+    return LatchGone();
   }
 
   void Close() override {

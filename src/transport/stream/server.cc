@@ -10,18 +10,6 @@
 #include "transport/stream/keepalive.h"
 
 namespace kvlane::core {
-namespace {
-
-ucred PeerCred(int fd) {
-  ucred cred{};
-  cred.uid = static_cast<uid_t>(-1);
-  socklen_t len = sizeof(cred);
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return ucred{0, static_cast<uid_t>(-1), 0};
-  return cred;
-}
-
-}  // namespace
-
 void StreamServer::Serve(Conn* c) {
   int fd = c->fd.get();
   // An unauthenticated peer gets connect_timeout to answer our challenge; after it, a

@@ -283,6 +283,14 @@ Result<Fd> ListenUnix(const std::string& name) {
   return fd;
 }
 
+ucred PeerCred(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return ucred{0, static_cast<uid_t>(-1), 0};
+  return cred;
+}
+
 Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout) {
   socklen_t len;
   sockaddr_un a = UnixAddr(name, &len);

@@ -2,6 +2,8 @@
 // Every call retries EINTR and turns failures into Status.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <chrono>
@@ -88,6 +90,9 @@ Result<Fd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milli
 // Abstract-namespace unix sockets (name without the leading NUL).
 Result<Fd> ListenUnix(const std::string& name);
 Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout);
+// The process at the other end of a unix socket (SO_PEERCRED: for a
+// connecting end, the listener's creator); uid uid_t(-1) when unknown.
+ucred PeerCred(int fd);
 // Accepts one connection; kCanceled when the listener was shut down.
 Result<Fd> Accept(int listen_fd);
 
