@@ -113,6 +113,10 @@ class Agent {
   // Ids are this agent's own, numbered from a random start (never 0, never one
   // alive): another agent's id reads kNotFound here unless it happens to equal
   // one of this agent's live ids (32-bit ids: rare, not impossible).
+  // A remote list keeps the peer's pieces it resolved against the metadata
+  // loaded then: once the peer deregisters them (even to register the same
+  // memory again), every post through it ends kRemoteStale, and re-loading the
+  // peer's blob does not change it: prepare the list (and its transfers) anew.
   Result<PreparedId> PrepareLocal(const DescList& list);
   Result<PreparedId> PrepareRemote(std::string_view peer, const DescList& list);
   Status ReleasePrepared(PreparedId id);
