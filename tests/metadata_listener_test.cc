@@ -36,6 +36,14 @@ struct RawSocket {
     port = ntohs(a.sin_port);
   }
   ~RawSocket() { close(fd); }
+  // Connects to 127.0.0.1:`to`; true on success.
+  bool ConnectTo(uint16_t to) const {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(to);
+    return connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0;
+  }
   int fd;
   uint16_t port;
 };
@@ -131,11 +139,7 @@ TEST(MetadataListener, SilentClientsDoNotDelayOthers) {
   std::list<RawSocket> silent;
   for (int i = 0; i < 3; ++i) {
     RawSocket& c = silent.emplace_back(/*listening=*/false);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(b.value()->metadata_port());
-    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_TRUE(c.ConnectTo(b.value()->metadata_port()));
   }
   std::this_thread::sleep_for(100ms);  // the listener has taken them
   const auto t0 = std::chrono::steady_clock::now();
@@ -174,11 +178,7 @@ TEST(MetadataListener, SlowReadersShareOneBlob) {
     RawSocket& c = slow.emplace_back(/*listening=*/false);
     const int small = 4096;  // the reply stays mostly unsent
     setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(b.value()->metadata_port());
-    ASSERT_EQ(connect(c.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    ASSERT_TRUE(c.ConnectTo(b.value()->metadata_port()));
     ASSERT_EQ(send(c.fd, "KVLGETMD", 8, 0), 8);
   }
   // Every client's reply under way (the blobs are made one at a time: each

@@ -153,6 +153,22 @@ bool ControlServer::Acknowledged(Conn* c, uint64_t seq) {
   return true;
 }
 
+namespace {
+
+// `keys` as whole kRevoke frames (header and payload each), numbered from `seq`.
+std::string RevokeFrames(std::span<const uint64_t> keys, uint64_t seq) {
+  std::string frames;
+  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys, ++seq) {
+    const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
+    const CtlFrame f{static_cast<uint32_t>(CtlType::kRevoke), n * 8, seq};
+    frames.append(reinterpret_cast<const char*>(&f), sizeof(f));
+    frames.append(reinterpret_cast<const char*>(keys.data() + at), n * 8);
+  }
+  return frames;
+}
+
+}  // namespace
+
 void ControlServer::Revoke(std::span<const uint64_t> keys) {
   if (keys.empty()) return;
   std::lock_guard one(revoke_mu_);
@@ -182,17 +198,6 @@ void ControlServer::Revoke(std::span<const uint64_t> keys) {
   for (size_t i = 0; i < to.size(); ++i)
     if (!whole[i]) shutdown(to[i]->fd.get(), SHUT_RDWR);  // not told: it cannot confirm
   WaitAcks(to, revoke_seq_);
-}
-
-std::string RevokeFrames(std::span<const uint64_t> keys, uint64_t seq) {
-  std::string frames;
-  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys, ++seq) {
-    const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
-    const CtlFrame f{static_cast<uint32_t>(CtlType::kRevoke), n * 8, seq};
-    frames.append(reinterpret_cast<const char*>(&f), sizeof(f));
-    frames.append(reinterpret_cast<const char*>(keys.data() + at), n * 8);
-  }
-  return frames;
 }
 
 void ControlServer::WaitAcks(const std::vector<Conn*>& to, uint64_t seq) {

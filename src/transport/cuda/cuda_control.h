@@ -60,8 +60,6 @@ static_assert(sizeof(CtlFrame) == 16);
 
 inline constexpr uint32_t kMaxCtlPayload = 1u << 20;
 inline constexpr uint32_t kMaxRevokeKeys = kMaxCtlPayload / 8;
-// `keys` as whole kRevoke frames (header and payload each), numbered from `seq`.
-std::string RevokeFrames(std::span<const uint64_t> keys, uint64_t seq);
 
 // Sends one frame (header + payload) by `deadline` (see SendIovBy: after a
 // failure the connection is of no further use).

@@ -293,6 +293,22 @@ void StreamChannel::Send(int i) {
   DrainLane(i, why);
 }
 
+namespace {
+
+// What a target's error code in a reply says, for the initiator's message.
+const char* PeerErrorWhy(int32_t status, PayloadMode mode) {
+  if (status != static_cast<int32_t>(Code::kNotAllowed)) return "reported by the peer";
+  if (mode == PayloadMode::kCma)
+    return "the peer refused the access (outside its registered piece, a WRITE into a read-only "
+           "piece, or the kernel forbids it to copy this process's memory: shm needs both "
+           "processes run by one user, this one dumpable, and Yama's ptrace_scope 0 (or the "
+           "target this process's ancestor under 1); else enable tcp for this peer)";
+  return "the peer refused the access (outside its registered piece, or a WRITE into a "
+         "read-only piece)";
+}
+
+}  // namespace
+
 Status StreamChannel::ReceiveOne(Lane& l, int i) {
   const Deadline by = DeadlineIn(2 * io_timeout_);  // the socket is readable: the reply began
   ReplyHeader r{};
@@ -331,17 +347,7 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
   if (w->canceled) {
     s = Status::Canceled("canceled before start");
   } else if (r.status != 0) {
-    s = PeerStatus(r.status, r.status != static_cast<int32_t>(Code::kNotAllowed)
-                                 ? "reported by the peer"
-                             : mode_ == PayloadMode::kCma
-                                 ? "the peer refused the access (outside its registered piece, a "
-                                   "WRITE into a read-only piece, or the kernel forbids it to copy "
-                                   "this process's memory: shm needs both processes run by one "
-                                   "user, this one dumpable, and Yama's ptrace_scope 0 (or the "
-                                   "target this process's ancestor under 1); else enable tcp for "
-                                   "this peer)"
-                                 : "the peer refused the access (outside its registered piece, "
-                                   "or a WRITE into a read-only piece)");
+    s = PeerStatus(r.status, PeerErrorWhy(r.status, mode_));
   }
   if (r.flags & ~kReplyStatusAfter) return Status::Backend("protocol: unknown reply flags");
   if (r.bytes != 0) {

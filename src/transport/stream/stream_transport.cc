@@ -73,12 +73,15 @@ class StreamTransport final : public Transport {
       if (!fd.ok()) return fd.status();
       // shm: the target copies this process's memory itself, and refuses
       // (closing at once) an initiator of another user: say so here.
-      if (const uid_t uid = PeerCred(fd->get()).uid; mode_ == PayloadMode::kCma && uid != geteuid())
-        return Status::NotAllowed(
-            "shm: peer '" + peer.name + "' runs as uid " +
-            std::to_string(static_cast<int64_t>(uid == static_cast<uid_t>(-1) ? -1 : uid)) +
-            ", this process as uid " + std::to_string(geteuid()) +
-            ": shm needs one user on both ends (enable tcp for this peer)");
+      if (mode_ == PayloadMode::kCma) {
+        const uid_t uid = PeerCred(fd->get()).uid;
+        if (uid != geteuid())
+          return Status::NotAllowed(
+              "shm: peer '" + peer.name + "' runs as uid " +
+              (uid == static_cast<uid_t>(-1) ? std::string("unknown") : std::to_string(uid)) +
+              ", this process as uid " + std::to_string(geteuid()) +
+              ": shm needs one user on both ends (enable tcp for this peer)");
+      }
       if (mode_ == PayloadMode::kInline)
         KVLANE_RETURN_IF_ERROR(SetKeepalive(fd->get(), KeepaliveFor(ctx_->options)));
       KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role));
