@@ -1,6 +1,7 @@
 // libFuzzer target: what a stream server parses from an untrusted initiator,
 // in the server's order, without sockets: the Hello (CheckHello, against a fixed
-// challenge nonce; a forged proof must be refused), then frames
+// challenge nonce; a forged proof, or a proven one whose name is not plain
+// text, must be refused), then frames
 // (CheckFrameHeader, the segment table, CheckSegments) and the live registry
 // lookup of every segment. Invariants: a segment the registry accepts lies
 // inside the registered ranges, and a WRITE's never inside the read-only one.
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/plain_text.h"
 #include "core/registry.h"
 #include "fuzz_util.h"
 #include "transport/stream/frame_check.h"
@@ -85,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckHello(hello, name, fuzz::kAgentId, fuzz::FixedSecret(), fuzz::ServerNonce()).ok();
   if (authed != (std::memcmp(hello.proof.data(), proof.data(), proof.size()) == 0 &&
                  hello.target_id == fuzz::kAgentId && hello.magic == kHelloMagic &&
-                 hello.version == kWireVersion && hello.name_len > 0))
+                 hello.version == kWireVersion && hello.name_len > 0 && IsPlainText(name)))
     __builtin_trap();
   if (!authed) return 0;
   std::vector<WireSeg> segs;
