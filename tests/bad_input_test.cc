@@ -566,6 +566,27 @@ TEST(AgentOptionsTest, AgentWithNoTransportBuiltInIsRefused) {
 #endif
 }
 
+// An agent whose only transport is cuda, on a host where no CUDA device is
+// visible, could reach no peer and no peer it: refused at Create with the
+// reason, not at the first connect. CUDA_VISIBLE_DEVICES hides every device
+// from CUDA's first use in the process (ctest runs each test in its own).
+TEST(AgentOptionsTest, ACudaOnlyAgentWithNoDeviceIsRefused) {
+#if !KVLANE_TEST_HAVE_CUDA
+  GTEST_SKIP() << "this library has no cuda transport (AgentWithNoTransportBuiltInIsRefused)";
+#else
+  ASSERT_EQ(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
+  AgentOptions o = OptionsFor("a", "cuda");
+  auto only_cuda = Agent::Create(o);
+  EXPECT_EQ(only_cuda.status().code(), Code::kNotSupported) << only_cuda.status().ToString();
+  EXPECT_NE(only_cuda.status().message().find("works on this host (cuda: no CUDA device"),
+            std::string::npos)
+      << only_cuda.status().ToString();
+  o.transports = {"cuda", "tcp"};  // tcp works: the agent is created, cuda idle
+  auto with_tcp = Agent::Create(o);
+  EXPECT_TRUE(with_tcp.ok()) << with_tcp.status().ToString();
+#endif
+}
+
 // Each agent's slots start at their own random generation: a handle of another
 // agent (the same slot, each agent's first transfer) is stale here, kNotFound for
 // every call, and never posts or releases this agent's transfer in that slot.

@@ -47,7 +47,9 @@ struct AgentOptions {
   // Transports this agent may use, in preference order ("local", "shm", "tcp", "cuda"),
   // each at most once; another name, a repeat or an empty list is refused. One not built
   // into this library (cuda without CUDA) is left out; Create fails (kNotSupported)
-  // when that leaves none.
+  // when that leaves none, or when none left works on this host (cuda alone where
+  // no CUDA device is visible: it would reach no peer). cuda beside others on such
+  // a host stays idle and is not offered to peers.
   std::vector<std::string> transports = {"local", "shm", "tcp", "cuda"};
   std::string tcp_listen_host = "127.0.0.1";  // data listener bind address (no forced wildcard)
   uint16_t tcp_listen_port = 0;               // 0: ephemeral

@@ -95,6 +95,18 @@ Status AgentImpl::Init() {
     return Status::NotSupported("no transport of AgentOptions.transports (" + names +
                                 ") is built into this library");
   }
+  std::string inert;  // an agent no peer could reach, nor it any peer: refused now
+  for (const auto& t : transports_) {
+    const std::string why = t->Inert();
+    if (why.empty()) {
+      inert.clear();
+      break;
+    }
+    inert += (inert.empty() ? "" : "; ") + std::string(t->name()) + ": " + why;
+  }
+  if (!inert.empty())
+    return Status::NotSupported("no transport of AgentOptions.transports works on this host (" +
+                                inert + "); add local, shm or tcp");
   if (!ctx_.options.metadata_listen.empty()) {
     KVLANE_ASSIGN_OR_RETURN(metadata_server_,
                             MetadataServer::Start(ctx_.options.metadata_listen,
@@ -244,7 +256,9 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
       auto it = peer.channels.find(t->name());
       if (it != peer.channels.end()) return it->second.get();
       if (!t->CanReach(peer.meta)) {
-        unreached += (unreached.empty() ? "" : ", ") + std::string(t->name());
+        const std::string inert = t->Inert();
+        unreached += (unreached.empty() ? "" : ", ") + std::string(t->name()) +
+                     (inert.empty() ? "" : " (" + inert + ")");
         continue;
       }
       ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it

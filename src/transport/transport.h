@@ -42,6 +42,10 @@ class Transport {
   virtual const char* name() const = 0;
   // Starts listeners. Called once before Export.
   virtual Status Start() { return Status::Ok(); }
+  // After Start: why this transport can reach no peer from this host (the cuda
+  // transport where no CUDA device is visible), or empty when it can. An agent
+  // whose every transport gives a reason is refused at creation.
+  virtual std::string Inert() const { return {}; }
   // Adds this transport's endpoint to our metadata.
   virtual void Export(AgentMeta* self) const { (void)self; }
   virtual bool CanReach(const AgentMeta& peer) const = 0;

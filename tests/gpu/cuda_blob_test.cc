@@ -170,7 +170,8 @@ TEST(CudaTransport, AgentsStartWithDefaultTransportsWithoutAGpu) {
   auto a = Agent::Create(o);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   o.name = "b";
-  o.transports = {"cuda"};
+  o.transports = {"cuda", "tcp"};  // cuda alone, with no device, is refused
+                                   // (AgentOptionsTest.ACudaOnlyAgentWithNoDeviceIsRefused)
   auto b = Agent::Create(o);
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_TRUE((*a)->ExportMetadata().ok());

@@ -79,8 +79,12 @@ class CudaTransport final : public Transport {
 
   Status Start() override {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {  // no driver or no GPU: reach nobody
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {  // no driver or no GPU: reach nobody
       (void)cudaGetLastError();
+      inert_ = e != cudaSuccess ? std::string("no CUDA device is usable (cudaGetDeviceCount: ") +
+                                      cudaGetErrorString(e) + ")"
+                                : "no CUDA device is visible";
       return Status::Ok();
     }
     socket_ = ControlSocketName(ctx_->agent_id);
@@ -94,6 +98,8 @@ class CudaTransport final : public Transport {
                                      ctx_->name, ctx_->registry, ctx_->notifs, false}));
     return Status::Ok();
   }
+
+  std::string Inert() const override { return inert_; }
 
   void Export(AgentMeta* self) const override {
     if (devices_ == 0) return;
@@ -212,6 +218,7 @@ class CudaTransport final : public Transport {
   ControlServer server_;
   std::string socket_;
   uint32_t devices_ = 0;
+  std::string inert_;  // set by Start where no device is usable
   mutable std::mutex mu_;
   mutable std::unordered_map<uint64_t, CudaExport> exports_;  // GUARDED_BY(mu_)
   bool records_tried_ = false;       // GUARDED_BY(mu_)
