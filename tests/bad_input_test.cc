@@ -390,6 +390,20 @@ TEST(ConnectFailureTest, NoRouteIsNotSupportedAndAGonePeerIsRemoteDisconnect) {
   EXPECT_EQ(gone.code(), Code::kRemoteDisconnect) << gone.ToString();
 }
 
+// A notification to a peer that is gone fails with the host connect's reason
+// alone: the device-memory channel it tried next (no transport of this agent
+// moves device memory) added an unrelated second reason.
+TEST(ConnectFailureTest, ANotificationToAGonePeerSaysWhyOnce) {
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  auto c = Agent::Create(OptionsFor("c", "tcp"));
+  ASSERT_TRUE(b.ok() && c.ok());
+  Connect(*c.value(), *b.value());
+  b.value().reset();  // nothing listens at b's address now
+  const Status s = c.value()->SendNotification("b", "ready");
+  EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
+  EXPECT_EQ(s.message().find("device memory"), std::string::npos) << s.ToString();
+}
+
 // A fixed lane outside the channel's is refused before any connection is
 // made for it: with the peer gone, the error is the lane's, not a failed
 // connect (which the same transfer on any lane does meet).

@@ -1,6 +1,9 @@
 #include "agent.h"
 
+#include <unistd.h>
+
 #include <atomic>
+#include <string>
 
 namespace kvlane::python {
 namespace {
@@ -10,12 +13,19 @@ std::atomic<uint64_t> next_serial{1};
 }  // namespace
 
 PyAgent::PyAgent(std::unique_ptr<Agent> agent)
-    : serial_(next_serial.fetch_add(1, std::memory_order_relaxed)), agent_(std::move(agent)) {}
+    : serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
+      pid_(getpid()),
+      agent_(std::move(agent)) {}
 
 PyAgent::~PyAgent() { Destroy(); }
 
 Agent& PyAgent::agent() {
   if (agent_ == nullptr) throw py::value_error("the kvlane.Agent is closed");
+  if (getpid() != pid_)
+    throw std::runtime_error("this kvlane.Agent was created in process " + std::to_string(pid_) +
+                             ", before a fork(): an agent does not survive fork(); create one "
+                             "in this process (multiprocessing: use the 'spawn' start method, "
+                             "or create agents in the children)");
   return *agent_;
 }
 
@@ -27,12 +37,35 @@ void PyAgent::Close() {
 }
 
 void PyAgent::Destroy() {
-  if (agent_ != nullptr) {
+  if (agent_ != nullptr && getpid() != pid_) {
+    // A forked child's copy: its threads, sockets' peers and lanes are the
+    // parent's. Destroying it would join threads that do not exist here.
+    (void)agent_.release();
+  } else if (agent_ != nullptr) {
     std::unique_ptr<Agent> agent = std::move(agent_);
-    py::gil_scoped_release unlocked;  // joins the engine's threads
-    agent.reset();
+    WithoutGil([&] { agent.reset(); });  // joins the engine's threads
   }
+  orphans_.clear();  // their slots went with the engine agent
+  for (uint64_t id : poisoned_) {
+    auto it = pins_.find(id);
+    if (it != pins_.end()) (void)it->second.release();  // kept for good, on purpose
+  }
+  poisoned_.clear();
   pins_.clear();  // only now: the engine and its peers' accesses are done with them
+}
+
+void PyAgent::ReleaseOrphans() {
+  if (orphans_.empty()) return;
+  std::vector<XferHandle> left = Blocking([&](Agent& a) {
+    std::vector<XferHandle> still;
+    for (XferHandle h : orphans_) {
+      // kNotAllowed: a lane still owns it. Anything else frees the slot or
+      // says it is gone (a stale handle): either way it is done with.
+      if (a.Release(&h).code() == Code::kNotAllowed) still.push_back(h);
+    }
+    return still;
+  });
+  orphans_ = std::move(left);
 }
 
 void PyAgent::CheckOwner(uint64_t owner, const char* what) const {

@@ -8,12 +8,17 @@
 // a call.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
+#include "gil.h"
 #include "kvlane/agent.h"
 #include "pybind.h"
 
@@ -66,7 +71,8 @@ class PyAgent {
   // Process-unique: tells this agent's regions and lists from another's.
   uint64_t serial() const { return serial_; }
   bool closed() const { return agent_ == nullptr; }
-  // The engine agent. ValueError once closed.
+  // The engine agent. ValueError once closed; RuntimeError in a child forked
+  // after the agent was created (the engine's threads did not come along).
   Agent& agent();
   // Runs fn(Agent&) with the GIL released and returns its result. ValueError
   // once closed. `fn` must not touch Python objects.
@@ -74,10 +80,21 @@ class PyAgent {
   auto Blocking(F&& fn);
   // Destroys the engine agent (GIL released), then lets go of every pinned
   // buffer. RuntimeError while another thread is inside a call of this agent.
-  // Idempotent.
+  // Idempotent. In a forked child the engine agent is let go of, not destroyed
+  // (its threads live in the parent only).
   void Close();
   // ValueError unless `owner` is this agent's serial.
   void CheckOwner(uint64_t owner, const char* what) const;
+
+  // A dropped transfer whose request a lane still owns: released later (by
+  // ReleaseOrphans, or with the agent) instead of waiting in the destructor,
+  // which would block the dropping thread (GC, Ctrl-C ignored) for as long as
+  // a stalled peer takes to time out.
+  void Orphan(const XferHandle& handle) { orphans_.push_back(handle); }
+  // Releases the orphans whose lanes let go (GIL released); keeps the others.
+  // Called before a transfer is made, where their slots are wanted.
+  void ReleaseOrphans();
+  size_t orphans() const { return orphans_.size(); }
 
   // register_memory and deregister_memory (agent_memory.cc).
   PyRegion Register(py::handle target, std::optional<uint64_t> length, MemoryKind kind,
@@ -88,11 +105,16 @@ class PyAgent {
   void Destroy();
 
   const uint64_t serial_;
+  const pid_t pid_;  // the process that created the engine agent
   // By RegionId. Declared before agent_ so that it is destroyed after it; Close()
   // orders the two explicitly as well.
   std::map<uint64_t, std::unique_ptr<BufferPin>> pins_;
+  // Regions DeregisterMemory said must stay (kBackend): Destroy never lets go
+  // of their pins, so the Python buffers live as long as the process.
+  std::set<uint64_t> poisoned_;
   std::unique_ptr<Agent> agent_;
   int busy_ = 0;  // Blocking calls in flight (GIL-guarded)
+  std::vector<XferHandle> orphans_;  // GIL-guarded
 };
 
 template <typename F>
@@ -102,9 +124,8 @@ auto PyAgent::Blocking(F&& fn) {
   struct Leave {
     int* busy;
     ~Leave() { --*busy; }
-  } leave{&busy_};                  // runs after `unlocked`: with the GIL back
-  py::gil_scoped_release unlocked;  // the engine never calls into Python
-  return fn(a);
+  } leave{&busy_};                           // runs with the GIL back
+  return WithoutGil([&] { return fn(a); });  // the engine never calls into Python
 }
 
 }  // namespace kvlane::python

@@ -12,10 +12,8 @@ namespace {
 
 std::unique_ptr<PyAgent> Create(const std::string& name, const py::kwargs& kwargs) {
   const AgentOptions o = OptionsFromKwargs(name, kwargs);
-  Result<std::unique_ptr<Agent>> agent = [&] {
-    py::gil_scoped_release unlocked;  // starts listeners and threads
-    return Agent::Create(o);
-  }();
+  // Starts listeners and threads.
+  Result<std::unique_ptr<Agent>> agent = WithoutGil([&] { return Agent::Create(o); });
   return std::make_unique<PyAgent>(ValueOrRaise(std::move(agent)));
 }
 
@@ -56,7 +54,10 @@ length: bytes to register (default: the whole buffer).
 kind: "host", or "cuda" for device memory (an address only) on CUDA ordinal `device`.
 read_only: peers may READ the region but a WRITE into it fails (kvlane.Error NOT_ALLOWED).)")
       .def("deregister_memory", &PyAgent::Deregister, py::arg("region"),
-           "Removes a region once remote accesses in flight finish, then unpins its buffer.");
+           "Removes a region once remote accesses in flight finish, then unpins its buffer.\n\n"
+           "kvlane.Error BACKEND when something may still copy into or out of it (a wedged "
+           "GPU, an shm target that did not let go): the region is gone for new posts and its "
+           "buffer stays pinned for the life of the process, even after close().");
 }
 
 void DefPeers(AgentClass& c) {

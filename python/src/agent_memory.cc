@@ -7,8 +7,15 @@
 namespace kvlane::python {
 
 BufferPin::BufferPin(py::handle obj) {
-  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS) != 0)
-    throw py::error_already_set();
+  if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS) == 0) return;
+  // The exporter's reason ("Object is not writable.", "ndarray is not
+  // C-contiguous"), and why kvlane asks: read_only=True restricts peers, and
+  // this agent's own READs still store into the region.
+  py::error_already_set e;
+  throw py::buffer_error(
+      std::string("register_memory needs a writable, contiguous buffer (read_only=True limits "
+                  "what peers may do; this agent's own READs may still store into it): ") +
+      e.what());
 }
 
 PyRegion PyAgent::Register(py::handle target, std::optional<uint64_t> length, MemoryKind kind,
@@ -45,7 +52,11 @@ void PyAgent::Deregister(const PyRegion& region) {
   CheckOwner(region.owner, "this region");
   // Waits for remote accesses in flight, and for this agent's own transfers in
   // flight on the region; only then may the buffer go (kept on an error).
-  RaiseIfError(Blocking([&](Agent& a) { return a.DeregisterMemory(region.id); }));
+  const Status s = Blocking([&](Agent& a) { return a.DeregisterMemory(region.id); });
+  // kBackend: something may still copy into or out of it (a wedged GPU, an shm
+  // target that did not let go): its pin outlives the agent (Destroy).
+  if (s.code() == Code::kBackend) poisoned_.insert(region.id.value);
+  RaiseIfError(s);
   pins_.erase(region.id.value);
 }
 

@@ -31,6 +31,7 @@ std::unique_ptr<PyTransfer> MakeTransfer(py::object self, const std::string& op,
     throw py::value_error(
         "lane is a lane's index, 0 .. lanes_per_peer - 1 (None: the engine picks)");
   const XferOptions xo{lane.value_or(-1), stripe};
+  a.ReleaseOrphans();  // slots of dropped transfers whose lanes have let go since
   const XferHandle h = ValueOrRaise(a.Blocking([&](Agent& agent) {  // may connect
     return agent.MakeTransfer(o, local.id, li, remote.id, ri, notif, xo);
   }));

@@ -51,8 +51,11 @@ uint64_t IntAt(const Py_buffer& v, IntFormat fmt, Py_ssize_t row, Py_ssize_t col
   return raw;
 }
 
-// A non-negative Python integer (or anything with __index__, e.g. numpy.int64).
-uint64_t ToU64(py::handle v, const char* what, size_t i) {
+// A non-negative Python integer (or anything with __index__, e.g. numpy.int64)
+// no greater than `max` (named `max_text` in the error).
+uint64_t ToU64(py::handle v, const char* what, size_t i,
+               uint64_t max = std::numeric_limits<uint64_t>::max(),
+               const char* max_text = "below 2**64") {
   PyObject* n = PyNumber_Index(v.ptr());
   if (n == nullptr) {
     PyErr_Clear();
@@ -60,12 +63,20 @@ uint64_t ToU64(py::handle v, const char* what, size_t i) {
   }
   unsigned long long x = PyLong_AsUnsignedLongLong(n);
   Py_DECREF(n);
-  if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
-    PyErr_Clear();
+  const bool overflow = x == static_cast<unsigned long long>(-1) && PyErr_Occurred();
+  if (overflow) PyErr_Clear();
+  if (overflow || x > max)
     throw py::value_error(std::string(what) + " " + std::to_string(i) +
-                          ": must be a non-negative int below 2**64");
-  }
+                          ": must be a non-negative int " + max_text);
   return x;
+}
+
+// A descriptor's device ordinal: CUDA's are ints.
+int32_t DeviceOf(uint64_t x, size_t i) {
+  if (x > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    throw py::value_error("descriptor " + std::to_string(i) + ": device " + std::to_string(x) +
+                          " is not a device ordinal (0..2**31-1)");
+  return static_cast<int32_t>(x);
 }
 
 Desc DescFromTuple(py::handle item, size_t i) {
@@ -75,7 +86,7 @@ Desc DescFromTuple(py::handle item, size_t i) {
   if (t.size() != 2 && t.size() != 3)
     throw py::type_error("descriptor " + std::to_string(i) + ": expected (addr, len[, device])");
   Desc d{ToU64(t[0], "descriptor", i), ToU64(t[1], "descriptor", i), 0};
-  if (t.size() == 3) d.device = static_cast<int32_t>(ToU64(t[2], "descriptor", i));
+  if (t.size() == 3) d.device = DeviceOf(ToU64(t[2], "descriptor", i), i);
   return d;
 }
 
@@ -91,7 +102,7 @@ DescList FromBuffer(py::handle obj, MemoryKind kind) {
     Desc& d = list.descs[static_cast<size_t>(i)];
     d.addr = IntAt(v, fmt, i, 0);
     d.len = IntAt(v, fmt, i, 1);
-    if (v.shape[1] == 3) d.device = static_cast<int32_t>(IntAt(v, fmt, i, 2));
+    if (v.shape[1] == 3) d.device = DeviceOf(IntAt(v, fmt, i, 2), static_cast<size_t>(i));
   }
   return list;
 }
@@ -142,7 +153,8 @@ std::vector<uint32_t> ToIndices(py::handle idx) {
     throw py::type_error("indices: expected a sequence of ints or a 1-D int array");
   py::sequence seq = py::reinterpret_borrow<py::sequence>(idx);
   out.reserve(seq.size());
-  for (size_t i = 0; i < seq.size(); ++i) add(ToU64(seq[i], "index", i), i);
+  for (size_t i = 0; i < seq.size(); ++i)
+    add(ToU64(seq[i], "index", i, std::numeric_limits<uint32_t>::max(), "at most 2**32-1"), i);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "bindings.h"
+#include "gil.h"
 #include "kvlane/agent.h"
 #include "kvlane/version.h"
 #include "pybind.h"
@@ -21,10 +22,7 @@ void BindFunctions(py::module_& m) {
           throw py::value_error("timeout_s must be a number of seconds, 0.001..86400 (24 h)");
         const auto timeout =
             std::chrono::round<std::chrono::milliseconds>(std::chrono::duration<double>(timeout_s));
-        Result<std::string> blob = [&] {
-          py::gil_scoped_release unlocked;
-          return FetchMetadata(host_port, timeout);
-        }();
+        Result<std::string> blob = WithoutGil([&] { return FetchMetadata(host_port, timeout); });
         return py::bytes(ValueOrRaise(std::move(blob)));
       },
       py::arg("host_port"), py::arg("timeout_s") = 5.0,
@@ -53,6 +51,7 @@ PYBIND11_MODULE(kvlane, m) {
 
 Errors raise kvlane.Error (with .code, a kvlane.Code); blocking calls release the GIL.)";
   m.attr("__version__") = KVLANE_VERSION_STRING;
+  kp::InitGil();
   kp::BindStatus(m);
   kp::BindValues(m);
   kp::BindTransfer(m);

@@ -18,8 +18,6 @@ using Clock = std::chrono::steady_clock;
 constexpr uint32_t kUnlockedPostChunks = 64;
 // wait() blocks in slices this long and looks for signals (Ctrl-C) between them.
 constexpr std::chrono::nanoseconds kWaitSlice = std::chrono::milliseconds(100);
-// A dropped transfer waits this long for a lane that still owns its request.
-constexpr std::chrono::nanoseconds kDropWait = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -57,26 +55,31 @@ auto PyTransfer::Blocking(F&& fn) {
 PyTransfer::~PyTransfer() {
   if (released() || agent_->closed()) return;
   try {
-    (void)Blocking([](Agent& a, XferHandle& h) {
-      Status s = a.Release(&h);
-      if (s.code() == Code::kNotAllowed) {  // a lane owns part of it: let it finish
-        (void)a.Wait(h, kDropWait);
-        s = a.Release(&h);
-      }
-      return s;
-    });
+    const Status s = Blocking([](Agent& a, XferHandle& h) { return a.Release(&h); });
+    // A lane owns part of it: its agent releases it later, not this thread now.
+    if (s.code() == Code::kNotAllowed) agent_->Orphan(handle_);
   } catch (...) {
-    // A destructor does not raise; a slot it could not release stays taken.
+    // A destructor does not raise (a closed agent, another process after a
+    // fork): a slot it could not release stays taken.
   }
 }
 
 py::object PyTransfer::Post() {
   if (chunks_ <= kUnlockedPostChunks) return CodeOrRaise(Use().agent().Post(&handle_));
+  Use();  // before marking: a refused call leaves posting_ alone
+  posting_ = true;
+  struct Leave {
+    bool* posting;
+    ~Leave() { *posting = false; }
+  } leave{&posting_};
   return CodeOrRaise(Blocking([](Agent& a, XferHandle& h) { return a.Post(&h); }));
 }
 
 py::object PyTransfer::Check() {
   if (released()) throw py::value_error("the kvlane.Transfer is released");
+  // Another thread's post is queueing a new generation on a copy of the handle:
+  // handle_ still names the previous one, which the engine now calls stale.
+  if (posting_) return CodeOrRaise(Status::InProgress());
   return CodeOrRaise(agent_->agent().Check(handle_));  // no busy check: one load
 }
 

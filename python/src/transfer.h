@@ -5,7 +5,8 @@
 //
 // Thread-safety: a transfer is used by one thread at a time. A call made while
 // another thread is inside its post(), wait() or release() raises RuntimeError,
-// except check(), which stays a single load.
+// except check(), which stays a single load (IN_PROGRESS while another thread
+// is inside post(): the handle's new generation is not known yet).
 #pragma once
 
 #include <optional>
@@ -19,8 +20,8 @@ class PyTransfer {
  public:
   // `owner` is the kvlane.Agent object whose PyAgent made `handle`.
   PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks);
-  // Releases the handle if the agent is still open; a request a lane still
-  // owns is waited for first (bounded; past that the slot is left behind).
+  // Releases the handle if the agent is still open; one whose request a lane
+  // still owns goes to the agent (PyAgent::Orphan), released later.
   ~PyTransfer();
   PyTransfer(const PyTransfer&) = delete;
   PyTransfer& operator=(const PyTransfer&) = delete;
@@ -49,6 +50,7 @@ class PyTransfer {
   Op op_;
   uint32_t chunks_;    // a post of more than kUnlockedPostChunks releases the GIL
   bool busy_ = false;  // inside Blocking (GIL-guarded)
+  bool posting_ = false;  // inside a post that released the GIL (GIL-guarded)
 };
 
 }  // namespace kvlane::python

@@ -117,8 +117,14 @@ def test_binding_misuse(local_pair):
         b.deregister_memory(ra)
     with pytest.raises(TypeError):
         a.register_memory(ra.addr)  # an address needs a length
-    with pytest.raises(BufferError):
+    with pytest.raises(BufferError, match="writable"):
         a.register_memory(b"immutable bytes")  # not writable
+    with pytest.raises(BufferError, match="own READs"):
+        a.register_memory(b"immutable bytes", read_only=True)  # peers only: we may READ into it
+    with pytest.raises(ValueError, match="device ordinal"):
+        a.prepare_local([(ra.addr, 16, 2**32 + 1)])  # was taken as device 1
+    with pytest.raises(ValueError, match="2\\*\\*32-1"):
+        a.make_transfer("write", local, remote, local_idx=[2**32])
     with pytest.raises(ValueError):
         a.register_memory(bytearray(16), length=17)
     with pytest.raises(ValueError):

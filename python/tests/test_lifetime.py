@@ -157,3 +157,40 @@ def test_agent_survives_interpreter_exit_order():
             " a.prepare_remote('b', [(rb.addr, 4096)]))\n"
             "t.post()\n")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_check_from_another_thread_during_a_post():
+    # A post of more than 64 chunks releases the GIL and queues a new generation
+    # on a copy of the handle: a check() from another thread meanwhile read the
+    # previous generation and raised NOT_FOUND ("stale transfer handle").
+    a, b = make_pair("local", chunk_bytes=4096, merge_adjacent=False)
+    n = 1024 * 4096  # 1024 chunks
+    src, dst = bytearray(pattern(34, n)), bytearray(n)
+    t = write_transfer(a, b, src, dst)
+    assert t.describe().chunks > 64
+    stop, seen = threading.Event(), []
+
+    def poll():
+        while not stop.is_set():
+            try:
+                t.check()
+            except kvlane.Error as e:
+                seen.append(str(e))
+                return
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        for _ in range(300):
+            t.post()
+            assert t.wait(10) == kvlane.Code.OK
+            if seen:
+                break
+    finally:
+        stop.set()
+        poller.join()
+    assert seen == []
+    assert first_mismatch(dst, src) == -1
+    del t
+    a.close()
+    b.close()

@@ -110,3 +110,44 @@ def test_fetch_metadata_from_the_listener(child):
         assert w.wait(30) == kvlane.Code.OK
         assert child.ask("verify 21") == "ok"
         assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
+def test_dropping_a_transfer_a_stalled_peer_holds_does_not_block(child):
+    # The peer stops (SIGSTOP) under a WRITE: dropping the transfer waited for
+    # the lane, up to io_timeout (10 s here), with Ctrl-C ignored. Now the
+    # agent keeps the handle and frees its slot once the lane lets go.
+    import signal
+    import time
+    with kvlane.Agent("parent", transports=["tcp"], max_requests=2, io_timeout_s=10) as a:
+        src = bytearray(pattern(31, SIZE))
+        rs = a.register_memory(src)
+        assert a.load_peer(child.meta) == "child"
+        local = a.prepare_local([(rs.addr, SIZE)])
+        remote = a.prepare_remote("child", [(child.addr, SIZE)])
+        w = a.make_transfer("write", local, remote)
+        w.post()
+        assert w.wait(30) == kvlane.Code.OK  # connected and moving
+        os.kill(child.proc.pid, signal.SIGSTOP)
+        try:
+            w.post()
+            time.sleep(0.2)  # the lane has sent what the socket takes and waits
+            start = time.monotonic()
+            del w
+            dropped_in = time.monotonic() - start
+        finally:
+            os.kill(child.proc.pid, signal.SIGCONT)
+        assert dropped_in < 1.0
+        # Its slot comes back once the lane is done: two live transfers fit.
+        deadline, made = time.monotonic() + 30, []
+        while len(made) < 2:
+            try:
+                made.append(a.make_transfer("write", local, remote))
+            except kvlane.Error as e:
+                assert e.code == kvlane.Code.NOT_ALLOWED and time.monotonic() < deadline, e
+                time.sleep(0.05)
+        made[1].post()
+        assert made[1].wait(30) == kvlane.Code.OK
+        assert child.ask("verify 31") == "ok"
+        del made
+    assert child.quit() == 0

@@ -317,6 +317,9 @@ Status AgentImpl::SendNotification(std::string_view name, std::string_view bytes
   }
   if (ch == nullptr) {
     auto host = EnsureChannel(*peer, MemoryKind::kHost, MemoryKind::kHost);
+    // Device memory's channel only when no transport moves host memory to it:
+    // a host connect that failed (timeout, refusal) is the answer as it is.
+    if (!host.ok() && host.status().code() != Code::kNotSupported) return host.status();
     auto any = host.ok() ? host : EnsureChannel(*peer, MemoryKind::kCuda, MemoryKind::kCuda);
     if (!any.ok())  // both reasons: the host channel's is often the one that matters
       return Status(host.status().code(),

@@ -22,6 +22,7 @@
 #include <iterator>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -167,10 +168,16 @@ class NotifQueue {
 
   static Status Refused(uint64_t held, const std::string& whose, const char* field,
                         uint64_t limit) {
+    // The per-peer limit is often not set by hand: say where its value came from.
+    const std::string per_peer_note =
+        std::string_view(field) == "max_notification_bytes_per_peer"
+            ? "; when left 0, a quarter of max_notification_bytes, at least one largest "
+              "notification"
+            : "";
     return Status::NotAllowed("notification refused: the receiving application holds " +
                               std::to_string(held) + " bytes of notifications " + whose +
                               " it has not taken (AgentOptions." + field + " = " +
-                              std::to_string(limit) + ")");
+                              std::to_string(limit) + per_peer_note + ")");
   }
 
   const uint64_t max_bytes_;

@@ -29,7 +29,8 @@ Result<ChallengeFrame> RecvChallenge(const AgentMeta& peer, HelloIo& io) {
   Status s = io.WaitReadable();
   if (s.code() == Code::kTimeout)
     return Status::Timeout(
-        who + " sent no challenge within connect_timeout (kvlane older than wire version 2?)");
+        who + " accepted the connection but sent no challenge within connect_timeout (a " +
+        "stopped or overloaded process, or kvlane older than wire version 2)");
   ChallengeFrame c{};
   if (s.ok()) s = io.Recv(&c, sizeof(c));
   if (IsPeerClosed(s))

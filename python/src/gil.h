@@ -1,0 +1,58 @@
+// WithoutGil: runs engine code with the GIL released, safe for daemon threads
+// at interpreter exit.
+//
+// py::gil_scoped_release takes the GIL back in a destructor. When the
+// interpreter is finalizing, CPython ends a (daemon) thread that asks for the
+// GIL with pthread_exit, whose unwinding may not pass a destructor (noexcept):
+// the process aborted ("terminate called without an active exception") when a
+// script ended while a daemon thread was inside wait(). Here the GIL is taken
+// back in plain code, and a thread other than the main one that finds the
+// interpreter finalizing parks instead of asking: the process is about to
+// exit, and Python code must not run on it again anyway. (The main thread,
+// which finalizes, takes the GIL back as usual: it destroys agents then.)
+#pragma once
+
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+#include "pybind.h"
+
+namespace kvlane::python {
+
+// Remembers the main thread (the one that finalizes the interpreter).
+// REQUIRES: the GIL; called once, at import.
+void InitGil();
+
+// Takes the GIL back for `state` (from PyEval_SaveThread), or, on a thread
+// other than the main one once the interpreter is finalizing, never returns.
+void ReacquireGil(PyThreadState* state);
+
+// Runs fn() with the GIL released and returns its result. REQUIRES: the GIL.
+// `fn` must not touch Python objects.
+template <typename F>
+auto WithoutGil(F&& fn) {
+  using R = std::invoke_result_t<F&>;
+  PyThreadState* state = PyEval_SaveThread();
+  if constexpr (std::is_void_v<R>) {
+    try {
+      fn();
+    } catch (...) {
+      ReacquireGil(state);
+      throw;
+    }
+    ReacquireGil(state);
+  } else {
+    std::optional<R> result;
+    try {
+      result.emplace(fn());
+    } catch (...) {
+      ReacquireGil(state);
+      throw;
+    }
+    ReacquireGil(state);
+    return std::move(*result);
+  }
+}
+
+}  // namespace kvlane::python

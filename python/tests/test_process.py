@@ -1,0 +1,79 @@
+"""The process around an agent: an interpreter that exits while daemon threads
+are inside blocking calls, and a child forked after an agent was made."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import kvlane
+
+# Each script runs in its own interpreter (PYTHONPATH is inherited).
+EXIT_WITH_DAEMON_WAITERS = textwrap.dedent("""
+    import threading, time
+    import kvlane
+    from kvtest import make_pair, pattern, write_transfer
+    a, b = make_pair("{transport}")
+    n = 64 << 20
+    src, dst = bytearray(pattern(5, n)), bytearray(n)
+    t = write_transfer(a, b, src, dst)
+    started = threading.Event()
+    def loop():
+        while True:
+            t.post()
+            started.set()
+            t.wait()
+    threading.Thread(target=loop, daemon=True).start()
+    started.wait(10)
+    time.sleep(0.2)
+    print("main done", flush=True)
+""")
+
+
+def run_script(source, timeout=60):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(__file__)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return subprocess.run([sys.executable, "-c", source], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("transport", ["local", "tcp"])
+def test_exit_while_a_daemon_thread_waits(transport):
+    # It aborted ("terminate called without an active exception", exit -6):
+    # the GIL was taken back in a destructor, where CPython's exit of a daemon
+    # thread at finalization may not unwind.
+    for _ in range(3):
+        r = run_script(EXIT_WITH_DAEMON_WAITERS.format(transport=transport))
+        assert r.returncode == 0, r.stderr
+        assert "main done" in r.stdout
+        assert "terminate" not in r.stderr
+
+
+def test_forked_child_cannot_use_the_agent_and_closes_it_cleanly():
+    a = kvlane.Agent("a", transports=["local"])
+    region = a.register_memory(bytearray(4096))
+    pid = os.fork()
+    if pid == 0:  # the child: report by exit status only
+        code = 0
+        try:
+            try:
+                a.export_metadata()
+                code = 10  # used an agent whose threads stayed in the parent
+            except RuntimeError as e:
+                if "fork" not in str(e):
+                    code = 11
+            a.close()  # let go of, not destroyed: it segfaulted (its threads are the parent's)
+            if not a.closed:
+                code = 12
+        except BaseException:
+            code = 13
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), f"the child died: status {status:#x}"
+    assert os.WEXITSTATUS(status) == 0
+    # The parent's agent is untouched.
+    assert a.export_metadata()
+    a.deregister_memory(region)
+    a.close()
