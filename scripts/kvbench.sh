@@ -4,13 +4,25 @@
 # grid, about a minute — then renders the run's documents with `kvbench summarize`
 # (markdown tables and SVG charts) and prints where everything is. Extra arguments
 # go to `kvbench run`; SUMMARY_DIR (default <out>/summary) moves the rendering.
+# `kvbench run` runs in the caller's directory: a relative --out (default
+# kvbench-out) and SUMMARY_DIR are relative to it, not to the repository.
+# BUILD_DIR (default build) is relative to the repository root; KVBENCH_BIN names a
+# kvbench binary to use instead of building one (tests).
+# Only a run that wrote a document is rendered: after a run that wrote none (refused
+# flags, a setup error) the documents of earlier runs in <out>, and their summary,
+# are left as they are and said to be earlier runs', not presented as this one's.
 # Exits with the run's code (0 valid, 1 a row failed or was not verified, 2 setup
 # or control-plane error): a failed summary is reported but never hides it.
 set -uo pipefail  # no -e: the run's exit code is kept through the summary step
-cd "$(dirname "$0")/.."
-build=${BUILD_DIR:-build}
-BUILD_DIR=$build scripts/build.sh >&2 || exit 2
-kvbench=$build/tools/kvbench/kvbench
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "${KVBENCH_BIN:-}" ]; then
+  kvbench=$KVBENCH_BIN
+else
+  build=${BUILD_DIR:-build}
+  case $build in /*) ;; *) build=$root/$build ;; esac
+  (cd "$root" && BUILD_DIR=$build scripts/build.sh) >&2 || exit 2
+  kvbench=$build/tools/kvbench/kvbench
+fi
 
 out=kvbench-out  # `kvbench run`'s default --out
 args=("$@")
@@ -20,15 +32,20 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --out=*) out=${args[i]#--out=} ;;
   esac
 done
+summary=${SUMMARY_DIR:-$out/summary}
 
+# A document this run wrote is newer than this marker (kvbench writes each one anew
+# and renames it into place).
+marker=$(mktemp "${TMPDIR:-/tmp}/kvbench-sh.XXXXXX") || exit 2
+trap 'rm -f "$marker"' EXIT
 "$kvbench" run "$@"
 rc=$?
 
-summary=${SUMMARY_DIR:-$out/summary}
-if compgen -G "$out/*.json" >/dev/null; then
+written=$(find "$out" -maxdepth 1 -name '*.json' -newer "$marker" 2>/dev/null)
+if [ -n "$written" ]; then
   "$kvbench" summarize "$out" --out "$summary"
   src=$?
-  echo "[kvbench.sh] documents: $out/*.json"
+  echo "[kvbench.sh] documents: $out/*.json (this run wrote $(echo $written))"
   case $src in  # summarize's exit codes: tools/kvbench/README.md
     0|3) echo "[kvbench.sh] tables:    $summary/summary.md" ;;
     *) echo "[kvbench.sh] no summary (summarize exit $src, see above)" >&2 ;;
@@ -39,7 +56,10 @@ if compgen -G "$out/*.json" >/dev/null; then
     echo "[kvbench.sh] charts:    not rendered (summarize exit 3, see above; gnuplot installed?)" >&2
   fi
 else
-  echo "[kvbench.sh] no case document in $out: nothing to summarize" >&2
+  echo "[kvbench.sh] this run wrote no document in $out: nothing rendered" >&2
+  if compgen -G "$out/*.json" >/dev/null || [ -e "$summary" ]; then
+    echo "[kvbench.sh] what $out holds (documents, $summary) is from earlier runs, not this one" >&2
+  fi
 fi
 [ $rc = 0 ] || echo "[kvbench.sh] kvbench run exited $rc: the run is not valid" >&2
 exit $rc

@@ -169,6 +169,8 @@ json DocumentToJson(const CaseDocument& doc) {
             {"topology", {{"ranks", RanksToJson(doc.ranks)}, {"link", doc.link}}},
             {"outcome", OutcomeToJson(doc)}};
   AddCompleteness(doc.completeness, &j);
+  if (!doc.command.empty()) j["command"] = doc.command;
+  if (!doc.environment.is_null()) j["environment"] = doc.environment;
   return j;
 }
 

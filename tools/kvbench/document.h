@@ -42,7 +42,7 @@ struct RowResult {
   std::string op;  // "pull" (READ, lands on the initiator) | "push" (WRITE, lands on the target)
   uint64_t isl = 0;
   uint64_t batch = 0;
-  uint64_t descs = 0;      // per request
+  uint64_t descs = 0;  // per request
   uint64_t segments =
       0;  // per burst, after the engine merged adjacent pairs (Agent::Describe); 0: not recorded
   uint64_t req_bytes = 0;  // per request
@@ -89,6 +89,11 @@ struct CaseDocument {
   std::string link;                          // "loopback", "same-host", "network"
   std::vector<std::string> invalid_reasons;  // empty: the outcome is valid
   Completeness completeness;
+  // Provenance (common/environment.h), each written only when set: the initiator's
+  // command line, and its host (CPU model, kernel, load average at the start and
+  // "loadavg_end"...). Added in version 4 without changing it: readers ignore them.
+  std::string command;
+  nlohmann::json environment;
 };
 
 nlohmann::json RowToJson(const RowResult& row);

@@ -81,13 +81,13 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
                   "quick (the embedded default: isl 8192,32768 batches 1,2,4) or full (isl "
                   "8192..524288 batches 1..32); --isl and --batches replace its ladders")
       ->capture_default_str();
-  // NonNegativeNumber: CLI11 reads "-5" into a uint64_t as 2^64 - 5; Validate bounds the rest.
+  // NotNegative: CLI11 reads "-5" into a uint64_t as 2^64 - 5; Validate bounds the rest.
   app->add_option("--isl", flags->isl, "ISL ladder, comma separated (1..16777216 tokens)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app->add_option("--batches", flags->batches, "batch ladder, comma separated (1..4096)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app->add_option("--desc-budget", flags->desc_budget,
                   "descriptors per burst before shedding, a plain number (env "
                   "KVBENCH_DESC_BUDGET; default 65536)");
@@ -95,6 +95,17 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
       "--pool-budget", flags->pool_budget,
       "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB capped at 1/4 "
       "of MemAvailable; run takes a device pool's from its GPU's free memory)");
+}
+
+CLI::Validator NotNegative() {
+  return CLI::Validator(
+      [](const std::string& v) {
+        const size_t at = v.find_first_not_of(" \t");
+        return at != std::string::npos && v[at] == '-'
+                   ? "'" + v + "': a negative number; this flag takes 0 or more"
+                   : std::string();
+      },
+      "", "NotNegative");
 }
 
 kvlane::Result<uint64_t> ParseBytes(const std::string& text) {
@@ -114,6 +125,11 @@ kvlane::Result<uint64_t> ParseBytes(const std::string& text) {
 kvlane::Result<uint64_t> ParseCount(const std::string& text, const std::string& source) {
   const bool digits = !text.empty() && text.size() <= 19 &&
                       text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits && text.rfind('-', 0) == 0) {
+    return kvlane::Status::InvalidArgument(source + " '" + text +
+                                           "' is a descriptor count: a plain number such as "
+                                           "65536, not a negative one");
+  }
   if (!digits) {
     return kvlane::Status::InvalidArgument(
         source + " '" + text +

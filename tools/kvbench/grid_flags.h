@@ -31,6 +31,10 @@ struct GridPreset {
 };
 kvlane::Result<GridPreset> GridPresetNamed(const std::string& name);
 
+// A CLI11 check that refuses a negative value of an unsigned flag, saying so
+// ("'-5' is negative: ..."): CLI11 would read it as 2^64 - 5, and its own
+// NonNegativeNumber names a range 309 digits long.
+CLI::Validator NotNegative();
 // Registers --workload --block --dtype --grid --isl --batches --desc-budget --pool-budget.
 void AddGridFlags(CLI::App* app, GridFlags* flags);
 

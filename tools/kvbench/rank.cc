@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "common/environment.h"
 #include "common/stop_signal.h"
 #include "row_runner.h"
 #include "run_report.h"
@@ -47,6 +48,7 @@ int RunInitiator(Session* s) {
                "pool does), so it changes nothing; the document records staging_copy none\n",
                s->config().staging_copy);
   }
+  nlohmann::json environment = kvlane_tools::HostEnvironment();
   RunResult result;
   {
     RowRunner runner(s);
@@ -54,6 +56,9 @@ int RunInitiator(Session* s) {
   }
   if (!WriteAfterStop(*s, result)) return kExitInvalid;
   CaseDocument doc = BuildDocument(*s, result);
+  environment["loadavg_end"] = kvlane_tools::LoadAverage();
+  doc.environment = std::move(environment);
+  doc.command = kvlane_tools::CommandLine();
   auto path = WriteDocument(doc, s->config().out_dir);
   PrintSummaryTable(doc, std::cout);
   std::cout.flush();

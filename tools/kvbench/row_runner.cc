@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "burst_check.h"
+#include "burst_progress.h"
 #include "common/stop_signal.h"
 #include "reference.h"
 #include "run_report.h"
@@ -105,12 +106,8 @@ void RowRunner::TellProgress() {
   progress_.next_line = now + every;
   const RowProgress& p = progress_;
   std::string where = p.phase;
-  if (p.bursts > 0) {  // the time left, from the bursts so far (each moves the same bytes)
-    where = fmt::format("timed burst {}/{}", p.burst, p.bursts);
-    if (p.burst > 1) {
-      const double each = MsSince(p.bursts_started) / 1000 / double(p.burst - 1);
-      where += fmt::format(", about {:.0f} s left in them", each * double(p.bursts - p.burst + 1));
-    }
+  if (p.bursts > 0) {
+    where = BurstProgress(p.burst, p.warmup, p.bursts - p.warmup, MsSince(p.bursts_started) / 1000);
   }
   fmt::print(stderr, "[kvbench]   {}: {}, {:.0f} s into the row\n", p.row, where,
              MsSince(p.started) / 1000);
@@ -122,6 +119,7 @@ bool RowRunner::Stopping() {
   if (!s_->control().Pending()) return false;
   auto m = s_->control().Receive();
   const std::string type = m.ok() ? m->value("type", "") : "";
+  if (type == "busy") return false;  // the target works on its side of the row (target_loop.h)
   if (type == "stopped") {
     peer_stop_ = m->value("signal", "a stop signal");
   } else {
@@ -252,7 +250,10 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
                                                 RowResult* row) {
   std::vector<std::string> any = types;
   any.push_back("stopped");
+  any.push_back("busy");  // the target still works on its side: the wait starts over
   auto m = s_->control().ExpectOneOf(any, StopSignalled);
+  while (m.ok() && m->value("type", "") == "busy")
+    m = s_->control().ExpectOneOf(any, StopSignalled);
   if (!m.ok() && m.status().code() == kvlane::Code::kCanceled && !s_->control().aborted()) {
     return std::nullopt;  // this rank was stopped while it waited
   }
@@ -269,7 +270,13 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
 bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
                               const BurstMap& map, uint64_t epoch, RowResult* row) {
   kvlane::Status s = s_->control().Send(
-      {{"type", "row"}, {"op", op}, {"isl", point.isl}, {"batch", row->batch}, {"epoch", epoch}});
+      {{"type", "row"},
+       {"op", op},
+       {"isl", point.isl},
+       {"batch", row->batch},
+       {"epoch", epoch},
+       // How long this rank waits for the target's answers: its "busy" comes more often.
+       {"control_timeout_ms", s_->config().control_timeout_ms.count()}});
   if (!s.ok()) {
     row->verdict = Verdict::kFail;
     row->verify_detail = "control: " + s.ToString();
@@ -338,7 +345,8 @@ bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   const RunConfig& c = s_->config();
   std::vector<BurstTiming> timings;
   const int64_t total = int64_t{c.warmup} + int64_t{c.samples} * c.trials;  // Resolve bounds it
-  progress_.bursts = total;  // warm-up included: TellProgress counts them all
+  progress_.bursts = total;  // warm-up included; TellProgress counts the warm-up apart
+  progress_.warmup = c.warmup;
   progress_.bursts_started = Clock::now();
   struct EndBursts {
     RowProgress* p;
@@ -427,7 +435,7 @@ void RowRunner::Abandon() {
 kvlane::Status RowRunner::ReceiveUntil(const std::string& type) {
   while (true) {
     KVLANE_ASSIGN_OR_RETURN(json m, s_->control().ExpectOneOf({type, "stopped", "ready", "verdict",
-                                                               "ref_ready", "ref_done"}));
+                                                               "ref_ready", "ref_done", "busy"}));
     const std::string got = m.value("type", "");
     if (got == type) return kvlane::Status::Ok();
     if (got == "stopped" && peer_stop_.empty()) peer_stop_ = m.value("signal", "a stop signal");

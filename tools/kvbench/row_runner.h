@@ -95,9 +95,10 @@ class RowRunner {
 
   // Where the row in flight is, for its progress lines (TellProgress).
   struct RowProgress {
-    std::string row;                // "pull isl 8192 batch 4"; empty between rows
-    const char* phase = "";         // "the verified burst", "the reference", ...
-    int64_t burst = 0, bursts = 0;  // timed bursts: the one running (from 1), of how many
+    std::string row;         // "pull isl 8192 batch 4"; empty between rows
+    const char* phase = "";  // "the verified burst", "the reference", ...
+    // The burst running (from 1), of how many, the first `warmup` of them warm-up bursts.
+    int64_t burst = 0, bursts = 0, warmup = 0;
     std::chrono::steady_clock::time_point started{}, next_line{}, bursts_started{};
   };
   // Prints where the row in flight is once --progress-every has passed since the
@@ -108,8 +109,8 @@ class RowRunner {
   PoolList list_;
   std::vector<uint64_t> list_shape_;  // desc_bytes per group the lists were made for
   kvlane::PreparedId local_, remote_;
-  std::string stop_;  // why the run stopped early (a run-level error); empty while it runs
-  std::string peer_stop_;  // the signal the target said it was stopped by; empty if none
+  std::string stop_;          // why the run stopped early (a run-level error); empty while it runs
+  std::string peer_stop_;     // the signal the target said it was stopped by; empty if none
   bool pool_in_use_ = false;  // a burst left transfers running (LeftRunning)
   std::chrono::steady_clock::time_point target_waits_since_{};  // see KeepTargetWaiting
   RowProgress progress_;

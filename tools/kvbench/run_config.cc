@@ -133,12 +133,16 @@ kvlane::Status RunConfig::Resolve() {
   }
   // The ladders and budgets, before any rank starts (BuildPlan checks them again).
   KVLANE_RETURN_IF_ERROR(ResolvePlanOptions(grid, plan_defaults)->Validate());
-  std::string timeout = control_timeout;
-  if (timeout.empty() && std::getenv("KVBENCH_CONTROL_TIMEOUT")) {
-    timeout = std::getenv("KVBENCH_CONTROL_TIMEOUT");
-  }
+  const char* env = std::getenv("KVBENCH_CONTROL_TIMEOUT");
+  const std::string timeout = control_timeout.empty() && env ? env : control_timeout;
   if (!timeout.empty()) {
-    KVLANE_ASSIGN_OR_RETURN(control_timeout_ms, ParseDuration(timeout));
+    auto ms = ParseDuration(timeout);
+    if (!ms.ok()) {  // names where the value came from: the flag, else the environment
+      return kvlane::Status::InvalidArgument(
+          std::string(control_timeout.empty() ? "KVBENCH_CONTROL_TIMEOUT" : "--control-timeout") +
+          ": " + ms.status().message());
+    }
+    control_timeout_ms = ms.value();
   }
   auto every = ParseDuration(progress_every);
   if (!every.ok()) {
@@ -240,7 +244,7 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--lanes", c->lanes, "data lanes per peer, 1..64 (0: engine default)");
   app->add_option("--seed", c->seed, "block-table seed")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NotNegative());
   app->add_option("--device", c->device,
                   "this rank's GPU when its pool is on one (-1: on one host rank 0 uses GPU 0, "
                   "rank 1 GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / "
@@ -260,10 +264,11 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "before its first byte or partway through; slow-reference and "
                   "slow-target-prepare repeat the initiator's reference, or the target's "
                   "wipe or fill before a verified burst, from the second row on until the run "
-                  "is stopped")
+                  "is stopped; long-target-prepare repeats the target's wipe or fill of every "
+                  "row for 3 of its control timeouts")
       ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
                              "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
-                             "slow-target-prepare"}))
+                             "slow-target-prepare", "long-target-prepare"}))
       ->group("Testing");
   app->add_flag("--spawned", c->spawned, "set by the launcher on the ranks it spawns")
       ->group("");  // hidden: not for people to pass

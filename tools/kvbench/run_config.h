@@ -16,7 +16,7 @@ namespace kvbench {
 
 struct RunConfig {
   GridFlags grid;
-  std::string transport = "auto";     // auto | local | shm | tcp | cuda
+  std::string transport = "auto";  // auto | local | shm | tcp | cuda
   // Where each rank's pool lives: auto (cuda for the cuda transport, else host) |
   // host | cuda (the cuda transport, or tcp staging through pinned host buffers),
   // for both ranks; or a pair TARGET,INITIATOR of host and cuda, e.g. cuda,host
@@ -26,7 +26,7 @@ struct RunConfig {
   std::string out_dir = "kvbench-out";
   // --warmup, --samples, --trials as given; one left out takes the preset's (Resolve).
   std::optional<int> warmup_flag, samples_flag, trials_flag;
-  int rank = -1;     // -1: spawn both ranks on this host
+  int rank = -1;  // -1: spawn both ranks on this host
   // Set by the launcher on the ranks it spawns (hidden --spawned): such a rank ignores
   // a second stop signal, which its launcher answers by killing both ranks.
   bool spawned = false;
@@ -35,10 +35,10 @@ struct RunConfig {
   // control connection (127.0.0.1 for ranks spawned on one host; across hosts
   // the interface that reaches the other rank).
   std::string listen_host = "auto";
-  std::string control_timeout;            // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
-  std::string policy = "independent";     // independent | global-fifo
-  std::string staging_copy = "batch";     // batch | each | kernel (AgentOptions::staging_copy)
-  int lanes = 0;                          // data lanes per peer; 0: the engine default
+  std::string control_timeout;         // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
+  std::string policy = "independent";  // independent | global-fifo
+  std::string staging_copy = "batch";  // batch | each | kernel (AgentOptions::staging_copy)
+  int lanes = 0;                       // data lanes per peer; 0: the engine default
   int device = -1;  // this rank's GPU when its pool is on one; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;
   std::string case_name;  // empty: "<workload>-b<block>-<transport>"
@@ -47,7 +47,8 @@ struct RunConfig {
                           // "slow-reference" (the initiator's reference) and
                           // "slow-target-prepare" (the target's wipe or fill of a row's
                           // verified burst) repeat, from the second row on, until a stop
-                          // interrupts them
+                          // interrupts them; "long-target-prepare" repeats the target's
+                          // wipe or fill of every row for 3 of its control timeouts
 
   // Filled by Resolve():
   int warmup = 0, samples = 0, trials = 0;  // the flags', else the preset's (--grid)

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "atomic_file.h"
+#include "case_name.h"
 #include "plan_report.h"
 
 namespace kvbench {
@@ -96,14 +97,14 @@ std::string Link(const Session& s) {
 }  // namespace
 
 std::string CaseName(const Session& s) {
-  if (!s.config().case_name.empty()) return s.config().case_name;
-  // A staging copy other than the default names the case too, so that runs of
-  // each copier into one --out keep their own documents.
-  const kvlane::StagingCopy copy = s.agent().options().staging_copy;
-  const bool other_copy = StagingName(s.path()) != "none" && copy != kvlane::StagingCopy::kBatch;
-  return fmt::format("{}-b{}-{}{}", s.plan().workload.name(), s.plan().workload.block(),
-                     PathLabel(s.transport_used(), MemoryName(s.path())),
-                     other_copy ? std::string("-") + kvlane::StagingCopyName(copy) : "");
+  const RunConfig& c = s.config();
+  if (!c.case_name.empty()) return c.case_name;
+  // The staging copy names the case only where a rank stages (elsewhere it moves nothing).
+  const bool stages = StagingName(s.path()) != "none";
+  return DefaultCaseName(
+      {s.plan().workload.name(), s.plan().workload.block(), s.plan().workload.dtype(),
+       PathLabel(s.transport_used(), MemoryName(s.path())),
+       stages ? kvlane::StagingCopyName(s.agent().options().staging_copy) : "", c.policy, c.lanes});
 }
 
 std::string ProgressLine(const RowResult& r) {

@@ -33,7 +33,8 @@ std::string PartialLine(const CaseDocument& doc);
 // "<workload>-b<block>-<transport>" unless the config names the case; the
 // transport is followed by "-<memory>" when the pool is not in its own memory,
 // and by both ranks' memory, target first, when they differ (PathLabel:
-// "kv-dsv4-b256-tcp-cuda", "kv-dsv4-b256-tcp-cuda-host").
+// "kv-dsv4-b256-tcp-cuda", "kv-dsv4-b256-tcp-cuda-host"); a --dtype, staging
+// copy, --policy or --lanes other than the default is named too (DefaultCaseName).
 std::string CaseName(const Session& session);
 
 }  // namespace kvbench

@@ -9,6 +9,7 @@
 
 #include "device_memory.h"
 #include "hello.h"
+#include "host_pools.h"
 #include "plan_report.h"
 #include "slurm.h"
 
@@ -215,12 +216,19 @@ kvlane::Status Session::SettleBudget() {
 
 // Everything that shapes the plan must match, or the ranks would move different bytes;
 // so must the seed, or each rank would place the requests by its own block tables and
-// every row would fail verification as if the transfer had corrupted it.
+// every row would fail verification as if the transfer had corrupted it. The plan
+// message also carries this host's boot id and MemAvailable (CheckHostMemory): read
+// before sending, so before either rank allocates (each allocates only after the
+// peer's plan message came).
 kvlane::Status Session::AgreeOnPlan() {
   KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
   json plan = PlanToJson(plan_);
-  KVLANE_RETURN_IF_ERROR(
-      control_->Send({{"type", "plan"}, {"plan", plan}, {"seed", config_.seed}}));
+  const uint64_t available = MemAvailableBytes();
+  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"},
+                                         {"plan", plan},
+                                         {"seed", config_.seed},
+                                         {"boot_id", BootId()},
+                                         {"mem_available", available}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
   if (theirs["plan"] != plan) {
     return kvlane::Status::InvalidArgument(
@@ -234,7 +242,26 @@ kvlane::Status Session::AgreeOnPlan() {
         fmt::format("the ranks disagree on --seed (this rank {}, peer {}): pass the same to both",
                     config_.seed, peer_seed));
   }
-  return kvlane::Status::Ok();
+  return CheckHostMemory(theirs, available);
+}
+
+// Two ranks on one host share its memory: both host pools are checked together, against
+// the smaller of the two MemAvailable readings (0: a peer that sent none), so that both
+// ranks decide alike and both refuse before either allocates.
+kvlane::Status Session::CheckHostMemory(const json& theirs, uint64_t available) {
+  const HostIdentity mine{self_.hostname, BootId()};
+  const HostIdentity peer{peer_info_.hostname, theirs.value("boot_id", std::string())};
+  const uint64_t peer_available = theirs.value("mem_available", uint64_t{0});
+  auto on_host = [&](int rank) {
+    return path_.Of(rank) == kvlane::MemoryKind::kHost ? plan_.layout.bytes : uint64_t{0};
+  };
+  HostPools pools;
+  pools.target_bytes = on_host(kTargetRank);
+  pools.initiator_bytes = on_host(kInitiatorRank);
+  pools.mem_available = available == 0        ? peer_available
+                        : peer_available == 0 ? available
+                                              : std::min(available, peer_available);
+  return CheckSharedHostMemory(pools, SameHost(path_.transport, mine, peer));
 }
 
 // Resolves --transport and --memory for this rank (path_choice.h); a device pool

@@ -61,6 +61,7 @@ class Session {
   kvlane::Status AgreeOnPath(const kvlane::Status& resolved);
   kvlane::Status SettleBudget();
   kvlane::Status AgreeOnPlan();
+  kvlane::Status CheckHostMemory(const nlohmann::json& theirs, uint64_t available);
   kvlane::Status CreateAgent();
   kvlane::Status RegisterPool();
   kvlane::Status ExchangeMetadata();

@@ -80,6 +80,14 @@ kvlane::Result<LoadedDocument> LoadOne(const std::string& path) {
   if (!d.json.is_object() || !d.json.contains("rows") || !d.json["version"].is_number_integer()) {
     return kvlane::Status::InvalidArgument(path + " is not a kvbench case document");
   }
+  // A version this build does not know (a newer kvbench's) may mean its fields otherwise.
+  const int64_t version = d.json["version"].get<int64_t>();
+  if (version < 1 || version > kDocumentVersion) {
+    return kvlane::Status::InvalidArgument(fmt::format(
+        "{} is a case document of version {}, which this kvbench does not read (it reads "
+        "versions 1 to {}; a newer kvbench's?)",
+        path, version, kDocumentVersion));
+  }
   KVLANE_RETURN_IF_ERROR(CheckSections(d.json, path));
   for (const json& row : d.json["rows"]) {
     KVLANE_ASSIGN_OR_RETURN(RowResult r, RowFromJson(row));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/stop_signal.h"
 #include "json_field.h"
 #include "pool_ops.h"
@@ -80,6 +82,32 @@ bool TargetLoop::EndedEarly(const kvlane::Status& s) const {
   return s.code() == kvlane::Code::kCanceled && !s_->control().aborted();
 }
 
+bool TargetLoop::InterruptedWhileInitiatorWaits() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - initiator_waits_since_ >= busy_every_) {
+    initiator_waits_since_ = now;
+    // A failure (the initiator gone) shows at this rank's next exchange with it.
+    (void)s_->control().Send({{"type", "busy"}});
+  }
+  return Interrupted();
+}
+
+kvlane::Status TargetLoop::Prepare(bool push, const BurstMap& map, uint64_t epoch,
+                                   const StopCheck& stop) {
+  PoolView pool = s_->pool_view();
+  const std::string& fault = s_->config().fault;
+  const bool slow = fault == "slow-target-prepare" && epoch > 1;
+  const bool lingers = fault == "long-target-prepare";
+  const auto until = std::chrono::steady_clock::now() + 3 * s_->config().control_timeout_ms;
+  if (slow) fmt::print(stderr, "[kvbench] injected fault: the target prepares until stopped\n");
+  do {
+    if ((slow || lingers) && stop()) return kvlane::Status::Canceled("the row ended early");
+    KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target, stop)
+                                : FillSources(pool, list_, map.target, kTargetRank, epoch, stop));
+  } while (slow || (lingers && std::chrono::steady_clock::now() < until));
+  return kvlane::Status::Ok();
+}
+
 kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
   uint64_t isl = m.value("isl", uint64_t{0});
   for (const PlanPoint& p : s_->plan().points) {
@@ -103,16 +131,15 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
   uint64_t epoch = m.value("epoch", uint64_t{0});
   bool push = m.value("op", "") == "push";  // push lands here; pull reads from here
   PoolView pool = s_->pool_view();
-  const StopCheck stop = [this] { return Interrupted(); };
-  const bool slow = s_->config().fault == "slow-target-prepare" && epoch > 1;
-  if (slow) fmt::print(stderr, "[kvbench] injected fault: the target prepares until stopped\n");
-  do {
-    if (slow && stop()) return kvlane::Status::Canceled("the row ended early");
-    KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target, stop)
-                                : FillSources(pool, list_, map.target, kTargetRank, epoch, stop));
-  } while (slow);
+  const std::chrono::milliseconds own = s_->config().control_timeout_ms;
+  const std::chrono::milliseconds theirs{m.value("control_timeout_ms", own.count())};
+  busy_every_ = (theirs.count() > 0 ? std::min(theirs, own) : own) / 4;
+  initiator_waits_since_ = std::chrono::steady_clock::now();
+  const StopCheck stop = [this] { return InterruptedWhileInitiatorWaits(); };
+  KVLANE_RETURN_IF_ERROR(Prepare(push, map, epoch, stop));
   KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "ready"}}));
   KVLANE_ASSIGN_OR_RETURN(json check, NextOf("check"));
+  initiator_waits_since_ = std::chrono::steady_clock::now();
   LocalCheck mine = LocalCheck::kNotVerifier;
   std::string detail;
   if (push) {

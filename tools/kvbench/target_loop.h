@@ -3,12 +3,14 @@
 // verified burst of each row, serve the socket reference) until "done".
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "burst_map.h"
 #include "session.h"
+#include "stop_check.h"
 
 namespace kvbench {
 
@@ -29,6 +31,11 @@ class TargetLoop {
   // Serving a socket reference, it finishes the repetition in flight (its raw bytes
   // leave no room for a message) and tells it in place of that repetition's
   // "ref_done" (after the last one, as it next waits).
+  // While it wipes, fills or checks its side of a row, the initiator waits for its
+  // answer under a control timeout: it says "busy" once a quarter of the smaller of
+  // both ranks' control timeouts has passed since the work began or its last "busy"
+  // (as the initiator does while it works alone), so that a long row does not look
+  // like a silent peer.
   kvlane::Status Run();
   // After Run ended ok: false when the initiator's "done" said the run is
   // invalid (a row failed or went unverified, or a run-level error), or this
@@ -44,6 +51,10 @@ class TargetLoop {
  private:
   kvlane::Result<const PlanPoint*> PointFor(const nlohmann::json& message);
   kvlane::Status HandleRow(const nlohmann::json& message);
+  // Wipes (push) or fills (pull) this rank's side of a row's verified burst.
+  kvlane::Status Prepare(bool push, const BurstMap& map, uint64_t epoch, const StopCheck& stop);
+  // Interrupted(), saying "busy" first when due (see Run).
+  bool InterruptedWhileInitiatorWaits();
   kvlane::Status HandleReference(const nlohmann::json& message);
   // The initiator's next message: the one a row step held back, else the next on
   // the connection; a stop of this rank not yet told is told first, or while it
@@ -71,6 +82,10 @@ class TargetLoop {
   std::string stopped_by_;              // "done"'s "stopped_by"
   std::string stopped_rank_;            // "done"'s "stopped_rank"
   bool saw_mismatch_ = false;           // a push this rank checked failed
+  // The initiator waits since then (its last message, or this rank's last "busy"), for
+  // at most busy_every_ x 4 (the row message's control_timeout_ms, else this rank's).
+  std::chrono::steady_clock::time_point initiator_waits_since_{};
+  std::chrono::milliseconds busy_every_{0};
 };
 
 }  // namespace kvbench

@@ -172,10 +172,10 @@ Doc MethodDoc() {
 }
 
 Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
-  int iterations = 0, verified = 0, valid = 0;
+  int64_t iterations = 0, verified = 0, valid = 0;  // runs x iterations: past int's range
   for (const RunRecord& r : records) {
-    iterations += r.result.value("iterations", 0);
-    verified += r.result.value("verified", 0);
+    iterations += r.result.value("iterations", int64_t{0});
+    verified += r.result.value("verified", int64_t{0});
     valid += RunValid(r.result) ? 1 : 0;
   }
   return {{"runs", records.size()},

@@ -28,4 +28,12 @@ check --bulk-bytes --bulk-bytes 2GiB
 check --small-bytes --small-bytes 2GiB
 check --single-ops --single-ops write,write
 check --single-bytes --single-bytes 4KiB,4096
+# Counts past 1,000,000 (kvbench's bound): warmup + iters used to overflow an int,
+# running 0 iterations ("verified: 0/-294967296").
+check --warmup --warmup 2000000000 --iters 2000000000
+check --warmup --warmup 1000001
+check --iters --iters 1000001
+check --pairs --pairs 1000001
+check --iters --iters 0
+check --pairs --pairs 0
 exit $status

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/environment.h"
 #include "control.h"
 #include "kvlane/agent.h"
 #include "orchestrate.h"
@@ -96,7 +97,7 @@ int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& w
 int RunBench(const BenchConfig& cfg, const std::string& command) {
   CatchStopSignals();
   const std::vector<Case> cases = BuildCases(cfg);
-  const Doc env = Environment();
+  const Doc env = kvlane_tools::HostEnvironment();
   const Doc base = BuildDocument(cfg, cases, {}, command, env);
   PrintPreamble(base, stdout);
   std::fflush(stdout);
@@ -110,7 +111,7 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   const std::vector<RunRecord> records = RunPlan(cfg, cases);
   const int sig = StopSignal();  // a later stop finds the document whole; it ends below too
   Doc end_env = env;
-  end_env["loadavg_end"] = LoadAverage();
+  end_env["loadavg_end"] = kvlane_tools::LoadAverage();
   Doc doc = BuildDocument(cfg, cases, records, command, end_env);
   if (sig != 0 && !doc["complete"].get<bool>()) MarkStopped(&doc, SignalName(sig));
   kvlane::Status w = WriteJsonFile(cfg.json, doc);
@@ -119,12 +120,6 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
               w.ok() ? "" : (" NOT WRITTEN: " + w.ToString()).c_str());
   if (int late = StopSignal(); late != 0) Stopped(late, doc, w, cfg.json);
   return doc["outcome"] == "ok" && w.ok() ? 0 : kExitInvalid;
-}
-
-std::string JoinArgs(int argc, char** argv) {
-  std::string s = "lanebench";
-  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
-  return s;
 }
 
 }  // namespace
@@ -160,5 +155,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "lanebench: --json %s: %s\n", cfg.json.c_str(), s.message().c_str());
     return 2;
   }
-  return RunBench(cfg, JoinArgs(argc, argv));
+  return RunBench(cfg, kvlane_tools::CommandLine());
 }

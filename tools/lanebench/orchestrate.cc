@@ -116,8 +116,8 @@ nlohmann::json RunGroup(const RunSpec& spec) {
 
 void PrintProgress(const RunRecord& r, size_t index, size_t total) {
   const nlohmann::json& res = r.result;
-  std::string status = "verified " + std::to_string(res.value("verified", 0)) + "/" +
-                       std::to_string(res.value("iterations", 0));
+  std::string status = "verified " + std::to_string(res.value("verified", int64_t{0})) + "/" +
+                       std::to_string(res.value("iterations", int64_t{0}));
   if (!res.value("ok", false))
     status = "FAILED: " + res.value("error", res.value("first_failure", std::string("?")));
   if (res.contains("warning")) status += " (warning: " + res["warning"].get<std::string>() + ")";

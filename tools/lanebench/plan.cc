@@ -62,6 +62,8 @@ Case SingleCase(const BenchConfig& cfg, const std::string& op, uint64_t bytes) {
 
 // The largest transfer size a flag may ask for (each run allocates it per peer).
 constexpr uint64_t kMaxBytes = 1ull << 30;
+// The largest --warmup, --iters and --pairs.
+constexpr int kMaxCount = 1000000;
 
 kvlane::Status BenchConfig::Validate() const {
   auto bad = [](const std::string& m) { return kvlane::Status::InvalidArgument(m); };
@@ -87,7 +89,17 @@ kvlane::Status BenchConfig::Validate() const {
   if (small_bytes < kMarkerBytes || small_bytes > kMaxBytes)
     return bad("--small-bytes: 8 bytes (the epoch marker) .. 1 GiB");
   if (mixed_peers != 1 && mixed_peers != 2) return bad("--mixed-peers: 1 or 2");
-  if (warmup < 0 || iters < 1 || pairs < 1) return bad("--warmup >= 0, --iters >= 1, --pairs >= 1");
+  // At most kMaxCount each (kvbench's bound for its counts): a run's iterations
+  // and a plan's runs stay far from int's range, and a typo cannot ask for days.
+  auto count = [&](const char* flag, int v, int min) {
+    return v < min || v > kMaxCount
+               ? bad(std::string(flag) + " " + std::to_string(v) + ": need at least " +
+                     std::to_string(min) + " and at most " + std::to_string(kMaxCount))
+               : kvlane::Status::Ok();
+  };
+  KVLANE_RETURN_IF_ERROR(count("--warmup", warmup, 0));
+  KVLANE_RETURN_IF_ERROR(count("--iters", iters, 1));
+  KVLANE_RETURN_IF_ERROR(count("--pairs", pairs, 1));
   if (!(timeout_s >= 0.1 && timeout_s <= 86400)) return bad("--timeout: 0.1..86400 seconds");
   if (spin_us < -1 || spin_us > 1000000) return bad("--spin-us: -1 (engine default) or 0..1000000");
   if (!OneOf(pin, {"auto", "on", "off"})) return bad("--pin: auto|on|off");

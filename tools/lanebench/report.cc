@@ -1,35 +1,10 @@
 #include "report.h"
 
 #include <fmt/format.h>
-#include <sys/utsname.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <ctime>
-#include <fstream>
-#include <thread>
-
-#include "kvlane/provenance.h"
 
 namespace lanebench {
-namespace {
-
-std::string CpuModel() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
-}
-
-}  // namespace
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string one, five, fifteen;
-  in >> one >> five >> fifteen;
-  return one + " " + five + " " + fifteen;
-}
-
 namespace {
 
 std::string Num(double v) {
@@ -117,17 +92,6 @@ void PrintPartial(const Doc& doc, std::FILE* out) {
 
 }  // namespace
 
-Doc Environment() {
-  utsname u{};
-  uname(&u);
-  return {{"host", kvlane::HostName()},
-          {"cpus", std::thread::hardware_concurrency()},
-          {"cpu_model", CpuModel()},
-          {"kernel", std::string(u.sysname) + " " + u.release},
-          {"date_utc", kvlane::UtcTimestamp()},
-          {"loadavg_start", LoadAverage()}};
-}
-
 void PrintPreamble(const Doc& doc, std::FILE* out) {
   const Doc& env = doc["environment"];
   const Doc& cfg = doc["config"];
@@ -181,7 +145,7 @@ void PrintResults(const Doc& doc, std::FILE* out) {
   fmt::print(out, "\nload average at the end: {}\n",
              doc["environment"].value("loadavg_end", std::string("?")));
   fmt::print(out, "verified: {}/{} measured iterations; {}/{} runs valid; outcome: {}{}\n",
-             v["verified_iterations"].get<int>(), v["measured_iterations"].get<int>(),
+             v["verified_iterations"].get<int64_t>(), v["measured_iterations"].get<int64_t>(),
              v["valid_runs"].get<int>(), v["runs"].get<int>(), doc["outcome"].get<std::string>(),
              doc.contains("stopped_by")
                  ? " (incomplete: stopped by " + doc["stopped_by"].get<std::string>() + ")"

@@ -8,11 +8,8 @@
 
 namespace lanebench {
 
-// Host name, CPUs, kernel, time: printed before results and stored in the document.
-Doc Environment();
-// "/proc/loadavg"'s three averages ("0.52 0.61 0.70").
-std::string LoadAverage();
-
+// The document's "environment" is common/environment.h's HostEnvironment(), with
+// "loadavg_end" added after the runs.
 void PrintPreamble(const Doc& doc, std::FILE* out);
 void PrintResults(const Doc& doc, std::FILE* out);
 

@@ -3,7 +3,8 @@
 namespace lanebench {
 
 bool RunValid(const nlohmann::json& result) {
-  return result.value("ok", false) && result.value("verified", 0) == result.value("iterations", -1);
+  return result.value("ok", false) &&
+         result.value("verified", int64_t{0}) == result.value("iterations", int64_t{-1});
 }
 
 std::vector<double> RunSeries(const nlohmann::json& result, const char* series, const char* name) {

@@ -24,7 +24,7 @@ struct IterTimes {
   // The longest the polling thread went without a look (Post() calls aside)
   // between its own Post() returning and its completion being seen.
   std::array<double, kMaxXfers> stall_us{};
-  double window_us = 0;                     // first post to last completion
+  double window_us = 0;  // first post to last completion
   double gap_us =
       -1;  // previous iteration's last completion to this first post; -1: none before it
 };
@@ -193,11 +193,11 @@ struct Samples {
 };
 
 kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
-  const int total = rig.spec.warmup + rig.spec.iters;
+  const int64_t total = int64_t{rig.spec.warmup} + rig.spec.iters;
   Samples samples(rig.xfers.size());
-  int verified = 0, warmup_verified = 0, failed = 0;
+  int64_t verified = 0, warmup_verified = 0, failed = 0;
   Clock::time_point last_done{};
-  for (int it = 0; it < total; ++it) {
+  for (int64_t it = 0; it < total; ++it) {
     const uint64_t epoch = static_cast<uint64_t>(it) + 1;
     KVLANE_RETURN_IF_ERROR(Stage(rig, epoch));
     if (rig.spec.idle_us > 0 && last_done != Clock::time_point{})  // equal idle before every case

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/environment.h"
+
 namespace kvbench {
 namespace {
 
@@ -84,6 +86,23 @@ TEST(Document, HasTheRequiredSections) {
   doc.invalid_reasons = {"row pull 8192x4 failed verification"};
   EXPECT_EQ(DocumentToJson(doc)["outcome"]["valid"], false);
   EXPECT_EQ(UtcTimestamp().size(), 20u);
+}
+
+// Provenance as lanebench records it (common/environment.h): the command line and the
+// host; a document without them (a hand-made one) has neither key.
+TEST(Document, RecordsTheCommandAndTheEnvironment) {
+  CaseDocument doc;
+  EXPECT_FALSE(DocumentToJson(doc).contains("command"));
+  EXPECT_FALSE(DocumentToJson(doc).contains("environment"));
+  doc.command = kvlane_tools::CommandLine();
+  doc.environment = kvlane_tools::HostEnvironment();
+  nlohmann::json j = DocumentToJson(doc);
+  EXPECT_EQ(j["version"], kDocumentVersion);
+  EXPECT_EQ(j["command"].get<std::string>().rfind("kvbench_core_test", 0), 0u) << j["command"];
+  for (const char* key : {"host", "cpus", "cpu_model", "kernel", "date_utc", "loadavg_start"}) {
+    EXPECT_TRUE(j["environment"].contains(key)) << key;
+  }
+  EXPECT_NE(j["environment"]["loadavg_start"], "unknown");
 }
 
 // A stopped run keeps the rows that finished: the document says it is not complete,

@@ -285,6 +285,8 @@ TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting
   EXPECT_NE(said.find("[kvbench]   push isl 8192 batch 1: timed burst "), std::string::npos)
       << said;
   EXPECT_NE(said.find(" s left in them, "), std::string::npos) << said;
+  // Counted apart from the warm-up burst (BurstProgress): of `samples`, not samples + 1.
+  EXPECT_NE(said.find("/" + std::to_string(samples) + ", about "), std::string::npos) << said;
   nlohmann::json doc = OnlyDocument(out);
   ExpectValid(doc, "shm", 1);
   // What the test is about: the timed bursts alone (each to its last request's end)
@@ -294,6 +296,22 @@ TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting
     timed_ms += std::ranges::max(burst.get<std::vector<double>>());
   }
   EXPECT_GT(timed_ms, 1.2 * kTimeoutMs) << samples << " bursts";
+}
+
+// The other way round: the initiator waits for the target's answer while the target
+// wipes its side of a row; a wipe longer than the control timeout (the fault lingers
+// for 3 of them) says "busy" too. It used to fail the row with "peer silent", then
+// the run with "unexpected 'ready' from the target".
+TEST(KvbenchEndToEnd, ATargetPreparingLongerThanTheControlTimeoutKeepsTheInitiatorWaiting) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("target_busy"), err = FreshDir("target_busy_stderr");
+  EXPECT_EQ(Kvbench("run --transport shm --ops push --isl 8192 --batches 1 --warmup 0 "
+                    "--samples 1 --trials 1 --pool-budget 1GiB --control-timeout 800ms "
+                    "--inject-fault long-target-prepare --out " +
+                    out.string() + " > /dev/null 2>" + err.string()),
+            0)
+      << ReadFile(err);
+  ExpectValid(OnlyDocument(out), "shm", 1);
 }
 
 TEST(KvbenchEndToEnd, LocalTransportRunsInOneProcess) {
@@ -350,6 +368,13 @@ TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
   EXPECT_EQ(doc["sampling"]["trials"], 1);
   EXPECT_EQ(doc["implementation"]["lanes"], 3);
   EXPECT_EQ(doc["implementation"]["policy"], "global-fifo");
+  // Named by the initiator's settings that are not the defaults (DefaultCaseName).
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-shm-global-fifo-lanes3");
+  // Provenance: the initiator's command line and host (common/environment.h).
+  EXPECT_EQ(doc["command"].get<std::string>().rfind("kvbench run ", 0), 0u) << doc["command"];
+  EXPECT_NE(doc["command"].get<std::string>().find("--policy global-fifo"), std::string::npos);
+  EXPECT_TRUE(doc["environment"].contains("cpu_model")) << doc["environment"];
+  EXPECT_TRUE(doc["environment"].contains("loadavg_end")) << doc["environment"];
   EXPECT_FALSE(fs::exists(target_out));
 }
 

@@ -241,5 +241,44 @@ TEST(RunConfig, ControlTimeoutFromEnvironment) {
   EXPECT_FALSE(ParseDuration("fast").ok());
 }
 
+// A bad value from the environment names the variable (KVBENCH_CONTROL_TIMEOUT=bad
+// used to say only "cannot read 'bad' as a duration"); from the flag, the flag.
+TEST(RunConfig, ABadValueNamesItsVariableOrFlag) {
+  RunConfig c;
+  ::setenv("KVBENCH_CONTROL_TIMEOUT", "bad", 1);
+  kvlane::Status s = Resolve({}, &c);
+  EXPECT_EQ(s.message().rfind("KVBENCH_CONTROL_TIMEOUT: cannot read 'bad'", 0), 0u) << s.message();
+  RunConfig flag;
+  s = Resolve({"--control-timeout", "slow"}, &flag);
+  EXPECT_EQ(s.message().rfind("--control-timeout: cannot read 'slow'", 0), 0u) << s.message();
+  ::unsetenv("KVBENCH_CONTROL_TIMEOUT");
+  ::setenv("KVBENCH_DESC_BUDGET", "-5", 1);
+  RunConfig desc;
+  s = Resolve({}, &desc);
+  EXPECT_EQ(s.message().rfind("KVBENCH_DESC_BUDGET '-5' is a descriptor count", 0), 0u)
+      << s.message();
+  EXPECT_NE(s.message().find("not a negative one"), std::string::npos) << s.message();
+  ::unsetenv("KVBENCH_DESC_BUDGET");
+}
+
+// A negative value of an unsigned flag is refused in a line, not with CLI11's range of
+// 309 digits ("Value -5 not in range 0.000000 to 17976931348623157...").
+TEST(RunConfig, ANegativeCountIsRefusedReadably) {
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--isl", "-5"}, {"--batches", "1,-1"}, {"--seed", "-1"}}) {
+    RunConfig c;
+    try {
+      (void)Resolve(args, &c);
+      ADD_FAILURE() << args[0] << " " << args[1] << " was accepted";
+    } catch (const CLI::ValidationError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(args[0] + ": '-"), std::string::npos) << what;
+      EXPECT_NE(what.find("a negative number; this flag takes 0 or more"), std::string::npos)
+          << what;
+      EXPECT_LT(what.size(), 100u) << what;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvbench

@@ -186,6 +186,33 @@ TEST(Summarize, SkipsTruncatedAndEditedDocuments) {
   EXPECT_NE(log.str().find("truncated.json is not valid JSON"), std::string::npos) << log.str();
 }
 
+// A version it does not know (a newer kvbench's, or none that ever was) is skipped with
+// the reason, like any file that is no case document it can read; it used to be read.
+TEST(Summarize, SkipsDocumentsOfAVersionItDoesNotKnow) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("version");
+  nlohmann::json good = DocumentToJson(SampleDoc());
+  Write(dir / "a.json", good);
+  for (int version : {kDocumentVersion + 1, 0, -3}) {
+    nlohmann::json doc = good;
+    doc["version"] = version;
+    Write(dir / ("v" + std::to_string(version) + ".json"), doc);
+  }
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log);
+  ASSERT_TRUE(docs.ok()) << docs.status().message();
+  ASSERT_EQ(docs->size(), 1u) << log.str();
+  EXPECT_EQ(fs::path((*docs)[0].path).filename(), "a.json");
+  const std::string next = std::to_string(kDocumentVersion + 1);
+  EXPECT_NE(log.str().find("v" + next + ".json is a case document of version " + next +
+                           ", which this kvbench does not read (it reads versions 1 to " +
+                           std::to_string(kDocumentVersion)),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("v0.json"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("v-3.json"), std::string::npos) << log.str();
+}
+
 TEST(Summarize, ChartsPickTheLargestIslAndSmallestBatch) {
   TempDirs TempDir;
   fs::path dir = TempDir("charts");

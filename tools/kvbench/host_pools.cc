@@ -1,0 +1,34 @@
+#include "host_pools.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace kvbench {
+
+std::string BootId() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  in >> id;
+  return id;
+}
+
+bool SameHost(const std::string& transport, const HostIdentity& mine, const HostIdentity& peer) {
+  if (transport == "shm" || transport == "local") return true;
+  if (!mine.hostname.empty() && mine.hostname == peer.hostname) return true;
+  return !mine.boot_id.empty() && mine.boot_id == peer.boot_id;
+}
+
+kvlane::Status CheckSharedHostMemory(const HostPools& pools, bool same_host) {
+  const uint64_t both = pools.target_bytes + pools.initiator_bytes;
+  if (!same_host || pools.mem_available == 0) return kvlane::Status::Ok();
+  if (both <= pools.mem_available / 10 * 9) return kvlane::Status::Ok();
+  auto gib = [](uint64_t b) { return b / double(1 << 30); };
+  return kvlane::Status::InvalidArgument(fmt::format(
+      "the two ranks' KV pools share this host's memory and do not fit together: rank 0 "
+      "(target) {:.2f} GiB + rank 1 (initiator) {:.2f} GiB = {:.2f} GiB in host memory, more "
+      "than 90% of MemAvailable {:.2f} GiB; lower --pool-budget or the grid (--isl, --batches)",
+      gib(pools.target_bytes), gib(pools.initiator_bytes), gib(both), gib(pools.mem_available)));
+}
+
+}  // namespace kvbench

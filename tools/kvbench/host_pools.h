@@ -1,0 +1,42 @@
+// Whether the two ranks' KV pools fit in their host's memory together. Each rank
+// checks its own pool against MemAvailable just before populating it
+// (PoolMemory::Allocate); two ranks on one host also share that memory, which
+// neither sees alone: two pools that each fit could together wake the OOM killer.
+// Pure logic on numbers the ranks exchange (Session::AgreeOnPlan); thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+// What tells one host from another: its host name and its kernel's boot id.
+struct HostIdentity {
+  std::string hostname;
+  std::string boot_id;  // empty: unknown (never equal to another host's)
+};
+
+// This host's boot id (/proc/sys/kernel/random/boot_id), empty where unreadable.
+// Containers of one host share it, even under different host names.
+std::string BootId();
+
+// Whether the ranks share a host's memory: the transport works within one host
+// only (shm, local), or their host names agree, or their boot ids do.
+bool SameHost(const std::string& transport, const HostIdentity& mine, const HostIdentity& peer);
+
+// Both ranks' pools as they lie in host memory.
+struct HostPools {
+  uint64_t target_bytes = 0;     // rank 0's pool in host memory, B (0: it is on a GPU)
+  uint64_t initiator_bytes = 0;  // rank 1's, likewise
+  uint64_t mem_available = 0;    // the host's MemAvailable before either allocated; 0: unknown
+};
+
+// Ok where the ranks are on different hosts (`same_host` false: each checks its
+// own pool), where MemAvailable is unknown, or where both host pools together fit
+// in 90% of it (PoolMemory::Allocate's margin for one pool). Else kInvalidArgument
+// naming both pools, their sum and MemAvailable.
+kvlane::Status CheckSharedHostMemory(const HostPools& pools, bool same_host);
+
+}  // namespace kvbench
