@@ -589,6 +589,9 @@ TEST(AgentOptionsTest, ACudaOnlyAgentWithNoDeviceIsRefused) {
   GTEST_SKIP() << "this library has no cuda transport (AgentWithNoTransportBuiltInIsRefused)";
 #else
   ASSERT_EQ(setenv("CUDA_VISIBLE_DEVICES", "", 1), 0);
+  struct Unset {
+    ~Unset() { unsetenv("CUDA_VISIBLE_DEVICES"); }
+  } unset;
   AgentOptions o = OptionsFor("a", "cuda");
   auto only_cuda = Agent::Create(o);
   EXPECT_EQ(only_cuda.status().code(), Code::kNotSupported) << only_cuda.status().ToString();

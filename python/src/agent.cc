@@ -5,6 +5,8 @@
 #include <atomic>
 #include <string>
 
+#include "fork_guard.h"
+
 namespace kvlane::python {
 namespace {
 
@@ -15,13 +17,14 @@ std::atomic<uint64_t> next_serial{1};
 PyAgent::PyAgent(std::unique_ptr<Agent> agent)
     : serial_(next_serial.fetch_add(1, std::memory_order_relaxed)),
       pid_(getpid()),
+      fork_generation_(ForkGeneration()),
       agent_(std::move(agent)) {}
 
 PyAgent::~PyAgent() { Destroy(); }
 
 Agent& PyAgent::agent() {
   if (agent_ == nullptr) throw py::value_error("the kvlane.Agent is closed");
-  if (getpid() != pid_)
+  if (ForkGeneration() != fork_generation_)
     throw std::runtime_error("this kvlane.Agent was created in process " + std::to_string(pid_) +
                              ", before a fork(): an agent does not survive fork(); create one "
                              "in this process (multiprocessing: use the 'spawn' start method, "
@@ -30,14 +33,16 @@ Agent& PyAgent::agent() {
 }
 
 void PyAgent::Close() {
-  if (busy_ > 0)
+  // (A forked child may have inherited calls in flight on threads it does not
+  // have: they never end there.)
+  if (busy_ > 0 && ForkGeneration() == fork_generation_)
     throw std::runtime_error(
         "kvlane.Agent.close(): another thread is inside a call of this agent (a wait?)");
   Destroy();
 }
 
 void PyAgent::Destroy() {
-  if (agent_ != nullptr && getpid() != pid_) {
+  if (agent_ != nullptr && ForkGeneration() != fork_generation_) {
     // A forked child's copy: its threads, sockets' peers and lanes are the
     // parent's. Destroying it would join threads that do not exist here.
     (void)agent_.release();
@@ -56,16 +61,23 @@ void PyAgent::Destroy() {
 
 void PyAgent::ReleaseOrphans() {
   if (orphans_.empty()) return;
-  std::vector<XferHandle> left = Blocking([&](Agent& a) {
-    std::vector<XferHandle> still;
-    for (XferHandle h : orphans_) {
-      // kNotAllowed: a lane still owns it. Anything else frees the slot or
-      // says it is gone (a stale handle): either way it is done with.
-      if (a.Release(&h).code() == Code::kNotAllowed) still.push_back(h);
+  // Taken out with the GIL held: a transfer dropped meanwhile adds to the
+  // member, and a second thread reaping at once finds none of these.
+  std::vector<XferHandle> mine = std::move(orphans_);
+  orphans_.clear();
+  // (Raises, dropping them, once closed or in a forked child: their slots went
+  // with the engine agent, or are the parent's.)
+  const std::vector<XferHandle> still = Blocking([&](Agent& a) {
+    std::vector<XferHandle> held;
+    for (XferHandle h : mine) {
+      // kNotAllowed: a lane still owns it; kTimeout: a lane still holds a
+      // post the GPU published. Ok frees the slot; kNotFound: it is gone.
+      const Code c = a.Release(&h).code();
+      if (c == Code::kNotAllowed || c == Code::kTimeout) held.push_back(h);
     }
-    return still;
+    return held;
   });
-  orphans_ = std::move(left);
+  orphans_.insert(orphans_.end(), still.begin(), still.end());
 }
 
 void PyAgent::CheckOwner(uint64_t owner, const char* what) const {

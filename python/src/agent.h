@@ -92,7 +92,8 @@ class PyAgent {
   // a stalled peer takes to time out.
   void Orphan(const XferHandle& handle) { orphans_.push_back(handle); }
   // Releases the orphans whose lanes let go (GIL released); keeps the others.
-  // Called before a transfer is made, where their slots are wanted.
+  // Called before a transfer is made, where their slots are wanted. Threads
+  // that call it at once each take their own share of the list.
   void ReleaseOrphans();
   size_t orphans() const { return orphans_.size(); }
 
@@ -105,7 +106,8 @@ class PyAgent {
   void Destroy();
 
   const uint64_t serial_;
-  const pid_t pid_;  // the process that created the engine agent
+  const pid_t pid_;                 // the process that created the engine agent
+  const uint64_t fork_generation_;  // ForkGeneration() there
   // By RegionId. Declared before agent_ so that it is destroyed after it; Close()
   // orders the two explicitly as well.
   std::map<uint64_t, std::unique_ptr<BufferPin>> pins_;

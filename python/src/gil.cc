@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+
 namespace kvlane::python {
 namespace {
 
@@ -13,20 +15,25 @@ bool Finalizing() {
 #endif
 }
 
-unsigned long main_thread = 0;  // PyThread_get_thread_ident() of the main thread
+// PyThread_get_thread_ident() of the thread that finalizes: the main thread,
+// or whichever thread runs the atexit callbacks (Py_FinalizeEx runs them on
+// its own thread before it marks the interpreter finalizing).
+std::atomic<unsigned long> finalizing_thread{0};
 
 }  // namespace
 
 void InitGil() {
-  main_thread =
+  finalizing_thread =
       py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+  py::module_::import("atexit").attr("register")(
+      py::cpp_function([] { finalizing_thread = PyThread_get_thread_ident(); }));
 }
 
 void ReacquireGil(PyThreadState* state) {
   // Finalizing: CPython would end this thread inside PyEval_RestoreThread.
   // (Should finalizing begin just after this check, that exit unwinds through
-  // plain frames: WithoutGil takes the GIL back outside any destructor.)
-  if (Finalizing() && PyThread_get_thread_ident() != main_thread) {
+  // plain frames where WithoutGil was called outside a destructor.)
+  if (Finalizing() && PyThread_get_thread_ident() != finalizing_thread) {
     for (;;) pause();
   }
   PyEval_RestoreThread(state);

@@ -6,10 +6,13 @@
 // GIL with pthread_exit, whose unwinding may not pass a destructor (noexcept):
 // the process aborted ("terminate called without an active exception") when a
 // script ended while a daemon thread was inside wait(). Here the GIL is taken
-// back in plain code, and a thread other than the main one that finds the
-// interpreter finalizing parks instead of asking: the process is about to
-// exit, and Python code must not run on it again anyway. (The main thread,
-// which finalizes, takes the GIL back as usual: it destroys agents then.)
+// back in plain code, and a thread other than the finalizing one that finds
+// the interpreter finalizing parks instead of asking: the process is about to
+// exit, and Python code must not run on it again anyway. (The finalizing
+// thread takes the GIL back as usual: it destroys agents then.) A destructor
+// that releases the GIL (a dropped transfer, a collected agent) takes it back
+// inside the destructor: a daemon thread that passes the check just before
+// finalizing begins may still end there (a window of a few instructions).
 #pragma once
 
 #include <optional>
@@ -20,8 +23,9 @@
 
 namespace kvlane::python {
 
-// Remembers the main thread (the one that finalizes the interpreter).
-// REQUIRES: the GIL; called once, at import.
+// Remembers the thread that will finalize the interpreter (the main thread,
+// or the one that runs the atexit callbacks). REQUIRES: the GIL; called once,
+// at import.
 void InitGil();
 
 // Takes the GIL back for `state` (from PyEval_SaveThread), or, on a thread

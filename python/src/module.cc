@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "bindings.h"
+#include "fork_guard.h"
 #include "gil.h"
 #include "kvlane/agent.h"
 #include "kvlane/version.h"
@@ -52,6 +53,7 @@ PYBIND11_MODULE(kvlane, m) {
 Errors raise kvlane.Error (with .code, a kvlane.Code); blocking calls release the GIL.)";
   m.attr("__version__") = KVLANE_VERSION_STRING;
   kp::InitGil();
+  kp::InitForkGuard();
   kp::BindStatus(m);
   kp::BindValues(m);
   kp::BindTransfer(m);

@@ -56,8 +56,9 @@ PyTransfer::~PyTransfer() {
   if (released() || agent_->closed()) return;
   try {
     const Status s = Blocking([](Agent& a, XferHandle& h) { return a.Release(&h); });
-    // A lane owns part of it: its agent releases it later, not this thread now.
-    if (s.code() == Code::kNotAllowed) agent_->Orphan(handle_);
+    // A lane owns part of it (or, kTimeout, still holds a post the GPU
+    // published): its agent releases it later, not this thread now.
+    if (s.code() == Code::kNotAllowed || s.code() == Code::kTimeout) agent_->Orphan(handle_);
   } catch (...) {
     // A destructor does not raise (a closed agent, another process after a
     // fork): a slot it could not release stays taken.

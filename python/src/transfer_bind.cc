@@ -25,10 +25,11 @@ Post it, then poll check() or block in wait(); post again once the previous post
 has finished. It keeps its Agent alive; after Agent.close() every call but
 release() raises ValueError. Used by one thread at a time (a call while another
 thread is inside post/wait/release raises RuntimeError; check() is always allowed).
-Dropping it releases it without waiting: a post still in flight is canceled where no lane
-has started it, and a lane that has keeps moving its bytes until it finishes (the slot is
-freed by a later make_transfer or close()); wait() before dropping a transfer whose
-buffers are to be reused. post() of 64 chunks or fewer keeps the GIL, also while it waits
+Dropping it releases it without waiting for a stalled peer: a post still in flight is
+canceled where no lane has started it, and a lane that has keeps moving its bytes until it
+finishes (the slot is freed by a later make_transfer or close()); wait() before dropping a
+transfer whose buffers are to be reused. (A post a GPU published may hold the drop up to
+io_timeout_s.) post() of 64 chunks or fewer keeps the GIL, also while it waits
 for lane ring space (a full ring: many posts queued behind a stalled peer, up to
 post_timeout_s).)")
       .def("post", &PyTransfer::Post, R"(Starts moving the bytes; returns Code.IN_PROGRESS (or OK).

@@ -124,7 +124,7 @@ def test_binding_misuse(local_pair):
     with pytest.raises(ValueError, match="device ordinal"):
         a.prepare_local([(ra.addr, 16, 2**32 + 1)])  # was taken as device 1
     with pytest.raises(ValueError, match="2\\*\\*32-1"):
-        a.make_transfer("write", local, remote, local_idx=[2**32])
+        a.make_transfer("write", local, remote, local_idx=[-1])  # said "below 2**64"
     with pytest.raises(ValueError):
         a.register_memory(bytearray(16), length=17)
     with pytest.raises(ValueError):

@@ -132,6 +132,9 @@ def test_dropping_a_transfer_a_stalled_peer_holds_does_not_block(child):
         try:
             w.post()
             time.sleep(0.2)  # the lane has sent what the socket takes and waits
+            with pytest.raises(kvlane.Error) as owned:  # else the drop merely cancels
+                w.cancel()
+            assert owned.value.code == kvlane.Code.NOT_ALLOWED
             start = time.monotonic()
             del w
             dropped_in = time.monotonic() - start
@@ -149,5 +152,62 @@ def test_dropping_a_transfer_a_stalled_peer_holds_does_not_block(child):
         made[1].post()
         assert made[1].wait(30) == kvlane.Code.OK
         assert child.ask("verify 31") == "ok"
+        del made
+    assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
+def test_threads_dropping_transfers_under_a_stalling_peer_lose_no_slot(child):
+    # Threads make, post and drop transfers while the peer stops and resumes:
+    # the dropped ones a lane owns are released by later make_transfer calls,
+    # on several threads at once. The list was walked without the GIL while
+    # others added to it (16 to 64 of 64 slots were lost for good).
+    import signal
+    import time
+    n = 64
+    with kvlane.Agent("parent", transports=["tcp"], max_requests=n, io_timeout_s=30) as a:
+        rs = a.register_memory(bytearray(SIZE))
+        assert a.load_peer(child.meta) == "child"
+        local = a.prepare_local([(rs.addr + i * 4096, 4096) for i in range(n)])
+        remote = a.prepare_remote("child", [(child.addr + i * 4096, 4096) for i in range(n)])
+        stop, errors = threading.Event(), []
+
+        def worker(k):
+            i = k
+            while not stop.is_set():
+                try:
+                    t = a.make_transfer("write", local, remote, local_idx=[i % n],
+                                        remote_idx=[i % n])
+                    t.post()
+                    del t
+                except kvlane.Error as e:
+                    if e.code != kvlane.Code.NOT_ALLOWED:  # all slots taken: expected
+                        errors.append(e)
+                i += 1
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            for _ in range(6):
+                os.kill(child.proc.pid, signal.SIGSTOP)
+                time.sleep(0.3)
+                os.kill(child.proc.pid, signal.SIGCONT)
+                time.sleep(0.1)
+        finally:
+            os.kill(child.proc.pid, signal.SIGCONT)
+            stop.set()
+            for t in threads:
+                t.join()
+        assert errors == []
+        # Every slot comes back once the lanes are done.
+        deadline, made = time.monotonic() + 30, []
+        while len(made) < n:
+            try:
+                made.append(a.make_transfer("write", local, remote, local_idx=[0], remote_idx=[0]))
+            except kvlane.Error as e:
+                assert e.code == kvlane.Code.NOT_ALLOWED and time.monotonic() < deadline, \
+                    f"{len(made)} of {n} slots came back: {e}"
+                time.sleep(0.05)
         del made
     assert child.quit() == 0

@@ -77,3 +77,44 @@ def test_forked_child_cannot_use_the_agent_and_closes_it_cleanly():
     assert a.export_metadata()
     a.deregister_memory(region)
     a.close()
+
+
+def test_forked_child_closes_an_agent_another_thread_was_using():
+    # The fork came while a thread was inside wait(): the child inherits the
+    # count of calls in flight but not the thread, and close() refused ("another
+    # thread is inside a call") for good.
+    import threading
+    from kvtest import make_pair, write_transfer
+    a, b = make_pair("local")
+    n = 64 << 20
+    src, dst = bytearray(n), bytearray(n)
+    t = write_transfer(a, b, src, dst)
+    stop = threading.Event()
+
+    def loop():
+        while not stop.is_set():
+            t.post()
+            t.wait()
+
+    th = threading.Thread(target=loop)
+    th.start()
+    try:
+        import time
+        time.sleep(0.3)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                a.close()
+                code = 0 if a.closed else 12
+            except BaseException:
+                code = 13
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        stop.set()
+        th.join()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"status {status:#x}"
+    del t
+    a.close()
+    b.close()
