@@ -37,6 +37,13 @@ class Agent {
   // in all, beside the other channels' own stops (a target that holds on past
   // that is left to copy into memory the caller must then keep: docs/SECURITY.md).
   ~Agent();
+  // Does what the destructor does, once, and says what it left: kBackend when
+  // a request is left poisoned (an shm target that held on past that wait, or
+  // a wedged GPU): memory registered with this agent may still be copied into
+  // or out of, so the caller must keep all of it. Later calls give the same
+  // answer. REQUIRES: no other call of this agent in flight, and none after
+  // but Close() again and the destructor.
+  Status Close();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fork_guard.h"
+#include "status.h"
 
 namespace kvlane::python {
 namespace {
@@ -20,7 +21,7 @@ PyAgent::PyAgent(std::unique_ptr<Agent> agent)
       fork_generation_(ForkGeneration()),
       agent_(std::move(agent)) {}
 
-PyAgent::~PyAgent() { Destroy(); }
+PyAgent::~PyAgent() { (void)Destroy(); }  // memory to keep stays pinned all the same
 
 Agent& PyAgent::agent() {
   if (agent_ == nullptr) throw py::value_error("the kvlane.Agent is closed");
@@ -38,25 +39,31 @@ void PyAgent::Close() {
   if (busy_ > 0 && ForkGeneration() == fork_generation_)
     throw std::runtime_error(
         "kvlane.Agent.close(): another thread is inside a call of this agent (a wait?)");
-  Destroy();
+  RaiseIfError(Destroy());
 }
 
-void PyAgent::Destroy() {
+Status PyAgent::Destroy() {
+  Status closed;
   if (agent_ != nullptr && ForkGeneration() != fork_generation_) {
     // A forked child's copy: its threads, sockets' peers and lanes are the
     // parent's. Destroying it would join threads that do not exist here.
     (void)agent_.release();
   } else if (agent_ != nullptr) {
     std::unique_ptr<Agent> agent = std::move(agent_);
-    WithoutGil([&] { agent.reset(); });  // joins the engine's threads
+    closed = WithoutGil([&] {  // joins the engine's threads
+      Status s = agent->Close();
+      agent.reset();
+      return s;
+    });
   }
   orphans_.clear();  // their slots went with the engine agent
-  for (uint64_t id : poisoned_) {
-    auto it = pins_.find(id);
-    if (it != pins_.end()) (void)it->second.release();  // kept for good, on purpose
+  for (auto& [id, pin] : pins_) {
+    // Kept for good, on purpose: something may still copy into or out of them.
+    if (closed.code() == Code::kBackend || poisoned_.count(id) != 0) (void)pin.release();
   }
   poisoned_.clear();
   pins_.clear();  // only now: the engine and its peers' accesses are done with them
+  return closed;
 }
 
 void PyAgent::ReleaseOrphans() {

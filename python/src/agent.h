@@ -78,8 +78,10 @@ class PyAgent {
   // once closed. `fn` must not touch Python objects.
   template <typename F>
   auto Blocking(F&& fn);
-  // Destroys the engine agent (GIL released), then lets go of every pinned
-  // buffer. RuntimeError while another thread is inside a call of this agent.
+  // Closes and destroys the engine agent (GIL released), then lets go of every
+  // pinned buffer, or, when Agent::Close said memory may still be copied
+  // (kBackend), of none: then raises that kvlane.Error, the agent closed.
+  // RuntimeError while another thread is inside a call of this agent.
   // Idempotent. In a forked child the engine agent is let go of, not destroyed
   // (its threads live in the parent only).
   void Close();
@@ -103,7 +105,8 @@ class PyAgent {
   void Deregister(const PyRegion& region);
 
  private:
-  void Destroy();
+  // Close() without the busy check; returns Agent::Close's answer.
+  Status Destroy();
 
   const uint64_t serial_;
   const pid_t pid_;                 // the process that created the engine agent

@@ -31,7 +31,10 @@ void DefLifecycle(AgentClass& c) {
            R"(Stops the agent (its threads joined) and lets go of its pinned buffers.
 
 Transfers made by it become unusable (ValueError). RuntimeError while another thread is
-inside one of its calls. Calling it again does nothing.)")
+inside one of its calls. Calling it again does nothing. kvlane.Error BACKEND, the agent
+closed all the same, when an shm target that did not let go of a failed transfer (or a
+wedged GPU) may still copy into or out of its registered memory: then every buffer it
+pinned stays pinned for the life of the process.)")
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__", [](PyAgent& a, py::args) { a.Close(); });
 }

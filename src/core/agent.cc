@@ -13,6 +13,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentOptions& options) {
 
 Agent::Agent(std::unique_ptr<core::AgentImpl> impl) : impl_(std::move(impl)) {}
 Agent::~Agent() = default;
+Status Agent::Close() { return impl_->Close(); }
 
 const std::string& Agent::name() const { return impl_->context().name; }
 const AgentOptions& Agent::options() const { return impl_->context().options; }

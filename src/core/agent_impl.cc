@@ -115,7 +115,11 @@ Status AgentImpl::Init() {
   return Status::Ok();
 }
 
-AgentImpl::~AgentImpl() {
+AgentImpl::~AgentImpl() { (void)Close(); }
+
+Status AgentImpl::Close() {
+  if (closed_) return close_status_;
+  closed_ = true;
   metadata_server_.reset();
   ctx_.registry->Close();  // peers' accesses from now on fail cleanly
   for (auto& t : transports_) t->Stop();
@@ -133,10 +137,19 @@ AgentImpl::~AgentImpl() {
       peer->CloseAll();
     }
   }
+  // Every lane has ended: a request is poisoned for good now, or never.
+  bool held = false;
+  for (auto& r : slots_) held = held || r->poisoned.load(std::memory_order_acquire);
   for (auto& r : slots_) r->peer.reset();
   prepared_.clear();
   peers_.clear();
   transports_.clear();
+  if (held)
+    close_status_ = Status::Backend(
+        "Close: a GPU that stopped answering (wedged), or an shm target that did not let go of "
+        "a failed transfer, may still copy into or out of this agent's registered memory: do "
+        "not free or reuse any of it");
+  return close_status_;
 }
 
 Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind,

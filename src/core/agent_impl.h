@@ -25,7 +25,10 @@ class MetadataServer;
 class AgentImpl {
  public:
   static Result<std::unique_ptr<AgentImpl>> Create(const AgentOptions& options);
-  ~AgentImpl();
+  ~AgentImpl();  // Close() unless called
+  // Agent::Close: stops everything the destructor stops, once; kBackend when a
+  // request is left poisoned (its memory may still be copied: keep it).
+  Status Close();
 
   const AgentContext& context() const { return ctx_; }
 
@@ -100,6 +103,8 @@ class AgentImpl {
   uint32_t next_prepared_;  // GUARDED_BY(prepared_mu_)
 
   std::vector<std::unique_ptr<Request>> slots_;  // fixed size: options.max_requests
+  bool closed_ = false;  // Close() ran (the caller's thread: nothing else runs then)
+  Status close_status_;  // its answer, given again by later calls
   std::mutex free_mu_;
   std::vector<uint32_t> free_slots_;  // GUARDED_BY(free_mu_)
   std::atomic<uint32_t> rotation_{0};

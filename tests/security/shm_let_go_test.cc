@@ -209,6 +209,35 @@ TEST(ShmLetGo, ATargetThatHoldsOnLeavesTheRequestPoisoned) {
   EXPECT_NE(d.message().find("shm target"), std::string::npos) << d.ToString();
 }
 
+// The same hold met by the agent's end: Close() waits for the target as the
+// destructor does, and, the target still holding on, says the memory must be
+// kept (the destructor could not say it). A later Close() says it again.
+TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) {
+  HeldTarget target(10000ms);
+  ReadingInitiator r(target, 200ms);
+  ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
+  ASSERT_EQ(r.agent->PeerTransport("target").value(), "shm");
+  target.Hold();
+  ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
+  std::this_thread::sleep_for(100ms);  // the frame is the target's
+  const Status s = r.agent->Close();
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_NE(s.message().find("do not free or reuse"), std::string::npos) << s.ToString();
+  EXPECT_EQ(r.agent->Close().code(), Code::kBackend);
+  target.Release();
+}
+
+// An agent whose transfers all ended closes with kOk: its memory may go.
+TEST(ShmLetGo, CloseIsOkWhenNothingIsHeld) {
+  HeldTarget target(3000ms);
+  ReadingInitiator r(target, 500ms);
+  ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
+  ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
+  ASSERT_TRUE(r.agent->Wait(*r.x, 10s).ok());
+  const Status s = r.agent->Close();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
 // A raw shm initiator sends a READ frame that waits at the lock, then shuts its
 // end down: the target copies nothing into its memory and answers canceled.
 TEST(ShmLetGo, TheTargetCopiesNothingForAnInitiatorThatShutItsEnd) {
