@@ -7,7 +7,7 @@
 # `kvbench run` runs in the caller's directory: a relative --out (default
 # kvbench-out) and SUMMARY_DIR are relative to it, not to the repository.
 # BUILD_DIR (default build) is relative to the repository root; KVBENCH_BIN names a
-# kvbench binary to use instead of building one (tests).
+# kvbench binary to use instead of building one (tests; exit 2 when it is none).
 # Only a run that wrote a document is rendered: after a run that wrote none (refused
 # flags, a setup error) the documents of earlier runs in <out>, and their summary,
 # are left as they are and said to be earlier runs', not presented as this one's.
@@ -17,6 +17,10 @@ set -uo pipefail  # no -e: the run's exit code is kept through the summary step
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -n "${KVBENCH_BIN:-}" ]; then
   kvbench=$KVBENCH_BIN
+  if ! command -v "$kvbench" >/dev/null; then
+    echo "[kvbench.sh] KVBENCH_BIN=$kvbench is no executable kvbench" >&2
+    exit 2
+  fi
 else
   build=${BUILD_DIR:-build}
   case $build in /*) ;; *) build=$root/$build ;; esac
@@ -34,18 +38,24 @@ for ((i = 0; i < ${#args[@]}; i++)); do
 done
 summary=${SUMMARY_DIR:-$out/summary}
 
-# A document this run wrote is newer than this marker (kvbench writes each one anew
-# and renames it into place).
-marker=$(mktemp "${TMPDIR:-/tmp}/kvbench-sh.XXXXXX") || exit 2
-trap 'rm -f "$marker"' EXIT
+# The documents in <out> (name, inode, modification time) before and after the run:
+# a new or changed entry is this run's (kvbench writes each document anew and renames
+# it into place). The trailing slash follows a symlinked <out>.
+documents() {
+  find "$out/" -maxdepth 1 -name '*.json' -printf '%f %i %T@\n' 2>/dev/null | LC_ALL=C sort
+}
+before=$(documents)
 "$kvbench" run "$@"
 rc=$?
 
-written=$(find "$out" -maxdepth 1 -name '*.json' -newer "$marker" 2>/dev/null)
-if [ -n "$written" ]; then
+written=()
+while IFS= read -r entry; do
+  [ -n "$entry" ] && written+=("${entry% * *}")
+done < <(LC_ALL=C comm -13 <(printf '%s\n' "$before") <(documents))
+if [ ${#written[@]} -gt 0 ]; then
   "$kvbench" summarize "$out" --out "$summary"
   src=$?
-  echo "[kvbench.sh] documents: $out/*.json (this run wrote $(echo $written))"
+  echo "[kvbench.sh] documents: $out/*.json (this run wrote$(printf ' %q' "${written[@]}"))"
   case $src in  # summarize's exit codes: tools/kvbench/README.md
     0|3) echo "[kvbench.sh] tables:    $summary/summary.md" ;;
     *) echo "[kvbench.sh] no summary (summarize exit $src, see above)" >&2 ;;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
+#include <vector>
 
 #include "kvlane/provenance.h"
 
@@ -38,19 +39,32 @@ std::string LoadAverage() {
   return one + " " + five + " " + fifteen;
 }
 
+std::string ShellQuote(const std::string& word) {
+  static const char kPlain[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-";
+  if (!word.empty() && word.find_first_not_of(kPlain) == std::string::npos) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+std::string JoinShellWords(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) line += (line.empty() ? "" : " ") + ShellQuote(word);
+  return line;
+}
+
 std::string CommandLine() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::string line;
-  size_t start = 0;
-  for (size_t end; start < raw.size(); start = end + 1) {
+  std::vector<std::string> words;
+  for (size_t start = 0, end; start < raw.size(); start = end + 1) {
     end = raw.find('\0', start);
     if (end == std::string::npos) end = raw.size();
-    std::string word = raw.substr(start, end - start);
-    if (line.empty()) word = word.substr(word.rfind('/') + 1);  // npos + 1 == 0
-    line += (line.empty() ? "" : " ") + word;
+    words.push_back(raw.substr(start, end - start));
   }
-  return line;
+  if (!words.empty()) words[0] = words[0].substr(words[0].rfind('/') + 1);  // npos + 1 == 0
+  return JoinShellWords(words);
 }
 
 }  // namespace kvlane_tools

@@ -15,8 +15,10 @@ namespace kvbench {
 
 // The version of the messages the ranks exchange, in each rank's hello: raise it
 // when a message changes meaning, so that ranks of two builds refuse each other at
-// the handshake instead of misreading each other later.
-inline constexpr int64_t kControlProtocol = 1;
+// the handshake instead of misreading each other later. 2: the target sends 'busy'
+// while it prepares a row, the plan carries the boot id and MemAvailable, the row
+// carries the initiator's control timeout.
+inline constexpr int64_t kControlProtocol = 2;
 
 // How long rank 0 gives a connection to say its hello (at most what is left of
 // its control timeout) before it drops it: a kvbench rank sends its own at once.

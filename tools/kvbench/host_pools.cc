@@ -4,6 +4,8 @@
 
 #include <fstream>
 
+#include "json_field.h"
+
 namespace kvbench {
 
 std::string BootId() {
@@ -15,8 +17,15 @@ std::string BootId() {
 
 bool SameHost(const std::string& transport, const HostIdentity& mine, const HostIdentity& peer) {
   if (transport == "shm" || transport == "local") return true;
-  if (!mine.hostname.empty() && mine.hostname == peer.hostname) return true;
-  return !mine.boot_id.empty() && mine.boot_id == peer.boot_id;
+  if (!mine.boot_id.empty() && !peer.boot_id.empty()) return mine.boot_id == peer.boot_id;
+  const bool named = !mine.hostname.empty() && mine.hostname != "unknown";
+  return named && mine.hostname == peer.hostname;
+}
+
+PeerHost ReadPeerHost(const nlohmann::json& theirs) {
+  const int64_t available = TypedField<int64_t>(theirs, "mem_available").value_or(0);
+  return {TypedField<std::string>(theirs, "boot_id").value_or(""),
+          available > 0 ? uint64_t(available) : 0};
 }
 
 kvlane::Status CheckSharedHostMemory(const HostPools& pools, bool same_host) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "kvlane/status.h"
@@ -23,8 +24,18 @@ struct HostIdentity {
 std::string BootId();
 
 // Whether the ranks share a host's memory: the transport works within one host
-// only (shm, local), or their host names agree, or their boot ids do.
+// only (shm, local), or both boot ids are known and agree; where either boot id is
+// unknown, their host names agree (an empty or "unknown" host name never matches).
 bool SameHost(const std::string& transport, const HostIdentity& mine, const HostIdentity& peer);
+
+// What the peer's plan message `theirs` (untrusted) says of its host: its boot id
+// (empty when missing or not a string) and MemAvailable (0 when missing, not an
+// integer, or <= 0: a negative used to wrap to a huge number).
+struct PeerHost {
+  std::string boot_id;
+  uint64_t mem_available = 0;
+};
+PeerHost ReadPeerHost(const nlohmann::json& theirs);
 
 // Both ranks' pools as they lie in host memory.
 struct HostPools {

@@ -258,7 +258,11 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
     return std::nullopt;  // this rank was stopped while it waited
   }
   if (!m.ok()) {
-    AddFailure(row, "control: " + m.status().ToString());
+    const std::string why = "control: " + m.status().ToString();
+    AddFailure(row, why);
+    // The target may still answer this row later ('busy', then 'ready'), which the
+    // next row would take for its own: the run ends here.
+    StopRun(why);
     return json::object();
   }
   target_waits_since_ = Clock::now();  // it waits for this rank's next message from here

@@ -81,7 +81,8 @@ class RowRunner {
   // Reads an answer of `types` to a row message, or the target's "stopped"; gives
   // up on a stop of this rank while waiting. The answer; nullopt when a stop came
   // (the target's is recorded); an empty object on a control failure (`row` failed,
-  // saying why).
+  // saying why, and the run stopped: StopRun, since the target's late answer to this
+  // row would be taken for the next row's).
   std::optional<nlohmann::json> Answer(const std::vector<std::string>& types, RowResult* row);
   // Tells the target the row in flight is dropped and waits until it has left it.
   void Abandon();

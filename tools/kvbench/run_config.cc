@@ -1,5 +1,7 @@
 #include "run_config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -62,6 +64,13 @@ kvlane::Status ValidateChoices(const RunConfig& c) {
   }
   if (c.control_timeout_ms.count() <= 0) {
     return kvlane::Status::InvalidArgument("--control-timeout must be positive");
+  }
+  // Far past any wait a run needs, and far from where time arithmetic overflows.
+  constexpr std::chrono::milliseconds kMaxControlTimeout = std::chrono::hours(24 * 7);
+  if (c.control_timeout_ms > kMaxControlTimeout) {
+    return kvlane::Status::InvalidArgument(
+        fmt::format("--control-timeout is at most 7 days ({}ms); got {}ms",
+                    kMaxControlTimeout.count(), c.control_timeout_ms.count()));
   }
   if (c.device < -1) {
     return kvlane::Status::InvalidArgument("--device is a GPU index, or -1 for the default");
@@ -250,9 +259,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "rank 1 GPU 1 when present; across hosts GPU 0, or SLURM_LOCALID / "
                   "LOCAL_RANK modulo the visible GPUs)");
   app->add_option("--case", c->case_name,
-                  "case name (default <workload>-b<block>-<transport>, then the memory where it "
-                  "is not the transport's own and a staging copy other than batch: "
-                  "docs/METHODOLOGY.md)")
+                  "case name (default <workload>-b<block>[-<dtype>]-<transport>, then the memory "
+                  "where it is not the transport's own, a staging copy other than batch, a "
+                  "--policy other than independent and lanes<N> for --lanes: docs/METHODOLOGY.md)")
       ->check(CLI::Validator(
           [](const std::string& v) {
             return v.empty() ? std::string("--case names the document: not empty") : std::string();
@@ -265,10 +274,12 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "slow-target-prepare repeat the initiator's reference, or the target's "
                   "wipe or fill before a verified burst, from the second row on until the run "
                   "is stopped; long-target-prepare repeats the target's wipe or fill of every "
-                  "row for 3 of its control timeouts")
-      ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
-                             "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
-                             "slow-target-prepare", "long-target-prepare"}))
+                  "row for 3 of its control timeouts; silent-target-prepare keeps the target "
+                  "silent for 2 of them before its wipe or fill of the first row")
+      ->check(
+          CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
+                         "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
+                         "slow-target-prepare", "long-target-prepare", "silent-target-prepare"}))
       ->group("Testing");
   app->add_flag("--spawned", c->spawned, "set by the launcher on the ranks it spawns")
       ->group("");  // hidden: not for people to pass

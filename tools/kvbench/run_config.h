@@ -41,14 +41,16 @@ struct RunConfig {
   int lanes = 0;                       // data lanes per peer; 0: the engine default
   int device = -1;  // this rank's GPU when its pool is on one; -1: DefaultDevice (path_choice.h)
   uint64_t seed = 1;
-  std::string case_name;  // empty: "<workload>-b<block>-<transport>"
+  std::string case_name;  // empty: DefaultCaseName (case_name.h), e.g. "kv-dsv4-b256-shm"
   std::string fault;      // testing: "flip-byte" corrupts each verified burst; "ref-<role>-setup"
                           // or "ref-<role>-stream" fails that rank's socket reference;
                           // "slow-reference" (the initiator's reference) and
                           // "slow-target-prepare" (the target's wipe or fill of a row's
                           // verified burst) repeat, from the second row on, until a stop
                           // interrupts them; "long-target-prepare" repeats the target's
-                          // wipe or fill of every row for 3 of its control timeouts
+                          // wipe or fill of every row for 3 of its control timeouts;
+                          // "silent-target-prepare" keeps the target silent for 2 of
+                          // them before its wipe or fill of the first row
 
   // Filled by Resolve():
   int warmup = 0, samples = 0, trials = 0;  // the flags', else the preset's (--grid)

@@ -250,8 +250,9 @@ kvlane::Status Session::AgreeOnPlan() {
 // ranks decide alike and both refuse before either allocates.
 kvlane::Status Session::CheckHostMemory(const json& theirs, uint64_t available) {
   const HostIdentity mine{self_.hostname, BootId()};
-  const HostIdentity peer{peer_info_.hostname, theirs.value("boot_id", std::string())};
-  const uint64_t peer_available = theirs.value("mem_available", uint64_t{0});
+  const PeerHost theirs_host = ReadPeerHost(theirs);  // untrusted: read field by field
+  const HostIdentity peer{peer_info_.hostname, theirs_host.boot_id};
+  const uint64_t peer_available = theirs_host.mem_available;
   auto on_host = [&](int rank) {
     return path_.Of(rank) == kvlane::MemoryKind::kHost ? plan_.layout.bytes : uint64_t{0};
   };

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "common/stop_signal.h"
 #include "json_field.h"
@@ -12,6 +13,12 @@
 namespace kvbench {
 
 using nlohmann::json;
+
+std::chrono::milliseconds BusyEvery(const json& row, std::chrono::milliseconds own) {
+  const int64_t theirs = TypedField<int64_t>(row, "control_timeout_ms").value_or(0);
+  if (theirs <= 0) return own / 4;
+  return std::min(std::chrono::milliseconds(theirs), own) / 4;
+}
 
 kvlane::Status TargetLoop::Run() {
   while (true) {
@@ -100,12 +107,23 @@ kvlane::Status TargetLoop::Prepare(bool push, const BurstMap& map, uint64_t epoc
   const bool lingers = fault == "long-target-prepare";
   const auto until = std::chrono::steady_clock::now() + 3 * s_->config().control_timeout_ms;
   if (slow) fmt::print(stderr, "[kvbench] injected fault: the target prepares until stopped\n");
+  if (fault == "silent-target-prepare" && epoch == 1)
+    SilentFor(2 * s_->config().control_timeout_ms);
   do {
     if ((slow || lingers) && stop()) return kvlane::Status::Canceled("the row ended early");
     KVLANE_RETURN_IF_ERROR(push ? WipeDestinations(pool, list_, map.target, stop)
                                 : FillSources(pool, list_, map.target, kTargetRank, epoch, stop));
   } while (slow || (lingers && std::chrono::steady_clock::now() < until));
   return kvlane::Status::Ok();
+}
+
+void TargetLoop::SilentFor(std::chrono::milliseconds how_long) {
+  fmt::print(stderr, "[kvbench] injected fault: the target is silent for {} ms\n",
+             how_long.count());
+  const auto until = std::chrono::steady_clock::now() + how_long;
+  while (std::chrono::steady_clock::now() < until && !Interrupted()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
@@ -126,15 +144,14 @@ kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
 // Each step gives up (kCanceled) when Interrupted(); the loop then tells the stop or
 // reads the initiator's "abandon".
 kvlane::Status TargetLoop::HandleRow(const json& m) {
+  // The initiator waits for "ready" from the moment it sent the row.
+  initiator_waits_since_ = std::chrono::steady_clock::now();
+  busy_every_ = BusyEvery(m, s_->config().control_timeout_ms);
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
   BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
   uint64_t epoch = m.value("epoch", uint64_t{0});
   bool push = m.value("op", "") == "push";  // push lands here; pull reads from here
   PoolView pool = s_->pool_view();
-  const std::chrono::milliseconds own = s_->config().control_timeout_ms;
-  const std::chrono::milliseconds theirs{m.value("control_timeout_ms", own.count())};
-  busy_every_ = (theirs.count() > 0 ? std::min(theirs, own) : own) / 4;
-  initiator_waits_since_ = std::chrono::steady_clock::now();
   const StopCheck stop = [this] { return InterruptedWhileInitiatorWaits(); };
   KVLANE_RETURN_IF_ERROR(Prepare(push, map, epoch, stop));
   KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "ready"}}));

@@ -14,6 +14,11 @@
 
 namespace kvbench {
 
+// How often the target says "busy" during the row message `row`: a quarter of the
+// smaller of its control_timeout_ms (untrusted: absent, not an integer or <= 0, it
+// is ignored) and this rank's control timeout `own`.
+std::chrono::milliseconds BusyEvery(const nlohmann::json& row, std::chrono::milliseconds own);
+
 class TargetLoop {
  public:
   // REQUIRES: session is the target's and outlives the loop.
@@ -33,7 +38,7 @@ class TargetLoop {
   // "ref_done" (after the last one, as it next waits).
   // While it wipes, fills or checks its side of a row, the initiator waits for its
   // answer under a control timeout: it says "busy" once a quarter of the smaller of
-  // both ranks' control timeouts has passed since the work began or its last "busy"
+  // both ranks' control timeouts has passed since the row message came or its last "busy"
   // (as the initiator does while it works alone), so that a long row does not look
   // like a silent peer.
   kvlane::Status Run();
@@ -53,6 +58,9 @@ class TargetLoop {
   kvlane::Status HandleRow(const nlohmann::json& message);
   // Wipes (push) or fills (pull) this rank's side of a row's verified burst.
   kvlane::Status Prepare(bool push, const BurstMap& map, uint64_t epoch, const StopCheck& stop);
+  // Testing (--inject-fault silent-target-prepare): says nothing for `how_long`,
+  // or until Interrupted().
+  void SilentFor(std::chrono::milliseconds how_long);
   // Interrupted(), saying "busy" first when due (see Run).
   bool InterruptedWhileInitiatorWaits();
   kvlane::Status HandleReference(const nlohmann::json& message);

@@ -105,6 +105,17 @@ TEST(Document, RecordsTheCommandAndTheEnvironment) {
   EXPECT_NE(j["environment"]["loadavg_start"], "unknown");
 }
 
+// The recorded command reads back as the words that ran: `--case "a b"` used to be
+// recorded as `--case a b`, and a word with glob or quote characters as it was.
+TEST(Document, TheCommandIsShellQuotedWordByWord) {
+  using kvlane_tools::JoinShellWords;
+  EXPECT_EQ(JoinShellWords({"kvbench", "run", "--out=/tmp/x", "--isl", "8192,16384"}),
+            "kvbench run --out=/tmp/x --isl 8192,16384");
+  EXPECT_EQ(JoinShellWords({"kvbench", "run", "--case", "a b"}), "kvbench run --case 'a b'");
+  EXPECT_EQ(JoinShellWords({"--case", "it's", "*.json", ""}), R"(--case 'it'\''s' '*.json' '')");
+  EXPECT_EQ(JoinShellWords({"$HOME", "a;b"}), "'$HOME' 'a;b'");
+}
+
 // A stopped run keeps the rows that finished: the document says it is not complete,
 // which rows it lacks (in plan order) and which signal stopped which rank.
 TEST(Document, APartialRunNamesItsMissingRowsAndTheStop) {

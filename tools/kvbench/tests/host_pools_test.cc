@@ -54,11 +54,44 @@ TEST(HostPools, SameHostByTransportHostNameOrBootId) {
   EXPECT_FALSE(SameHost("tcp", a, b));
   EXPECT_TRUE(SameHost("shm", a, b));
   EXPECT_TRUE(SameHost("local", a, b));
-  EXPECT_TRUE(SameHost("tcp", a, HostIdentity{"node-a", "boot-2"}));
   // Two containers of one host: other host names, one kernel.
   EXPECT_TRUE(SameHost("tcp", a, HostIdentity{"node-b", "boot-1"}));
   // Unknown boot ids never match.
   EXPECT_FALSE(SameHost("tcp", HostIdentity{"node-a", ""}, HostIdentity{"node-b", ""}));
+}
+
+// Two known boot ids decide alone: one host name on two kernels (two hosts named
+// alike, or a name reused by a container) is two hosts.
+TEST(HostPools, KnownBootIdsDecideOverHostNames) {
+  EXPECT_FALSE(SameHost("tcp", {"node-a", "boot-1"}, {"node-a", "boot-2"}));
+  EXPECT_FALSE(SameHost("tcp", {"unknown", "boot-1"}, {"unknown", "boot-2"}));
+  EXPECT_TRUE(SameHost("tcp", {"node-a", "boot-1"}, {"node-b", "boot-1"}));
+}
+
+// Where a boot id is unknown, the host names decide, but an empty or "unknown"
+// name (what a rank reports when it cannot read its own) matches nothing.
+TEST(HostPools, HostNamesDecideOnlyWhereABootIdIsUnknown) {
+  EXPECT_TRUE(SameHost("tcp", {"node-a", ""}, {"node-a", "boot-2"}));
+  EXPECT_TRUE(SameHost("tcp", {"node-a", "boot-1"}, {"node-a", ""}));
+  EXPECT_FALSE(SameHost("tcp", {"node-a", ""}, {"node-b", ""}));
+  EXPECT_FALSE(SameHost("tcp", {"unknown", ""}, {"unknown", ""}));
+  EXPECT_FALSE(SameHost("tcp", {"", ""}, {"", ""}));
+  EXPECT_FALSE(SameHost("tcp", {"unknown", "boot-1"}, {"unknown", ""}));
+}
+
+// The peer's plan message is untrusted: a negative MemAvailable wrapped to a huge
+// one (value<uint64_t>), a float out of range was undefined, a boot id of another
+// type threw. Each reads as unknown.
+TEST(HostPools, APeersHostFieldsAreReadAsUntrusted) {
+  PeerHost p = ReadPeerHost({{"boot_id", "boot-1"}, {"mem_available", 12 * kGiB}});
+  EXPECT_EQ(p.boot_id, "boot-1");
+  EXPECT_EQ(p.mem_available, 12 * kGiB);
+  for (const nlohmann::json& odd : {nlohmann::json(-1), nlohmann::json(0), nlohmann::json(1e300),
+                                    nlohmann::json(-5.0), nlohmann::json("12"), nlohmann::json()}) {
+    EXPECT_EQ(ReadPeerHost({{"mem_available", odd}}).mem_available, 0u) << odd.dump();
+  }
+  EXPECT_EQ(ReadPeerHost({{"boot_id", 7}}).boot_id, "");
+  EXPECT_EQ(ReadPeerHost(nlohmann::json::array()).boot_id, "");
 }
 
 TEST(HostPools, BootIdIsReadOnLinux) { EXPECT_EQ(BootId().size(), 36u) << BootId(); }

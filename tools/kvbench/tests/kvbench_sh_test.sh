@@ -4,6 +4,7 @@
 # script used to cd to the repository first), and a run that wrote no document
 # (here: refused flags) exits with the run's code and renders nothing: it used to
 # re-render the earlier run's document and print "tables: ... charts: ..." as if fine.
+# A run into a symlinked --out is found; a wrong KVBENCH_BIN exits 2.
 # Usage: kvbench_sh_test.sh <scripts/kvbench.sh> <kvbench binary>
 set -u
 script=$1
@@ -34,4 +35,30 @@ grep -q 'tables:\|charts:' run2.txt && fail "a refused run presents tables or ch
 grep -q 'wrote no document' run2.txt || fail "a refused run does not say it wrote no document"
 [ -z "$(find rel-out -newer marker)" ] || fail "a refused run rewrote: $(find rel-out -newer marker)"
 [ "$status" = 0 ] || cat run2.txt
+
+# A symlinked --out: `find "$out" -newer` did not follow it, so a valid run said it
+# "wrote no document". The run writes over run1's document: a changed one counts too.
+ln -s rel-out linked-out
+"$script" "${common[@]}" --out linked-out >run3.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] || fail "a run into a symlinked --out: exit $rc"
+grep -q 'wrote no document' run3.txt && fail "a run into a symlinked --out says it wrote no document"
+grep -q '^\[kvbench.sh\] tables: ' run3.txt || fail "a run into a symlinked --out: no tables line"
+grep -q 'this run wrote kv-dsv4-b256-shm.json)' run3.txt ||
+  fail "a run into a symlinked --out does not name the document it rewrote"
+[ "$status" = 0 ] || cat run3.txt
+
+# A case name with glob characters is printed shell-quoted, not expanded (to run1's).
+"$script" "${common[@]}" --out rel-out --case 'g*' >run4.txt 2>&1
+rc=$?
+[ "$rc" = 0 ] || fail "a run with --case 'g*': exit $rc"
+grep -qF 'this run wrote g\*.json)' run4.txt || fail "--case 'g*': the document is not named as it is"
+[ "$status" = 0 ] || cat run4.txt
+
+# A KVBENCH_BIN that is no program is a setup error (2), not the shell's 127.
+KVBENCH_BIN=$tmp/no-such-kvbench "$script" "${common[@]}" --out rel-out >run5.txt 2>&1
+rc=$?
+[ "$rc" = 2 ] || fail "a missing KVBENCH_BIN: exit $rc, not 2"
+grep -q 'KVBENCH_BIN=.*no executable kvbench' run5.txt || fail "a missing KVBENCH_BIN is not named"
+[ "$status" = 0 ] || cat run5.txt
 exit $status

@@ -205,6 +205,13 @@ std::vector<Refusal> Refusals() {
       {"MemoryPairWithUnknown", {"--memory", "cuda,gpu"}, {"--memory 'cuda,gpu': a pair names"}},
       {"UnknownPolicy", {"--policy", "fifo"}, {"unknown policy 'fifo'"}},
       {"ZeroControlTimeout", {"--control-timeout", "0"}, {"--control-timeout must be positive"}},
+      // Time arithmetic on it overflowed (the parser takes up to 999999999m).
+      {"HugeControlTimeout",
+       {"--control-timeout", "999999999m"},
+       {"--control-timeout is at most 7 days (604800000ms); got 59999999940000ms"}},
+      {"ControlTimeoutOverAWeek",
+       {"--control-timeout", "10081m"},
+       {"--control-timeout is at most 7 days"}},
       {"NegativeDevice", {"--device", "-7"}, {"--device is a GPU index"}},
       {"CaseWithASlash", {"--case", "a/b"}, {"--case 'a/b' names a file in --out: no '/'"}},
       {"CaseDotDot", {"--case", ".."}, {"--case '..' names a file in --out: no '/'"}},

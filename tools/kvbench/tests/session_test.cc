@@ -16,6 +16,7 @@
 #include "device_memory.h"
 #include "hello.h"
 #include "session_pair.h"
+#include "target_loop.h"
 
 namespace kvbench {
 namespace {
@@ -242,11 +243,33 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
   other["protocol"] = kControlProtocol + 1;
   other["version"] = "kvlane 9.9.9 (git abc)";
   const kvlane::Status s = ReadHello(1, other, &peer);
-  EXPECT_NE(s.message().find("kvbench kvlane 9.9.9 (git abc) (control protocol 2)"),
+  EXPECT_NE(s.message().find("kvbench kvlane 9.9.9 (git abc) (control protocol " +
+                             std::to_string(kControlProtocol + 1) + ")"),
             std::string::npos)
       << s.message();
-  other["protocol"] = "1";
+  other["protocol"] = "2";
   EXPECT_FALSE(ReadHello(1, other, &peer).ok());
+  // A build of protocol 1 (no 'busy' during prepare, no boot id in the plan, no
+  // timeout in the row) is refused at the handshake, not mid-run.
+  EXPECT_EQ(kControlProtocol, 2);
+  other["protocol"] = 1;
+  EXPECT_EQ(ReadHello(1, other, &peer).code(), kvlane::Code::kInvalidArgument);
+}
+
+// The row's control_timeout_ms is the initiator's, untrusted: the smaller timeout
+// sets the target's "busy" pace; a negative wrapped (value<long> of -1 read as a
+// tiny or huge wait), a float out of range was undefined. Each is ignored.
+TEST(TargetLoop, BusyPaceReadsTheRowsTimeoutAsUntrusted) {
+  using std::chrono::milliseconds;
+  const milliseconds own{8000};
+  EXPECT_EQ(BusyEvery({{"control_timeout_ms", 2000}}, own), milliseconds(500));
+  EXPECT_EQ(BusyEvery({{"control_timeout_ms", 60000}}, own), milliseconds(2000));
+  for (const nlohmann::json& odd :
+       {nlohmann::json(-1), nlohmann::json(0), nlohmann::json(1e300), nlohmann::json(-1e300),
+        nlohmann::json("2000"), nlohmann::json(), nlohmann::json(uint64_t(-1))}) {
+    EXPECT_EQ(BusyEvery({{"control_timeout_ms", odd}}, own), milliseconds(2000)) << odd.dump();
+  }
+  EXPECT_EQ(BusyEvery(nlohmann::json::object(), own), milliseconds(2000));
 }
 
 }  // namespace
