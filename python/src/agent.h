@@ -97,7 +97,6 @@ class PyAgent {
   // Called before a transfer is made, where their slots are wanted. Threads
   // that call it at once each take their own share of the list.
   void ReleaseOrphans();
-  size_t orphans() const { return orphans_.size(); }
 
   // register_memory and deregister_memory (agent_memory.cc).
   PyRegion Register(py::handle target, std::optional<uint64_t> length, MemoryKind kind,

@@ -29,7 +29,7 @@ namespace kvlane::python {
 void InitGil();
 
 // Takes the GIL back for `state` (from PyEval_SaveThread), or, on a thread
-// other than the main one once the interpreter is finalizing, never returns.
+// other than the finalizing one once the interpreter is finalizing, never returns.
 void ReacquireGil(PyThreadState* state);
 
 // Runs fn() with the GIL released and returns its result. REQUIRES: the GIL.

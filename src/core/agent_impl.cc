@@ -23,6 +23,11 @@
 namespace kvlane::core {
 namespace {
 
+// Why memory must stay after a post was left poisoned (DeregisterMemory, Close).
+constexpr const char* kMayStillCopy =
+    "a GPU that stopped answering (wedged), or an shm target that did not let go of a failed "
+    "transfer, may still copy into or out of ";
+
 std::unique_ptr<Transport> MakeTransport(const std::string& name, AgentContext* ctx) {
   if (name == "local") return MakeLocalTransport(ctx);
   if (name == "shm") return MakeShmTransport(ctx);
@@ -145,10 +150,9 @@ Status AgentImpl::Close() {
   peers_.clear();
   transports_.clear();
   if (held)
-    close_status_ = Status::Backend(
-        "Close: a GPU that stopped answering (wedged), or an shm target that did not let go of "
-        "a failed transfer, may still copy into or out of this agent's registered memory: do "
-        "not free or reuse any of it");
+    close_status_ = Status::Backend(std::string("Close: ") + kMayStillCopy +
+                                    "this agent's registered memory: do not free or reuse any of "
+                                    "it");
   return close_status_;
 }
 
@@ -182,10 +186,9 @@ Status AgentImpl::DeregisterMemory(RegionId region) {
   bool wedged = false;
   for (const auto& r : slots_) wedged = r->AwaitOffRegions(keys) || wedged;
   if (wedged)
-    return Status::Backend(
-        "DeregisterMemory: a GPU that stopped answering (wedged), or an shm target that did not "
-        "let go of a failed transfer, may still copy into or out of the region; it is gone for "
-        "new posts, but do not free or reuse its memory");
+    return Status::Backend(std::string("DeregisterMemory: ") + kMayStillCopy +
+                           "the region; it is gone for new posts, but do not free or reuse its "
+                           "memory");
   return Status::Ok();
 }
 

@@ -22,7 +22,6 @@
 #include <iterator>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -150,10 +149,13 @@ class NotifQueue {
     const uint64_t cost = Cost(n) + (fresh ? NameCost(n.peer) : 0);
     const uint64_t peer_held = fresh ? 0 : mine->second;
     if (peer_held + cost > max_peer_bytes_)
+      // The per-peer limit is often not set by hand: say where its value came from.
       return Refused(peer_held, "from peer '" + n.peer + "'", "max_notification_bytes_per_peer",
-                     max_peer_bytes_);
+                     max_peer_bytes_,
+                     "; when left 0, a quarter of max_notification_bytes, at least one largest "
+                     "notification");
     if (held_ + cost > max_bytes_)
-      return Refused(held_, "in all", "max_notification_bytes", max_bytes_);
+      return Refused(held_, "in all", "max_notification_bytes", max_bytes_, "");
     if (fresh) mine = held_by_.emplace(n.peer, 0).first;  // may throw; then nothing changed
     try {
       items_.push_back(std::move(n));  // may throw; then items_ is as it was
@@ -166,18 +168,13 @@ class NotifQueue {
     return Status::Ok();
   }
 
-  static Status Refused(uint64_t held, const std::string& whose, const char* field,
-                        uint64_t limit) {
-    // The per-peer limit is often not set by hand: say where its value came from.
-    const std::string per_peer_note =
-        std::string_view(field) == "max_notification_bytes_per_peer"
-            ? "; when left 0, a quarter of max_notification_bytes, at least one largest "
-              "notification"
-            : "";
+  // `note` follows the limit's value, inside its parentheses.
+  static Status Refused(uint64_t held, const std::string& whose, const char* field, uint64_t limit,
+                        const char* note) {
     return Status::NotAllowed("notification refused: the receiving application holds " +
                               std::to_string(held) + " bytes of notifications " + whose +
                               " it has not taken (AgentOptions." + field + " = " +
-                              std::to_string(limit) + per_peer_note + ")");
+                              std::to_string(limit) + note + ")");
   }
 
   const uint64_t max_bytes_;

@@ -224,10 +224,11 @@ kvlane::Status Session::AgreeOnPlan() {
   KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
   json plan = PlanToJson(plan_);
   const uint64_t available = MemAvailableBytes();
+  const std::string boot_id = BootId();
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"},
                                          {"plan", plan},
                                          {"seed", config_.seed},
-                                         {"boot_id", BootId()},
+                                         {"boot_id", boot_id},
                                          {"mem_available", available}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
   if (theirs["plan"] != plan) {
@@ -242,14 +243,15 @@ kvlane::Status Session::AgreeOnPlan() {
         fmt::format("the ranks disagree on --seed (this rank {}, peer {}): pass the same to both",
                     config_.seed, peer_seed));
   }
-  return CheckHostMemory(theirs, available);
+  return CheckHostMemory(theirs, boot_id, available);
 }
 
 // Two ranks on one host share its memory: both host pools are checked together, against
 // the smaller of the two MemAvailable readings (0: a peer that sent none), so that both
 // ranks decide alike and both refuse before either allocates.
-kvlane::Status Session::CheckHostMemory(const json& theirs, uint64_t available) {
-  const HostIdentity mine{self_.hostname, BootId()};
+kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& boot_id,
+                                        uint64_t available) {
+  const HostIdentity mine{self_.hostname, boot_id};
   const PeerHost theirs_host = ReadPeerHost(theirs);  // untrusted: read field by field
   const HostIdentity peer{peer_info_.hostname, theirs_host.boot_id};
   const uint64_t peer_available = theirs_host.mem_available;

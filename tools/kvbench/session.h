@@ -61,7 +61,9 @@ class Session {
   kvlane::Status AgreeOnPath(const kvlane::Status& resolved);
   kvlane::Status SettleBudget();
   kvlane::Status AgreeOnPlan();
-  kvlane::Status CheckHostMemory(const nlohmann::json& theirs, uint64_t available);
+  // `boot_id` and `available`: what this rank sent in its plan message.
+  kvlane::Status CheckHostMemory(const nlohmann::json& theirs, const std::string& boot_id,
+                                 uint64_t available);
   kvlane::Status CreateAgent();
   kvlane::Status RegisterPool();
   kvlane::Status ExchangeMetadata();
