@@ -109,6 +109,49 @@ TEST_P(RingTest, FourteenOutstandingThenSlotReuse) {
   EXPECT_GT(stale.size(), kMaxRequests);  // slots were reused many times over
 }
 
+// PostMayWait reads the ring: with 26 of the lane's 32 slots held by a stalled
+// target, a 6-chunk transfer fits (false) and an 8-chunk one does not (true);
+// once the 6-chunk one is queued even a 1-chunk post may wait; after the stall
+// ends and the lane drains, none may. A stale handle answers false.
+TEST_P(RingTest, PostMayWaitTellsAFullRing) {
+  constexpr int kHeld = kOutstanding - 1;  // 13 x 2 slots: 16 request slots in all with the 3 below
+  Fill(src_, 6);
+  std::vector<XferHandle> hs;
+  XferHandle six = Make(Op::kWrite, 20, 6 * 4096);
+  XferHandle eight = Make(Op::kWrite, 24, 8 * 4096);
+  XferHandle one = Make(Op::kWrite, 30, 4096);
+  EXPECT_FALSE(a().PostMayWait(eight)) << "an idle ring has room for 8 of 32";
+  {
+    RemoteStall stall(b());
+    for (int i = 0; i < kHeld; ++i) {
+      hs.push_back(Make(Op::kWrite, i));
+      ASSERT_EQ(a().Post(&hs.back()).code(), Code::kInProgress) << i;
+    }
+    EXPECT_FALSE(a().PostMayWait(six)) << "6 slots are free";
+    EXPECT_TRUE(a().PostMayWait(eight)) << "8 chunks, 6 free slots";
+    ASSERT_EQ(a().Post(&six).code(), Code::kInProgress);
+    EXPECT_TRUE(a().PostMayWait(one)) << "every slot is held";
+  }
+  for (auto& h : hs) ASSERT_TRUE(a().Wait(h, 10s).ok());
+  ASSERT_TRUE(a().Wait(six, 10s).ok());
+  // A lane frees a post's slots as it completes or just after: wait for the
+  // hint to clear rather than assume the order.
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while ((a().PostMayWait(one) || a().PostMayWait(eight)) &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::yield();
+  EXPECT_FALSE(a().PostMayWait(one));
+  EXPECT_FALSE(a().PostMayWait(eight));
+  ASSERT_TRUE(PostAndWait(a(), &eight).ok());
+  EXPECT_EQ(FirstMismatch(dst_.data() + 24 * kReq, 8 * 4096, 6, 24 * kReq), -1);
+  XferHandle stale = one;
+  ASSERT_TRUE(a().Release(&one).ok());
+  EXPECT_FALSE(a().PostMayWait(stale)) << "stale handle";
+  EXPECT_FALSE(a().PostMayWait(XferHandle{})) << "never-made handle";
+  for (XferHandle* h : {&six, &eight}) EXPECT_TRUE(a().Release(h).ok());
+  for (auto& h : hs) EXPECT_TRUE(a().Release(&h).ok());
+}
+
 // All 16 slots in use: the 17th MakeTransfer is refused, not blocked.
 TEST_P(RingTest, SlotExhaustionIsRefused) {
   std::vector<XferHandle> hs;
@@ -145,6 +188,7 @@ TEST_P(RingTest, StaleCopiesStayStaleWhileAnotherThreadReusesTheSlot) {
         stale_code(a().Post(&h).code());
         stale_code(a().Cancel(h).code());
         stale_code(a().Describe(h).status().code());
+        not_stale += a().PostMayWait(h);  // a stale handle may not wait: false
         stale_code(a().Release(&h).code());
       }
     }

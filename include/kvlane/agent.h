@@ -161,6 +161,15 @@ class Agent {
   // (kCanceled), this post ends with that error, returned once the chunks
   // already queued drained (some bytes may have moved), and Check reads it.
   Status Post(XferHandle* handle);
+  // Whether a Post of this handle now might wait for lane ring space: some
+  // lane it could be queued on lacks room for its chunks (a peer that stopped
+  // taking data, a burst of posts). A host read of the rings, no lock; a hint:
+  // posts from other threads may take the room after it answered false. For
+  // callers that must not block (an event loop, a binding that holds an
+  // interpreter lock): hand a post that may wait to a thread that can.
+  // False for a stale or never-made handle (Post then refuses at once).
+  // REQUIRES: not concurrent with Release of the same handle.
+  bool PostMayWait(const XferHandle& handle) const;
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
   // kNotFound when the handle is stale (slot reposted or released). A transfer
   // never posted reads kOk (idle), as does Wait: only a Post moves bytes. A

@@ -13,8 +13,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Posts of more chunks than this release the GIL: queueing them takes long
-// enough to pay for it. Smaller ones keep it (a post never allocates and only
-// blocks on a full lane ring, see AgentOptions::post_timeout).
+// enough to pay for it. Smaller ones keep it (a post never allocates), unless
+// their lane ring lacks room (Agent::PostMayWait): the post would then block
+// every Python thread up to AgentOptions::post_timeout.
 constexpr uint32_t kUnlockedPostChunks = 64;
 // wait() blocks in slices this long and looks for signals (Ctrl-C) between them.
 constexpr std::chrono::nanoseconds kWaitSlice = std::chrono::milliseconds(100);
@@ -66,8 +67,9 @@ PyTransfer::~PyTransfer() {
 }
 
 py::object PyTransfer::Post() {
-  if (chunks_ <= kUnlockedPostChunks) return CodeOrRaise(Use().agent().Post(&handle_));
-  Use();  // before marking: a refused call leaves posting_ alone
+  Agent& agent = Use().agent();  // before marking: a refused call leaves posting_ alone
+  if (chunks_ <= kUnlockedPostChunks && !agent.PostMayWait(handle_))
+    return CodeOrRaise(agent.Post(&handle_));
   posting_ = true;
   struct Leave {
     bool* posting;

@@ -29,14 +29,14 @@ Dropping it releases it without waiting for a stalled peer: a post still in flig
 canceled where no lane has started it, and a lane that has keeps moving its bytes until it
 finishes (the slot is freed by a later make_transfer or close()); wait() before dropping a
 transfer whose buffers are to be reused. (A post a GPU published may hold the drop up to
-io_timeout_s.) post() of 64 chunks or fewer keeps the GIL, also while it waits
-for lane ring space (a full ring: many posts queued behind a stalled peer, up to
-post_timeout_s).)")
+io_timeout_s.))")
       .def("post", &PyTransfer::Post, R"(Starts moving the bytes; returns Code.IN_PROGRESS (or OK).
 
 REQUIRES: the previous post has finished (else kvlane.Error NOT_ALLOWED) and the bytes to
 move are in place (for device memory: the work that wrote them has completed). Raises
-kvlane.Error. Releases the GIL for transfers of more than 64 chunks.)")
+kvlane.Error. Releases the GIL for transfers of more than 64 chunks, and for any transfer
+whose lane ring lacks room for it (many posts queued behind a stalled peer: the post may
+wait up to post_timeout_s); a small post to rings with room keeps it.)")
       .def("check", &PyTransfer::Check,
            R"(Code.IN_PROGRESS or Code.OK; raises kvlane.Error if the post failed.
 

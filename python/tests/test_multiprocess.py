@@ -211,3 +211,50 @@ def test_threads_dropping_transfers_under_a_stalling_peer_lose_no_slot(child):
                 time.sleep(0.05)
         del made
     assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
+def test_a_small_post_into_a_full_ring_lets_other_threads_run(child):
+    # The peer stops (SIGSTOP) with the lane's ring full: a post of one chunk
+    # waits for ring space up to post_timeout_s. It kept the GIL meanwhile (a
+    # small post keeps it), so every Python thread stood still; now it lets go.
+    import signal
+    import time
+    with kvlane.Agent("parent", transports=["tcp"], lanes_per_peer=1, lane_ring_slots=2,
+                      max_requests=4, post_timeout_s=20) as a:
+        src = bytearray(pattern(41, SIZE))
+        rs = a.register_memory(src)
+        assert a.load_peer(child.meta) == "child"
+        local = a.prepare_local([(rs.addr + i * 4096, 4096) for i in range(3)])
+        remote = a.prepare_remote("child", [(child.addr + i * 4096, 4096) for i in range(3)])
+        ts = [a.make_transfer("write", local, remote, local_idx=[i], remote_idx=[i]) for i in range(3)]
+        ts[0].post()
+        assert ts[0].wait(30) == kvlane.Code.OK  # connected and moving
+        os.kill(child.proc.pid, signal.SIGSTOP)
+        posted, outcome = threading.Event(), []
+        try:
+            ts[0].post()
+            ts[1].post()  # both ring slots held: the peer takes nothing
+
+            def post_third():
+                try:
+                    outcome.append(ts[2].post())
+                except kvlane.Error as e:
+                    outcome.append(e.code)
+                posted.set()
+
+            poster = threading.Thread(target=post_third)
+            start = time.monotonic()
+            poster.start()
+            time.sleep(0.3)  # the GIL comes back to this thread only if post let it go
+            back_in = time.monotonic() - start
+            still_posting = not posted.is_set()
+        finally:
+            os.kill(child.proc.pid, signal.SIGCONT)
+        poster.join(60)
+        assert still_posting and back_in < 5, f"other threads stood still {back_in:.1f} s"
+        assert outcome == [kvlane.Code.IN_PROGRESS]
+        for t in ts:
+            assert t.wait(30) == kvlane.Code.OK
+        del ts
+    assert child.quit() == 0

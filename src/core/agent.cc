@@ -43,6 +43,7 @@ Result<XferHandle> Agent::MakeTransfer(Op op, PreparedId local, std::span<const 
 }
 
 Status Agent::Post(XferHandle* handle) { return impl_->Post(handle); }
+bool Agent::PostMayWait(const XferHandle& handle) const { return impl_->PostMayWait(handle); }
 Status Agent::Check(const XferHandle& handle) const { return impl_->Check(handle); }
 Result<XferInfo> Agent::Describe(const XferHandle& handle) const { return impl_->Describe(handle); }
 Status Agent::Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const {

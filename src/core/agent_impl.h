@@ -52,6 +52,7 @@ class AgentImpl {
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif, XferOptions xo);
   Status Post(XferHandle* handle);
+  bool PostMayWait(const XferHandle& handle) const;
   Status Check(const XferHandle& handle) const;
   Result<XferInfo> Describe(const XferHandle& handle) const;
   Status Wait(const XferHandle& handle, std::chrono::nanoseconds timeout) const;

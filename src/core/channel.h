@@ -65,6 +65,7 @@ class Channel {
 
   int lane_count() const { return static_cast<int>(queues_.size()); }
   LaneQueue& queue(int lane) { return *queues_[lane]; }
+  const LaneQueue& queue(int lane) const { return *queues_[lane]; }
   ErrorLatch& latch() { return latch_; }
   const std::atomic<bool>& closing() const { return closing_; }
 

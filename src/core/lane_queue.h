@@ -36,6 +36,18 @@ class LaneQueue {
   // hands the item to Channel::Kick, which does when it leaves it queued).
   Status Push(const WorkItem& item, std::chrono::steady_clock::time_point deadline,
               const std::atomic<bool>& abandon, bool ring = true);
+  // Whether the next `n` tickets' slots are free now, so that `n` Pushes would
+  // not wait. A hint: other posting threads may take the room first. False
+  // for more than the ring holds.
+  bool HasRoom(uint32_t n) const {
+    if (n == 0) return true;
+    if (n > mask_ + 1) return false;
+    const uint64_t last = tail_.load(std::memory_order_relaxed) + n - 1;
+    // Free for ticket `last` once its cell was retired a lap ago (AdvanceRetire
+    // stores the ticket it frees the cell for). A larger seq: another poster
+    // took it since the load, which reads as no room.
+    return cells_[last & mask_].seq.load(std::memory_order_acquire) == last;
+  }
   // Wakes the issue side if it sleeps (a published item is waiting).
   void Ring() {
     doorbell_.fetch_add(1, std::memory_order_seq_cst);

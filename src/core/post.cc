@@ -120,6 +120,32 @@ Status AgentImpl::Post(XferHandle* h) {
   return failure;
 }
 
+bool AgentImpl::PostMayWait(const XferHandle& h) const {
+  if (h.slot >= slots_.size()) return false;
+  const Request& r = *slots_[h.slot];
+  // The plan is fixed from MakeTransfer to Release; the generation tells this
+  // slot's transfer from a stale handle (as in Describe).
+  if (RecordGen(r.record.load(std::memory_order_acquire)) != h.gen ||
+      !r.in_use.load(std::memory_order_relaxed))
+    return false;
+  const Channel& ch = *r.channel;
+  const int lanes = ch.lane_count();
+  const uint32_t chunks = static_cast<uint32_t>(r.chunks.size());
+  // Queue items a lane takes: a whole request is one (Post); a striped one
+  // spreads its chunks over every lane; otherwise all on the lane Post picks.
+  uint32_t items = chunks;
+  if (ch.whole_requests()) {
+    items = 1;
+  } else if (Striped(r)) {
+    items = (chunks + lanes - 1) / lanes;
+  }
+  for (int i = 0; i < lanes; ++i) {
+    if (r.fixed_lane >= 0 && i != r.fixed_lane) continue;
+    if (!ch.queue(i).HasRoom(items)) return true;
+  }
+  return false;
+}
+
 // A device may publish a post itself (Request::settled): the lane that moved
 // it lets go a moment later. Release waits for that before the slot is reused.
 // Spins, then yields; kTimeout at the deadline.
