@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs the cuda tests under NVIDIA compute-sanitizer on a machine with a GPU:
+# memcheck (out-of-bounds and misaligned device accesses, CUDA API errors) over
+# the cuda transport's tests, racecheck and synccheck (shared-memory hazards,
+# barrier misuse) over the kernels' tests. Every process of a test is checked
+# (the peers are child processes). The sanitizer is not part of the CUDA
+# toolkit on the build machine: it comes as PyPI's nvidia-cuda-sanitizer-api
+# wheel, placed in BIN as sanitizer.whl (docs/perf says how), and is unpacked
+# here. Tests that time a wedged GPU or run for seconds are left out: the
+# sanitizer slows kernels and host calls by one to two orders of magnitude.
+# Logs go to OUT; one line per run is printed, and the exit status is 1 when
+# any run reported an error or failed.
+#   usage: [OUT=/tmp/gpu-sanitize] scripts/gpu-sanitize.sh [BIN]
+set -u
+BIN=${1:-gpu-bin}
+OUT=${OUT:-/tmp/gpu-sanitize}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=$PWD/$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+SAN_DIR=$(mktemp -d)
+trap 'rm -rf "$SAN_DIR"' EXIT
+python3 -m zipfile -e "$BIN/sanitizer.whl" "$SAN_DIR" 2>/dev/null || unzip -q "$BIN/sanitizer.whl" -d "$SAN_DIR" ||
+  { echo "cannot unpack $BIN/sanitizer.whl (neither python3 nor unzip)"; exit 2; }
+SAN=$(find "$SAN_DIR" -type f -name compute-sanitizer | head -1)
+chmod +x "$SAN_DIR"/nvidia/*/compute-sanitizer/* "$SAN_DIR"/nvidia/*/compute-sanitizer/x86/* 2>/dev/null
+[ -x "$SAN" ] || { echo "no compute-sanitizer in $BIN/sanitizer.whl"; exit 2; }
+"$SAN" --version | tail -1
+status=0
+san() {  # name, seconds, tool, binary, gtest filter
+  local name=$1 secs=$2 tool=$3 bin=$4 filter=$5
+  timeout "$secs" "$SAN" --tool "$tool" --target-processes all --error-exitcode 99 \
+    --print-limit 20 "$BIN/$bin" --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  local errors
+  errors=$(grep -E '^========= (ERROR SUMMARY|RACECHECK SUMMARY)' "$OUT/$name.log" | sort | uniq -c | tr '\n' ' ')
+  local tests
+  tests=$(grep -E '^\[  (PASSED|FAILED) ' "$OUT/$name.log" | tr '\n' ' ')
+  printf '| %-28s | rc %-3s | %s| %s\n' "$name" "$rc" "$tests" "$errors"
+  [ "$rc" = 0 ] || { status=1; grep -E '^=========|Failure|FAILED' "$OUT/$name.log" | head -30; }
+}
+SLOW='*Wedge*:*Stress*:*MixedCalls*:*SmallPostsAvoid*:*DeviceSync*:*CudaFree*:*ProxyStartedByAPost*'
+san memcheck-transfer 330 memcheck cuda_transfer_test "*one_gpu:Tcp/TcpStagedTest.*/0:-$SLOW"
+san memcheck-blob 60 memcheck cuda_blob_test '*'
+KERNELS='*Moves513DescriptorsBothWays/one_gpu:*MergedRunsOfPagesMoveExactly/one_gpu:*SmallTransfersAreExact/one_gpu:*ScatteredDeviceToDeviceBothWays/0'
+san racecheck-kernels 90 racecheck cuda_transfer_test "$KERNELS"
+san synccheck-kernels 90 synccheck cuda_transfer_test "$KERNELS"
+exit $status
