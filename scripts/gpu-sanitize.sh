@@ -38,9 +38,9 @@ san() {  # name, seconds, tool, binary, gtest filter
   [ "$rc" = 0 ] || { status=1; grep -E '^=========|Failure|FAILED' "$OUT/$name.log" | head -30; }
 }
 SLOW='*Wedge*:*Stress*:*MixedCalls*:*SmallPostsAvoid*:*DeviceSync*:*CudaFree*:*ProxyStartedByAPost*'
-san memcheck-transfer 330 memcheck cuda_transfer_test "*one_gpu:Tcp/TcpStagedTest.*/0:-$SLOW"
+san memcheck-transfer 300 memcheck cuda_transfer_test "*one_gpu:Tcp/TcpStagedTest.*/0:-$SLOW"
 san memcheck-blob 60 memcheck cuda_blob_test '*'
 KERNELS='*Moves513DescriptorsBothWays/one_gpu:*MergedRunsOfPagesMoveExactly/one_gpu:*SmallTransfersAreExact/one_gpu:*ScatteredDeviceToDeviceBothWays/0'
-san racecheck-kernels 90 racecheck cuda_transfer_test "$KERNELS"
-san synccheck-kernels 90 synccheck cuda_transfer_test "$KERNELS"
+san racecheck-kernels 60 racecheck cuda_transfer_test "$KERNELS"
+san synccheck-kernels 60 synccheck cuda_transfer_test "$KERNELS"
 exit $status
