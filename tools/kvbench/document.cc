@@ -85,7 +85,7 @@ bool Measured(const RowKey& key, const std::vector<RowResult>& rows) {
 }
 
 // Adds the completeness fields to document `j`: "complete" and "rows_missing"
-// always, the stop only when it cut the run short.
+// always, "running" on a checkpoint only, the stop only when it cut the run short.
 void AddCompleteness(const Completeness& c, json* j) {
   json missing = json::array();
   for (const RowKey& k : c.missing) {
@@ -93,6 +93,7 @@ void AddCompleteness(const Completeness& c, json* j) {
   }
   (*j)["complete"] = c.complete;
   (*j)["rows_missing"] = std::move(missing);
+  if (c.running) (*j)["running"] = true;
   if (c.stopped_by.empty()) return;
   (*j)["stopped_by"] = c.stopped_by;
   (*j)["stopped_rank"] = c.stopped_rank;
@@ -199,6 +200,7 @@ kvlane::Result<Completeness> CompletenessFromJson(const json& doc) {
     }
     c.stopped_by = doc.value("stopped_by", "");
     c.stopped_rank = doc.value("stopped_rank", "");
+    c.running = doc.value("running", false);
   } catch (const json::exception& e) {
     return kvlane::Status::InvalidArgument(std::string("malformed completeness: ") + e.what());
   }

@@ -27,6 +27,10 @@ namespace kvbench {
 // that finished): "complete" says whether "rows" holds every planned row,
 // "rows_missing" lists those it lacks, "stopped_by" and "stopped_rank" name the
 // signal and the rank it stopped. Older documents, without "complete", are complete.
+// "running": true (added in version 4 without changing it) marks the initiator's
+// checkpoint, written after each row while more rows were to come: such a document
+// is partial all the same (an older reader, ignoring the key, takes it for a run
+// ended early), and the final write of the run replaces it.
 inline constexpr int kDocumentVersion = 4;
 
 // The same bytes moved by the plainest path (memcpy, or a plain socket loop).
@@ -68,12 +72,18 @@ struct RankInfo {
 
 // Whether a run measured every row it planned. A run stopped by a signal keeps the
 // rows that finished (the row in flight is dropped, never kept half-measured); a
-// run-level error (a failed socket reference, a lost peer) ends a run early too.
+// run-level error (a failed socket reference, a lost peer) ends a run early too; and
+// a run still going writes its rows so far after each row (a checkpoint, `running`),
+// which is what is left when it is killed outright (SIGKILL) or its host crashes.
 struct Completeness {
   bool complete = true;         // every planned row is in the document's rows
   std::string stopped_by;       // the signal that cut the run short ("SIGINT"); empty if none
   std::string stopped_rank;     // the rank it stopped: "initiator" | "target"; empty if none
   std::vector<RowKey> missing;  // the planned rows not measured, in plan order
+  // A checkpoint: written while the run went on, before its last row. Read after the
+  // run, no later write came (killed outright, a crash); or the run still goes on.
+  // REQUIRES (when true): !complete and stopped_by empty.
+  bool running = false;
 };
 
 struct CaseDocument {
@@ -105,9 +115,9 @@ nlohmann::json DocumentToJson(const CaseDocument& doc);
 // the run complete.
 Completeness CompletenessOf(const std::vector<RowKey>& planned, const std::vector<RowResult>& rows,
                             const std::string& stopped_by, const std::string& stopped_rank);
-// A document's "complete", "rows_missing", "stopped_by" and "stopped_rank"; a document
-// without "complete" (version 3 and older) is complete. InvalidArgument when a field
-// has another type.
+// A document's "complete", "rows_missing", "stopped_by", "stopped_rank" and "running"
+// (absent: false); a document without "complete" (version 3 and older) is complete.
+// InvalidArgument when a field has another type.
 kvlane::Result<Completeness> CompletenessFromJson(const nlohmann::json& doc);
 // "pull isl 8192 batch 2, push isl 8192 batch 2"
 std::string DescribeRows(const std::vector<RowKey>& rows);

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
+
+#include "host_memory.h"
 
 namespace kvbench {
 namespace {
@@ -36,25 +37,15 @@ kvlane::Result<GridPreset> GridPresetNamed(const std::string& name) {
   return kvlane::Status::InvalidArgument("--grid is quick or full, not '" + name + "'");
 }
 
-uint64_t MemAvailableBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") return kib * 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) {
   KVLANE_ASSIGN_OR_RETURN(GridPreset p, GridPresetNamed(flags->preset));
   defaults->isl = p.isl;
   defaults->batches = p.batches;
   // An empty KVBENCH_POOL_BUDGET counts as unset, as FlagOrEnv reads it (it used
-  // to skip the MemAvailable cap here and then plan with the 64 GiB default).
+  // to skip the host memory cap here and then plan with the 64 GiB default).
   if (!FlagOrEnv(flags->pool_budget, "KVBENCH_POOL_BUDGET").empty()) return false;
-  // The one read of MemAvailable that sizes a plan, once per command (`plan`'s
+  // The one read of host memory (MemAvailable, or a cgroup's headroom where smaller:
+  // host_memory.h) that sizes a plan, once per command (`plan`'s
   // callback, RunConfig::Resolve); the number is then carried in flags->pool_budget,
   // never read again, so a command cannot print or plan with two values. Ranks that
   // read their own (spawned, or started by hand) settle on the smaller of the two
@@ -62,7 +53,7 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) 
   // `plan` and a later `run`, two commands, can read different values.
   // (PoolMemory::Allocate reads it again on purpose: not to size the pool, only to
   // refuse one that no longer fits just before populating it.)
-  uint64_t cap = MemAvailableBytes() / 4;  // two ranks may share this host
+  uint64_t cap = ReadHostMemory().Bytes() / 4;  // two ranks may share this host
   flags->pool_budget =
       std::to_string(cap ? std::min(defaults->pool_budget, cap) : defaults->pool_budget);
   return true;

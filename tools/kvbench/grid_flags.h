@@ -38,13 +38,12 @@ CLI::Validator NotNegative();
 // Registers --workload --block --dtype --grid --isl --batches --desc-budget --pool-budget.
 void AddGridFlags(CLI::App* app, GridFlags* flags);
 
-// MemAvailable from /proc/meminfo in bytes; 0 when unknown.
-uint64_t MemAvailableBytes();
-
 // What `plan` and `run` both do before planning, so that `plan` shows what `run`
 // measures: the ladders of flags->preset become the defaults' and, with neither
 // --pool-budget nor KVBENCH_POOL_BUDGET, flags->pool_budget becomes the defaults'
-// (64 GiB) capped at a quarter of MemAvailable (two ranks may share this host).
+// (64 GiB) capped at a quarter of the host memory this process may take (two ranks
+// may share this host): MemAvailable, or a cgroup's headroom where smaller
+// (host_memory.h).
 // Returns whether the pool budget is that automatic one (a run on a device pool
 // then derives its own from the GPU's free memory: session.h).
 kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults);

@@ -17,7 +17,10 @@ namespace kvbench {
 // when a message changes meaning, so that ranks of two builds refuse each other at
 // the handshake instead of misreading each other later. 2: the target sends 'busy'
 // while it prepares a row, the plan carries the boot id and MemAvailable, the row
-// carries the initiator's control timeout.
+// carries the initiator's control timeout. The plan's "mem_available" has since
+// become the host memory bound that applies (MemAvailable, or a cgroup's headroom
+// where smaller: host_memory.h), with "mem_bound" saying which: no bump, as a
+// peer that reads it as MemAvailable only checks against less memory.
 inline constexpr int64_t kControlProtocol = 2;
 
 // How long rank 0 gives a connection to say its hello (at most what is left of

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "host_memory.h"
 #include "kvlane/memory.h"
 #include "kvlane/status.h"
 
@@ -13,9 +14,17 @@ namespace kvbench {
 
 class PoolMemory {
  public:
-  // Fails with the numbers (requested, available) when the allocation fails.
+  // Fails with the numbers (requested, available) when the allocation fails. A host
+  // pool is refused up front when it is over 90% of the host memory this process may
+  // take (MemAvailable, or its cgroup's headroom where smaller: host_memory.h), the
+  // error naming which bound applied.
   static kvlane::Result<std::unique_ptr<PoolMemory>> Allocate(uint64_t bytes,
                                                               kvlane::MemoryKind kind, int device);
+  // The same, a host pool checked against `host` (a test's) instead of this
+  // process's ReadHostMemory().
+  static kvlane::Result<std::unique_ptr<PoolMemory>> Allocate(uint64_t bytes,
+                                                              kvlane::MemoryKind kind, int device,
+                                                              const HostMemory& host);
   ~PoolMemory();
   PoolMemory(const PoolMemory&) = delete;
   PoolMemory& operator=(const PoolMemory&) = delete;

@@ -7,6 +7,7 @@
 
 #include "common/environment.h"
 #include "common/stop_signal.h"
+#include "document_writer.h"
 #include "row_runner.h"
 #include "run_report.h"
 #include "session.h"
@@ -48,18 +49,19 @@ int RunInitiator(Session* s) {
                "pool does), so it changes nothing; the document records staging_copy none\n",
                s->config().staging_copy);
   }
-  nlohmann::json environment = kvlane_tools::HostEnvironment();
+  DocumentWriter writer(s, kvlane_tools::HostEnvironment());
   RunResult result;
   {
     RowRunner runner(s);
-    result = runner.RunAll([](const RowResult& r) { fmt::print(stderr, "{}\n", ProgressLine(r)); });
+    result = runner.RunAll([&writer](const RunResult& so_far) {
+      fmt::print(stderr, "{}\n", ProgressLine(so_far.rows.back()));
+      writer.Checkpoint(so_far);  // between rows: off every timed burst
+    });
   }
+  // Nothing to keep: no row finished, so no checkpoint was written either.
   if (!WriteAfterStop(*s, result)) return kExitInvalid;
-  CaseDocument doc = BuildDocument(*s, result);
-  environment["loadavg_end"] = kvlane_tools::LoadAverage();
-  doc.environment = std::move(environment);
-  doc.command = kvlane_tools::CommandLine();
-  auto path = WriteDocument(doc, s->config().out_dir);
+  CaseDocument doc = writer.Final(result);
+  auto path = writer.Write(doc);
   PrintSummaryTable(doc, std::cout);
   std::cout.flush();
   if (!path.ok()) {

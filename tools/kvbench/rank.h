@@ -11,7 +11,8 @@ inline constexpr int kExitInvalid = 1;  // a row failed or was not verified
 inline constexpr int kExitError = 2;    // setup, control plane or usage error
 
 // Opens the session; the target serves the initiator; the initiator measures
-// every row, writes the case document and prints the summary table. Once the
+// every row, writes the case document (after each row too, a checkpoint:
+// document_writer.h) and prints the summary table. Once the
 // session is open, a stop signal (SIGINT, SIGTERM, SIGHUP) ends the run promptly,
 // the row in flight abandoned at its next safe point (row_runner.h), and the
 // initiator writes the rows that finished, marked incomplete

@@ -198,7 +198,8 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
           return;
         }
         result->rows.push_back(std::move(*row));
-        progress(result->rows.back());
+        progress(*result);
+        KeepTargetWaiting();  // the target waited for the next row through `progress` too
         if (!stop_.empty()) return;
       }
       kvlane::Status peer = s_->agent().PeerError(s_->peer_name());

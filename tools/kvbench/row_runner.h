@@ -27,7 +27,9 @@ struct RunResult {
 
 class RowRunner {
  public:
-  using Progress = std::function<void(const RowResult&)>;
+  // Called after each row that finished (so_far.rows.back()), between rows: never
+  // within a timed burst.
+  using Progress = std::function<void(const RunResult& so_far)>;
   // REQUIRES: session is the initiator's and outlives the runner.
   explicit RowRunner(Session* session) : s_(session) {}
   ~RowRunner();

@@ -9,6 +9,7 @@
 
 #include "device_memory.h"
 #include "hello.h"
+#include "host_memory.h"
 #include "host_pools.h"
 #include "plan_report.h"
 #include "slurm.h"
@@ -207,7 +208,7 @@ kvlane::Status Session::SettleBudget() {
   const uint64_t fallback = config_.plan_defaults.pool_budget;
   uint64_t budget = AnnouncedBudget(mine, shared, fallback);
   if (peer.value("auto", false)) budget = std::min(budget, AnnouncedBudget(peer, shared, fallback));
-  budget_source_ = !on_gpu  ? "host MemAvailable / 4"
+  budget_source_ = !on_gpu  ? "host memory / 4 (MemAvailable, or a cgroup's headroom if smaller)"
                    : shared ? "GPU free memory x 0.8 / 2 (one GPU, two ranks)"
                             : "GPU free memory x 0.8";
   config_.grid.pool_budget = std::to_string(budget);
@@ -223,13 +224,14 @@ kvlane::Status Session::SettleBudget() {
 kvlane::Status Session::AgreeOnPlan() {
   KVLANE_ASSIGN_OR_RETURN(plan_, PlanFromFlags(config_.grid, config_.plan_defaults));
   json plan = PlanToJson(plan_);
-  const uint64_t available = MemAvailableBytes();
+  const HostMemory host = ReadHostMemory();
   const std::string boot_id = BootId();
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"},
                                          {"plan", plan},
                                          {"seed", config_.seed},
                                          {"boot_id", boot_id},
-                                         {"mem_available", available}}));
+                                         {"mem_available", host.Bytes()},
+                                         {"mem_bound", host.Describe()}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
   if (theirs["plan"] != plan) {
     return kvlane::Status::InvalidArgument(
@@ -243,27 +245,28 @@ kvlane::Status Session::AgreeOnPlan() {
         fmt::format("the ranks disagree on --seed (this rank {}, peer {}): pass the same to both",
                     config_.seed, peer_seed));
   }
-  return CheckHostMemory(theirs, boot_id, available);
+  return CheckHostMemory(theirs, boot_id, host);
 }
 
 // Two ranks on one host share its memory: both host pools are checked together, against
-// the smaller of the two MemAvailable readings (0: a peer that sent none), so that both
-// ranks decide alike and both refuse before either allocates.
+// the smaller of the two ranks' bounds (MemAvailable, or a cgroup's headroom where
+// smaller; 0: a peer that sent none), so that both ranks decide alike and both refuse
+// before either allocates.
 kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& boot_id,
-                                        uint64_t available) {
+                                        const HostMemory& host) {
   const HostIdentity mine{self_.hostname, boot_id};
   const PeerHost theirs_host = ReadPeerHost(theirs);  // untrusted: read field by field
   const HostIdentity peer{peer_info_.hostname, theirs_host.boot_id};
-  const uint64_t peer_available = theirs_host.mem_available;
   auto on_host = [&](int rank) {
     return path_.Of(rank) == kvlane::MemoryKind::kHost ? plan_.layout.bytes : uint64_t{0};
   };
   HostPools pools;
   pools.target_bytes = on_host(kTargetRank);
   pools.initiator_bytes = on_host(kInitiatorRank);
-  pools.mem_available = available == 0        ? peer_available
-                        : peer_available == 0 ? available
-                                              : std::min(available, peer_available);
+  const MemoryBound bound =
+      SmallerBound(host.Bytes(), host.Describe(), theirs_host, 1 - config_.rank);
+  pools.mem_available = bound.bytes;
+  pools.mem_bound = bound.description;
   return CheckSharedHostMemory(pools, SameHost(path_.transport, mine, peer));
 }
 

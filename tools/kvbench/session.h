@@ -10,6 +10,7 @@
 
 #include "control_channel.h"
 #include "document.h"
+#include "host_memory.h"
 #include "kvlane/agent.h"
 #include "kvlane/provenance.h"
 #include "path_choice.h"
@@ -61,9 +62,9 @@ class Session {
   kvlane::Status AgreeOnPath(const kvlane::Status& resolved);
   kvlane::Status SettleBudget();
   kvlane::Status AgreeOnPlan();
-  // `boot_id` and `available`: what this rank sent in its plan message.
+  // `boot_id` and `host`: what this rank sent in its plan message.
   kvlane::Status CheckHostMemory(const nlohmann::json& theirs, const std::string& boot_id,
-                                 uint64_t available);
+                                 const HostMemory& host);
   kvlane::Status CreateAgent();
   kvlane::Status RegisterPool();
   kvlane::Status ExchangeMetadata();

@@ -119,13 +119,24 @@ std::string RowLine(const RowResult& r) {
       r.reference.gbps_p50, VerdictName(r.verdict));
 }
 
+// Why a partial document holds part of its grid: a stop, a checkpoint no later write
+// replaced, or a run-level error.
+std::string PartialWhy(const Completeness& c) {
+  if (!c.stopped_by.empty()) {
+    return fmt::format("stopped by {} on the {}", c.stopped_by,
+                       c.stopped_rank.empty() ? "?" : c.stopped_rank);
+  }
+  if (c.running) {
+    return "a checkpoint of a run that had not ended (killed outright, crashed, or still "
+           "running), written";
+  }
+  return "the run ended early (see the outcome)";
+}
+
 // A partial document's line: why it stopped, how far it got, what it lacks.
 std::string PartialLine(const LoadedDocument& d) {
   const Completeness& c = d.completeness;
-  const std::string why = c.stopped_by.empty()
-                              ? "the run ended early (see the outcome)"
-                              : fmt::format("stopped by {} on the {}", c.stopped_by,
-                                            c.stopped_rank.empty() ? "?" : c.stopped_rank);
+  const std::string why = PartialWhy(c);
   return fmt::format(
       "- **PARTIAL**: {} after {} of {} rows; not measured (neither failed nor "
       "verified): {}\n",
@@ -144,8 +155,9 @@ std::string PartialNote(const std::vector<LoadedDocument>& docs) {
   if (n == 0) return "";
   return fmt::format(
       "**PARTIAL** ({} of {} document(s) hold part of their grid: the run ended before its "
-      "last row): {}. Each one's section lists the rows it lacks as not measured (neither "
-      "failed nor verified), and its chart lines are marked (partial).\n\n",
+      "last row, or had not ended when written): {}. Each one's section lists the rows it "
+      "lacks as not measured (neither failed nor verified), and its chart lines are marked "
+      "(partial).\n\n",
       n, docs.size(), partial);
 }
 

@@ -40,8 +40,9 @@ double SmallFirstPct(const nlohmann::json& result) {
 Doc RunDoc(const Case& c, const RunRecord& r) {
   const nlohmann::json& res = r.result;
   Doc d = {{"pair", r.pair}, {"position", r.position}, {"valid", RunValid(res)}};
-  for (const char* k : {"error", "warning", "first_failure", "transport", "iterations", "verified",
-                        "warmup_verified", "failed", "exit_codes", "poller_cpu"})
+  for (const char* k :
+       {"error", "warning", "first_failure", "transport", "iterations", "verified",
+        "warmup_verified", "failed", "failed_iterations", "exit_codes", "poller_cpu"})
     if (res.contains(k)) d[k] = res[k];
   d["metrics"] = RunMetrics(c, res);
   d["lat_us"] = res.value("lat_us", nlohmann::json::object());
@@ -231,6 +232,7 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                  {"post_inline_bytes", cfg.post_inline_bytes},
                  {"stall_probe_ms", cfg.stall_probe_ms},
                  {"idle_us", cfg.ResolvedIdleUs()}};
+  if (cfg.inject_fault != "none") d["config"]["inject_fault"] = cfg.inject_fault;
   {
     const RunSpec spec =
         cases.empty() ? RunSpec{} : cases.front().spec;  // every case is pinned alike

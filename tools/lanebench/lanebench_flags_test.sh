@@ -36,4 +36,9 @@ check --iters --iters 1000001
 check --pairs --pairs 1000001
 check --iters --iters 0
 check --pairs --pairs 0
+# Testing only: a measured iteration of the run, 1..--iters.
+check --inject-fault --inject-fault flip-byte:0
+check --inject-fault --inject-fault flip-byte:6 --iters 5
+check --inject-fault --inject-fault flip-byte:x
+check --inject-fault --inject-fault flop
 exit $status

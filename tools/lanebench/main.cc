@@ -68,6 +68,12 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "mixed shape start from equally idle lanes; -1: 3000 on tcp and shm, 0 on cuda")
       ->capture_default_str();
   app.add_option("--json", cfg.json, "where to write the JSON document")->capture_default_str();
+  app.add_option("--inject-fault", cfg.inject_fault,
+                 "testing only: flip-byte:N flips one received byte of measured iteration N "
+                 "(flip-byte: 1) in every run, after it landed and before its verification, "
+                 "which must then fail it (the run invalid, exit 1)")
+      ->capture_default_str()
+      ->group("Testing");
 }
 
 int Unavailable(const BenchConfig& cfg, const Doc& base, const kvlane::Status& why) {

@@ -88,13 +88,15 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
   nlohmann::json codes = {
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace), Stopping)}};
   const auto ran = Clock::now() - start;
-  bool clean = codes["source"] == 0;
+  auto res = ReadJsonFile(ResultPath(dir));
+  // A source exits 1 when its result says the run failed (a payload did not verify).
+  const int source_expected = res.ok() && !res->value("ok", false) ? 1 : 0;
+  bool clean = codes["source"] == source_expected;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
     codes["targets"].push_back(
         WaitOrKill(pids[i], std::min(deadline, Clock::now() + kGrace), nullptr, Stopping));
     clean = clean && codes["targets"].back() == 0;
   }
-  auto res = ReadJsonFile(ResultPath(dir));
   nlohmann::json out = res.ok() ? res.value() : nlohmann::json{{"ok", false}};
   if (!res.ok()) out["error"] = NoResultError(spec, codes["source"], ran, start + ran >= deadline);
   if (res.ok() && !clean) out["warning"] = "a process did not exit cleanly after the result";

@@ -52,6 +52,9 @@ struct BenchConfig {
   int64_t idle_us = -1;
   int64_t ResolvedIdleUs() const;
   std::string json = "lanebench.json";
+  // Testing only (fault.h): "none", or "flip-byte:N" (N a measured iteration, from 1;
+  // "flip-byte": 1) to flip one received byte of that iteration in every run.
+  std::string inject_fault = "none";
 
   kvlane::Status Validate() const;
   std::string ResolvedMemory() const;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "fault.h"
 #include "oracle.h"
 #include "source_rig.h"
 #include "stall_probe.h"
@@ -203,10 +204,17 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
     if (rig.spec.idle_us > 0 && last_done != Clock::time_point{})  // equal idle before every case
       std::this_thread::sleep_until(last_done + std::chrono::microseconds(rig.spec.idle_us));
     KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig, &last_done));
-    KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
     const bool measured = it >= rig.spec.warmup;
+    const int64_t index = measured ? it - rig.spec.warmup + 1 : it + 1;  // from 1, in its kind
+    if (measured && index == rig.spec.flip_byte_iteration)  // --inject-fault: landed, unchecked
+      KVLANE_RETURN_IF_ERROR(FlipOneReceivedByte(rig, epoch));
+    KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
     if (!failure.empty()) {
-      if (failed++ == 0) out["first_failure"] = "epoch " + std::to_string(epoch) + ": " + failure;
+      if (failed++ == 0)
+        out["first_failure"] = std::string(measured ? "measured" : "warm-up") + " iteration " +
+                               std::to_string(index) + " (epoch " + std::to_string(epoch) +
+                               "): " + failure;
+      if (measured) out["failed_iterations"].push_back(index);
       continue;
     }
     (measured ? verified : warmup_verified)++;
@@ -216,6 +224,7 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
   out["verified"] = verified;
   out["warmup_verified"] = warmup_verified;
   out["failed"] = failed;
+  if (!out.contains("failed_iterations")) out["failed_iterations"] = nlohmann::json::array();
   for (size_t i = 0; i < rig.xfers.size(); ++i) {
     out["lat_us"][rig.xfers[i].spec.name] = samples.lat[i];
     out["done_us"][rig.xfers[i].spec.name] = samples.done[i];

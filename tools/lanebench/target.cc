@@ -6,6 +6,7 @@
 
 #include "buffers.h"
 #include "control.h"
+#include "fault.h"
 #include "oracle.h"
 #include "worker.h"
 
@@ -19,7 +20,8 @@ struct TargetState {
   std::vector<uint8_t> staging;
 };
 
-// "fill|verify <epoch> <source-rank> <offset> <len>" -> the reply to send.
+// "fill|verify|flip <epoch> <source-rank> <offset> <len>" -> the reply to send. "flip"
+// (--inject-fault, fault.h) flips the middle byte of what landed there.
 kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
   std::istringstream in(message);
   std::string cmd;
@@ -32,6 +34,10 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
     FillPayload(t.staging.data(), len, src, epoch);
     KVLANE_RETURN_IF_ERROR(t.space->Upload(t.buf + off, t.staging.data(), len));
     return "ready" + e;
+  }
+  if (cmd == "flip") {
+    KVLANE_RETURN_IF_ERROR(FlipByteAt(*t.space, t.buf + off, len / 2));
+    return "flipped" + e;
   }
   if (cmd != "verify") return kvlane::Status::InvalidArgument("unknown command '" + cmd + "'");
   KVLANE_RETURN_IF_ERROR(t.space->Download(t.staging.data(), t.buf + off, len));

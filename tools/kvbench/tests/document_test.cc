@@ -144,6 +144,31 @@ TEST(Document, APartialRunNamesItsMissingRowsAndTheStop) {
   EXPECT_EQ(DescribeRows({missing[0], missing[1]}), "push isl 8192 batch 4, pull isl 8192 batch 8");
 }
 
+// The initiator's checkpoint (written after a row, more rows to come) is partial and
+// says "running"; a final document does not carry the key, and reads as not running.
+TEST(Document, ACheckpointSaysItWasWrittenWhileTheRunWentOn) {
+  const std::vector<RowKey> planned = {{"pull", 8192, 4}, {"push", 8192, 4}};
+  CaseDocument doc;
+  doc.rows = {SampleRow()};
+  doc.completeness = CompletenessOf(planned, doc.rows, "", "");
+  nlohmann::json final_doc = DocumentToJson(doc);
+  EXPECT_FALSE(final_doc.contains("running"));
+  EXPECT_FALSE(CompletenessFromJson(final_doc)->running);
+  doc.completeness.running = true;
+  nlohmann::json j = DocumentToJson(doc);
+  EXPECT_EQ(j["version"], 4);
+  EXPECT_EQ(j["complete"], false);
+  EXPECT_EQ(j["running"], true);
+  EXPECT_FALSE(j.contains("stopped_by"));
+  auto back = CompletenessFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->running);
+  EXPECT_FALSE(back->complete);
+  EXPECT_EQ(back->missing, std::vector<RowKey>(planned.begin() + 1, planned.end()));
+  j["running"] = "yes";
+  EXPECT_FALSE(CompletenessFromJson(j).ok());
+}
+
 // A stop after the last row cut nothing: the document is complete and names no stop.
 // A complete document says so too; one without the field (version 3) reads as complete.
 TEST(Document, AWholeRunIsCompleteAndOlderDocumentsReadAsComplete) {

@@ -172,6 +172,7 @@ void ExpectPartial(const nlohmann::json& doc, const std::string& signal_name,
   EXPECT_EQ(doc["complete"], false);
   EXPECT_EQ(doc["stopped_by"], signal_name);
   EXPECT_EQ(doc["stopped_rank"], rank);
+  EXPECT_FALSE(doc.contains("running"));  // the final write replaced the checkpoint
   const size_t rows = doc["rows"].size();
   EXPECT_GE(rows, 1u);
   EXPECT_LT(rows, 4u);

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/sanitizer_reports.h"  // a rank's report fails the test
+#include "host_memory.h"
 #include "kvbench_process.h"
 #include "kvlane/agent.h"
 
@@ -453,7 +454,8 @@ nlohmann::json PlanJson(const std::string& flags, const fs::path& file) {
 }
 
 // `plan` with no flags shows what `run` with no flags measures: the quick grid and
-// a pool budget capped at a quarter of MemAvailable, not the full grid at 64 GiB;
+// a pool budget capped at a quarter of the host memory bound (MemAvailable, or a
+// cgroup's headroom where smaller), not the full grid at 64 GiB;
 // and with the same grid flags it prints the very plan the run's document records.
 TEST(KvbenchEndToEnd, PlanShowsWhatRunMeasures) {
   Dirs FreshDir;
@@ -462,11 +464,8 @@ TEST(KvbenchEndToEnd, PlanShowsWhatRunMeasures) {
   nlohmann::json plain = PlanJson("", dir / "plain.json");
   EXPECT_EQ(plain["options"]["isl"], nlohmann::json({8192, 32768}));
   EXPECT_EQ(plain["options"]["batches"], nlohmann::json({1, 2, 4}));
-  std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  uint64_t kib = 0;
-  while (meminfo >> key >> kib && key != "MemAvailable:") meminfo.ignore(256, '\n');
-  if (key == "MemAvailable:" && kib * 1024 / 4 < (60ull << 30)) {
+  const uint64_t bound = kvbench::ReadHostMemory().Bytes();
+  if (bound != 0 && bound / 4 < (60ull << 30)) {
     EXPECT_LT(plain["options"]["pool_budget"].get<uint64_t>(), 64ull << 30);
   }
   EXPECT_EQ(PlanJson("--grid full", dir / "full.json")["options"]["isl"].size(), 4u);

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "host_memory.h"
+
 namespace kvbench {
 namespace {
 
@@ -70,7 +72,8 @@ TEST(GridFlags, PlanFromFlagsFailsClosedOnBadBlock) {
 }
 
 // `plan` and `run` start from the same grid and budget (ApplyGridDefaults): the
-// quick preset, and 64 GiB capped at a quarter of MemAvailable unless given.
+// quick preset, and 64 GiB capped at a quarter of the host memory bound
+// (MemAvailable, or a cgroup's headroom where smaller) unless given.
 TEST(GridFlags, DefaultsAreTheQuickGridAndTheHostBudget) {
   ::unsetenv("KVBENCH_POOL_BUDGET");
   GridFlags flags;
@@ -80,7 +83,7 @@ TEST(GridFlags, DefaultsAreTheQuickGridAndTheHostBudget) {
   EXPECT_EQ(defaults.batches, (std::vector<uint64_t>{1, 2, 4}));
   const uint64_t budget = std::stoull(flags.pool_budget);
   EXPECT_LE(budget, 64ull << 30);
-  const uint64_t quarter = MemAvailableBytes() / 4;
+  const uint64_t quarter = ReadHostMemory().Bytes() / 4;
   if (quarter > 0 && quarter < (60ull << 30)) {  // MemAvailable moves a little between reads
     EXPECT_NEAR(double(budget), double(quarter), 0.1 * quarter);
   }

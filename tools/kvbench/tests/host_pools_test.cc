@@ -21,6 +21,37 @@ TEST(HostPools, TwoPoolsOnOneHostAreCountedTogether) {
   EXPECT_NE(s.message().find("--pool-budget"), std::string::npos) << s.message();
 }
 
+// In a container the bound may be a cgroup's headroom: the error says which.
+TEST(HostPools, TheErrorNamesTheBoundThatApplied) {
+  HostPools p;
+  p.target_bytes = p.initiator_bytes = kGiB;
+  p.mem_available = kGiB;
+  p.mem_bound = "the 1.00 GiB free under cgroup memory.max 8.00 GiB of which 7.00 GiB used";
+  kvlane::Status s = CheckSharedHostMemory(p, true);
+  ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("more than 90% of the 1.00 GiB free under cgroup memory.max 8.00 "
+                             "GiB of which 7.00 GiB used;"),
+            std::string::npos)
+      << s.message();
+}
+
+// Both ranks check against the smaller bound, each named: this rank's as it reads it,
+// the peer's as rank N's (MemAvailable where the peer said no more).
+TEST(HostPools, TheSmallerOfTheTwoRanksBoundsApplies) {
+  const PeerHost peer{"boot-1", 2 * kGiB, "the 2.00 GiB free under cgroup memory.max"};
+  MemoryBound b = SmallerBound(3 * kGiB, "MemAvailable 3.00 GiB", peer, 1);
+  EXPECT_EQ(b.bytes, 2 * kGiB);
+  EXPECT_EQ(b.description, "rank 1's the 2.00 GiB free under cgroup memory.max");
+  b = SmallerBound(kGiB, "MemAvailable 1.00 GiB", peer, 1);
+  EXPECT_EQ(b.bytes, kGiB);
+  EXPECT_EQ(b.description, "MemAvailable 1.00 GiB");
+  b = SmallerBound(0, "MemAvailable unknown", PeerHost{"", 2 * kGiB, ""}, 0);
+  EXPECT_EQ(b.bytes, 2 * kGiB);
+  EXPECT_EQ(b.description, "rank 0's MemAvailable 2.00 GiB");
+  EXPECT_EQ(SmallerBound(kGiB, "mine", PeerHost{}, 0).bytes, kGiB);
+  EXPECT_EQ(SmallerBound(0, "mine", PeerHost{}, 0).bytes, 0u);
+}
+
 TEST(HostPools, PoolsOnTwoHostsAreEachTheirOwnHostsConcern) {
   HostPools p;
   p.target_bytes = p.initiator_bytes = 11 * kGiB;
@@ -83,9 +114,12 @@ TEST(HostPools, HostNamesDecideOnlyWhereABootIdIsUnknown) {
 // one (value<uint64_t>), a float out of range was undefined, a boot id of another
 // type threw. Each reads as unknown.
 TEST(HostPools, APeersHostFieldsAreReadAsUntrusted) {
-  PeerHost p = ReadPeerHost({{"boot_id", "boot-1"}, {"mem_available", 12 * kGiB}});
+  PeerHost p = ReadPeerHost(
+      {{"boot_id", "boot-1"}, {"mem_available", 12 * kGiB}, {"mem_bound", "MemAvailable 12 GiB"}});
   EXPECT_EQ(p.boot_id, "boot-1");
   EXPECT_EQ(p.mem_available, 12 * kGiB);
+  EXPECT_EQ(p.mem_bound, "MemAvailable 12 GiB");
+  EXPECT_EQ(ReadPeerHost({{"mem_bound", 12}}).mem_bound, "");
   for (const nlohmann::json& odd : {nlohmann::json(-1), nlohmann::json(0), nlohmann::json(1e300),
                                     nlohmann::json(-5.0), nlohmann::json("12"), nlohmann::json()}) {
     EXPECT_EQ(ReadPeerHost({{"mem_available", odd}}).mem_available, 0u) << odd.dump();

@@ -83,6 +83,7 @@ inline void ExpectValid(const nlohmann::json& doc, const std::string& transport,
   EXPECT_EQ(doc["complete"], true);  // every planned row measured
   EXPECT_EQ(doc["rows_missing"], nlohmann::json::array());
   EXPECT_FALSE(doc.contains("stopped_by"));
+  EXPECT_FALSE(doc.contains("running"));  // the final write replaced every checkpoint
   EXPECT_EQ(doc["implementation"]["transport"], transport);
   ASSERT_EQ(doc["rows"].size(), rows);
   for (const auto& row : doc["rows"]) {

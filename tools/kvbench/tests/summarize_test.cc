@@ -412,6 +412,36 @@ TEST(Summarize, SaysAPartialDocumentIsPartialAndWhichRowsItLacks) {
   EXPECT_EQ(f.series[0].label, "pull kv-dsv4 shm (partial) isl 32768");
 }
 
+// The checkpoint a run killed outright left (no later write came): PARTIAL, saying the
+// run had not ended when it was written, and naming the rows it lacks.
+TEST(Summarize, SaysACheckpointIsPartialAndWhy) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("checkpoint");
+  CaseDocument running = SampleDoc();
+  std::vector<RowKey> planned;
+  for (const RowResult& r : running.rows) planned.push_back({r.op, r.isl, r.batch});
+  running.rows.resize(11);
+  running.completeness = CompletenessOf(planned, running.rows, "", "");
+  running.completeness.running = true;
+  Write(dir / "a.json", DocumentToJson(running));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 1u) << log.str();
+  EXPECT_TRUE(docs[0].completeness.running);
+  EXPECT_EQ(docs[0].series, "kv-dsv4 shm (partial)");
+  std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("**PARTIAL** (1 of 1 document(s) hold part of their grid: the run ended "
+                    "before its last row, or had not ended when written)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- **PARTIAL**: a checkpoint of a run that had not ended (killed outright, "
+                    "crashed, or still running), written after 11 of 12 rows; not measured "
+                    "(neither failed nor verified): push isl 32768 batch 4\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- outcome: valid (over the rows measured)\n"), std::string::npos) << md;
+}
+
 TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;

@@ -1,0 +1,55 @@
+// How much memory this process may still take from its host before the OOM killer
+// strikes: /proc/meminfo's MemAvailable, or, where smaller, what a cgroup memory
+// limit on the process leaves: the limit (v2 memory.max, v1 memory.limit_in_bytes)
+// less the cgroup's usage (memory.current, memory.usage_in_bytes). In a container
+// the cgroup's headroom may be far below the host's MemAvailable. Read from files
+// under a root directory ("/" for the process itself; a fake tree in tests). Plain
+// values and free functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace kvbench {
+
+// One cgroup's memory limit on this process and what the cgroup uses of it.
+struct CgroupLimit {
+  std::string file;    // the limit's file as the process sees it: "/sys/fs/cgroup/a/memory.max"
+  uint64_t limit = 0;  // B
+  uint64_t usage = 0;  // B
+  uint64_t Headroom() const { return usage < limit ? limit - usage : 0; }
+};
+
+struct HostMemory {
+  uint64_t mem_available = 0;  // /proc/meminfo MemAvailable, B; 0: unknown
+  // The cgroup limit that leaves the least headroom, of those on the process's
+  // cgroup and its ancestors (each bounds it); none: no limit ("max"), or unknown.
+  std::optional<CgroupLimit> cgroup;
+
+  // Whether the cgroup's headroom is the bound that applies (smaller than
+  // MemAvailable, or MemAvailable unknown).
+  bool CgroupBinds() const;
+  // The bound that applies, B: the smaller of MemAvailable and the cgroup's headroom,
+  // those known; 0: neither known. A cgroup with no room left reads 1 (known, and
+  // too small for any pool), never 0.
+  uint64_t Bytes() const;
+  // Which bound applies, for an error: "MemAvailable 23.00 GiB", or "the 0.50 GiB
+  // free under cgroup memory.max 8.00 GiB of which 7.50 GiB used
+  // (/sys/fs/cgroup/a/memory.max; MemAvailable 23.00 GiB)".
+  std::string Describe() const;
+};
+
+// MemAvailable from root/proc/meminfo, and the cgroup limits of the process named
+// by root/proc/self/cgroup: cgroup v2 ("0::/path") under root/sys/fs/cgroup, cgroup
+// v1 (the line whose controllers include "memory") under root/sys/fs/cgroup/memory.
+// A cgroup's directory is the mount plus its path, else the mount plus a shorter
+// tail of the path, down to the mount itself (a container that mounts its own
+// cgroup as the root while /proc/self/cgroup names the host's path). Every level
+// from there up to the mount counts. A file that cannot be read or parsed is
+// unknown, never zero; "max" (v2) or a v1 limit of 2^62 or more (v1's "none") is
+// no limit.
+HostMemory ReadHostMemory(const std::filesystem::path& root = "/");
+
+}  // namespace kvbench
