@@ -28,9 +28,11 @@ namespace kvbench {
 // "rows_missing" lists those it lacks, "stopped_by" and "stopped_rank" name the
 // signal and the rank it stopped. Older documents, without "complete", are complete.
 // "running": true (added in version 4 without changing it) marks the initiator's
-// checkpoint, written after each row while more rows were to come: such a document
-// is partial all the same (an older reader, ignoring the key, takes it for a run
-// ended early), and the final write of the run replaces it.
+// checkpoint, written after a row (the last one too, before the run's closing
+// exchange): such a document is partial all the same ("complete": false, even with no
+// row missing; an older reader, ignoring the key, takes it for a run ended early),
+// and the final write of the run replaces it. implementation.pool's
+// "host_memory_bound" and "shared_host_memory_bound" were added in version 4 too.
 inline constexpr int kDocumentVersion = 4;
 
 // The same bytes moved by the plainest path (memcpy, or a plain socket loop).
@@ -80,7 +82,8 @@ struct Completeness {
   std::string stopped_by;       // the signal that cut the run short ("SIGINT"); empty if none
   std::string stopped_rank;     // the rank it stopped: "initiator" | "target"; empty if none
   std::vector<RowKey> missing;  // the planned rows not measured, in plan order
-  // A checkpoint: written while the run went on, before its last row. Read after the
+  // A checkpoint: written while the run went on, after a row (the last one too: until
+  // the final write `complete` is false, even with no row missing). Read after the
   // run, no later write came (killed outright, a crash); or the run still goes on.
   // REQUIRES (when true): !complete and stopped_by empty.
   bool running = false;

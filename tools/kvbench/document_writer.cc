@@ -7,8 +7,25 @@
 
 namespace kvbench {
 
-DocumentWriter::DocumentWriter(const Session* session, nlohmann::json environment)
-    : s_(session), environment_(std::move(environment)), command_(kvlane_tools::CommandLine()) {}
+bool CheckpointPace::Due(size_t rows, size_t planned, Clock::time_point now) const {
+  return !last_.has_value() || rows >= planned || now - *last_ >= every_;
+}
+
+DocumentWriter::DocumentWriter(const Session* session, nlohmann::json environment,
+                               std::chrono::milliseconds every)
+    : s_(session),
+      environment_(std::move(environment)),
+      command_(kvlane_tools::CommandLine()),
+      pace_(every) {}
+
+DocumentWriter::~DocumentWriter() {
+  try {
+    EndWithError(
+        "the run ended with an error before its final document was written (the "
+        "initiator's stderr says which)");
+  } catch (...) {  // never from a destructor; the checkpoint stays as it is
+  }
+}
 
 CaseDocument DocumentWriter::Build(const RunResult& result) const {
   CaseDocument doc = BuildDocument(*s_, result);
@@ -18,11 +35,19 @@ CaseDocument DocumentWriter::Build(const RunResult& result) const {
 }
 
 void DocumentWriter::Checkpoint(const RunResult& so_far) {
+  const size_t planned = PlannedRows(s_->plan(), s_->config().ops).size();
+  if (!pace_.Due(so_far.rows.size(), planned, CheckpointPace::Clock::now())) return;
   CaseDocument doc = Build(so_far);
-  if (doc.completeness.complete) return;  // the last row: the final document comes next
+  doc.completeness.complete = false;  // not until the final write, even after the last row
   doc.completeness.running = true;
   auto written = Write(doc);
-  if (written.ok() || warned_) return;
+  pace_.Ended(CheckpointPace::Clock::now());
+  if (written.ok()) {
+    checkpointed_ = so_far;
+    checkpoint_path_ = written->path;
+    return;
+  }
+  if (warned_) return;
   warned_ = true;
   fmt::print(stderr,
              "[kvbench] could not write the document after row {} ({}); the run goes on, and "
@@ -41,7 +66,27 @@ kvlane::Result<WrittenFile> DocumentWriter::Write(const CaseDocument& doc) {
   if (!written.ok()) return written;
   if (!replaced_earlier_.has_value()) replaced_earlier_ = written->replaced;
   written->replaced = *replaced_earlier_;
+  ended_ |= !doc.completeness.running;
   return written;
+}
+
+void DocumentWriter::EndWithError(const std::string& why) {
+  if (ended_ || !checkpointed_.has_value()) return;
+  RunResult result = *checkpointed_;
+  result.errors.push_back(why);
+  auto written = Write(Final(result));
+  const size_t rows = result.rows.size();
+  if (written.ok()) {
+    fmt::print(stderr,
+               "[kvbench] wrote {} (partial: the run ended with an error after {} row(s))\n",
+               written->path, rows);
+    return;
+  }
+  ended_ = true;  // said once
+  fmt::print(stderr,
+             "kvbench: {} holds the checkpoint after row {}, which reads as a run that had not "
+             "ended; the run ended with an error ({}), and writing that failed too ({})\n",
+             checkpoint_path_, rows, why, written.status().message());
 }
 
 }  // namespace kvbench

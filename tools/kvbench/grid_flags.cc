@@ -53,10 +53,16 @@ kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults) 
   // `plan` and a later `run`, two commands, can read different values.
   // (PoolMemory::Allocate reads it again on purpose: not to size the pool, only to
   // refuse one that no longer fits just before populating it.)
-  uint64_t cap = ReadHostMemory().Bytes() / 4;  // two ranks may share this host
   flags->pool_budget =
-      std::to_string(cap ? std::min(defaults->pool_budget, cap) : defaults->pool_budget);
+      std::to_string(HostPoolBudget(defaults->pool_budget, ReadHostMemory().Bytes()));
   return true;
+}
+
+uint64_t HostPoolBudget(uint64_t default_budget, uint64_t host_bytes) {
+  if (host_bytes == 0) return default_budget;  // unknown
+  // Two ranks may share this host. A bound under 4 B (1: a cgroup with no room left)
+  // caps at 1 B, which no pool fits, rather than at 0, which would read as unknown.
+  return std::min(default_budget, std::max<uint64_t>(host_bytes / 4, 1));
 }
 
 void AddGridFlags(CLI::App* app, GridFlags* flags) {

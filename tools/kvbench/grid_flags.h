@@ -48,6 +48,12 @@ void AddGridFlags(CLI::App* app, GridFlags* flags);
 // then derives its own from the GPU's free memory: session.h).
 kvlane::Result<bool> ApplyGridDefaults(GridFlags* flags, PlanOptions* defaults);
 
+// The automatic host pool budget: `default_budget` capped at a quarter of
+// `host_bytes` (HostMemory::Bytes) and at least 1 B where that is known (a bound of
+// 1 B, a cgroup with no room, is known: the plan then fails, naming the budget);
+// `default_budget` where host_bytes is 0 (unknown).
+uint64_t HostPoolBudget(uint64_t default_budget, uint64_t host_bytes);
+
 // Parses "68719476736", "64GiB", "64G", "512MiB", "1T" (K/M/G/T are binary).
 kvlane::Result<uint64_t> ParseBytes(const std::string& text);
 

@@ -20,7 +20,11 @@ namespace kvbench {
 // carries the initiator's control timeout. The plan's "mem_available" has since
 // become the host memory bound that applies (MemAvailable, or a cgroup's headroom
 // where smaller: host_memory.h), with "mem_bound" saying which: no bump, as a
-// peer that reads it as MemAvailable only checks against less memory.
+// peer that reads it as MemAvailable only checks against less memory. The plan has
+// since carried "host_memory" too (MemAvailable and the cgroup's room apart, with the
+// cgroup's identity: host_pools.h): no bump, as "mem_available" and "mem_bound" keep
+// their meaning for builds before it, and a rank whose peer sends no "host_memory"
+// decides as such a build does.
 inline constexpr int64_t kControlProtocol = 2;
 
 // How long rank 0 gives a connection to say its hello (at most what is left of

@@ -1,6 +1,7 @@
 #include "host_memory.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <charconv>
@@ -29,6 +30,23 @@ std::optional<uint64_t> ParseBytes(const std::string& word) {
   auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), v);
   if (word.empty() || ec != std::errc() || end != word.data() + word.size()) return std::nullopt;
   return v;
+}
+
+// The value of `key` in a cgroup's memory.stat ("key value" lines), B; 0 where the
+// file cannot be read or holds no such line.
+uint64_t StatValue(const fs::path& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string name, value;
+  while (in >> name >> value) {
+    if (name == key) return ParseBytes(value).value_or(0);
+  }
+  return 0;
+}
+
+CgroupId IdOf(const fs::path& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
 }
 
 uint64_t ReadMemAvailable(const fs::path& root) {
@@ -82,26 +100,51 @@ std::vector<fs::path> Levels(const fs::path& mount, const std::string& path) {
   return levels;
 }
 
-// The limit in `limit_file` and the usage in `usage_file` at each level of `path`
-// under `mount` (`shown`: the mount as the process sees it); the one that leaves
-// the least headroom replaces *tightest when it leaves less.
-void TightestUnder(const fs::path& root, const char* shown, const std::string& path,
-                   const char* limit_file, const char* usage_file, uint64_t no_limit,
+// One cgroup hierarchy's files: the limit, the usage, and memory.stat's key for the
+// inactive file cache (v1's hierarchical total).
+struct Hierarchy {
+  const char* shown;  // the mount as the process sees it
+  const char* limit_file;
+  const char* usage_file;
+  const char* inactive_key;
+  uint64_t no_limit;  // a limit this large or larger is none
+};
+
+// The limit and working set at each level of `path` under hierarchy `h` (mounted at
+// root + h.shown); the one that leaves the least headroom replaces *tightest when it
+// leaves less.
+void TightestUnder(const fs::path& root, const Hierarchy& h, const std::string& path,
                    std::optional<CgroupLimit>* tightest) {
-  const fs::path mount = root / fs::path(shown).relative_path();
+  const fs::path mount = root / fs::path(h.shown).relative_path();
   std::error_code ec;
   if (path.empty() || !fs::is_directory(mount, ec)) return;
   for (const fs::path& level : Levels(mount, path)) {
-    const std::optional<uint64_t> limit = ParseBytes(FirstWord(mount / level / limit_file));
-    const std::optional<uint64_t> usage = ParseBytes(FirstWord(mount / level / usage_file));
-    if (!limit || !usage || *limit >= no_limit) continue;  // "max", unknown, or no limit
-    CgroupLimit c{(fs::path(shown) / level / limit_file).lexically_normal().string(), *limit,
-                  *usage};
+    const fs::path dir = mount / level;
+    const std::optional<uint64_t> limit = ParseBytes(FirstWord(dir / h.limit_file));
+    const std::optional<uint64_t> usage = ParseBytes(FirstWord(dir / h.usage_file));
+    if (!limit || !usage || *limit >= h.no_limit) continue;  // "max", unknown, or no limit
+    CgroupLimit c{(fs::path(h.shown) / level / h.limit_file).lexically_normal().string(), *limit,
+                  *usage, StatValue(dir / "memory.stat", h.inactive_key), IdOf(dir)};
     if (!tightest->has_value() || c.Headroom() < (*tightest)->Headroom()) *tightest = c;
   }
 }
 
 }  // namespace
+
+std::string MemAvailableText(uint64_t bytes) {
+  return bytes == 0 ? std::string("MemAvailable unknown")
+                    : fmt::format("MemAvailable {:.2f} GiB", GiB(bytes));
+}
+
+std::string CgroupLimit::Describe() const {
+  const std::string cache = inactive_file == 0
+                                ? std::string()
+                                : fmt::format(", {:.2f} GiB of inactive file cache not counted",
+                                              GiB(std::min(inactive_file, usage)));
+  return fmt::format("the {:.2f} GiB free under cgroup {} {:.2f} GiB of which {:.2f} GiB used{}",
+                     GiB(Headroom()), fs::path(file).filename().string(), GiB(limit),
+                     GiB(WorkingSet()), cache);
+}
 
 bool HostMemory::CgroupBinds() const {
   return cgroup.has_value() && (mem_available == 0 || cgroup->Headroom() < mem_available);
@@ -113,26 +156,23 @@ uint64_t HostMemory::Bytes() const {
 }
 
 std::string HostMemory::Describe() const {
-  const std::string available = mem_available == 0
-                                    ? std::string("MemAvailable unknown")
-                                    : fmt::format("MemAvailable {:.2f} GiB", GiB(mem_available));
-  if (!CgroupBinds()) return available;
-  const std::string name = fs::path(cgroup->file).filename().string();
-  return fmt::format(
-      "the {:.2f} GiB free under cgroup {} {:.2f} GiB of which {:.2f} GiB used ({}; {})",
-      GiB(cgroup->Headroom()), name, GiB(cgroup->limit), GiB(cgroup->usage), cgroup->file,
-      available);
+  if (!CgroupBinds()) return MemAvailableText(mem_available);
+  return fmt::format("{} ({}; {})", cgroup->Describe(), cgroup->file,
+                     MemAvailableText(mem_available));
 }
 
 HostMemory ReadHostMemory(const fs::path& root) {
+  // v2 has "max" for no limit; v1 a page-rounded LONG_MAX. v2's memory.stat counts
+  // the cgroup's descendants already; v1's total_ keys do.
+  static const Hierarchy kV2{"/sys/fs/cgroup", "memory.max", "memory.current", "inactive_file",
+                             UINT64_MAX};
+  static const Hierarchy kV1{"/sys/fs/cgroup/memory", "memory.limit_in_bytes",
+                             "memory.usage_in_bytes", "total_inactive_file", uint64_t{1} << 62};
   HostMemory m;
   m.mem_available = ReadMemAvailable(root);
   const CgroupPaths paths = ReadCgroupPaths(root);
-  // v2 has "max" for no limit; v1 a page-rounded LONG_MAX.
-  TightestUnder(root, "/sys/fs/cgroup", paths.v2, "memory.max", "memory.current", UINT64_MAX,
-                &m.cgroup);
-  TightestUnder(root, "/sys/fs/cgroup/memory", paths.v1_memory, "memory.limit_in_bytes",
-                "memory.usage_in_bytes", uint64_t{1} << 62, &m.cgroup);
+  TightestUnder(root, kV2, paths.v2, &m.cgroup);
+  TightestUnder(root, kV1, paths.v1_memory, &m.cgroup);
   return m;
 }
 

@@ -9,8 +9,44 @@
 namespace kvbench {
 namespace {
 
-std::string MemAvailableText(uint64_t bytes) {
-  return fmt::format("MemAvailable {:.2f} GiB", bytes / double(1 << 30));
+constexpr uint64_t kMaxPeerBytes = uint64_t{1} << 60;  // more is no host's memory
+
+double GiB(uint64_t bytes) { return bytes / double(1 << 30); }
+
+// A byte count of the peer's: a non-negative integer up to kMaxPeerBytes, else nullopt.
+std::optional<uint64_t> PeerBytes(const nlohmann::json& m, const char* key) {
+  std::optional<uint64_t> v = TypedField<uint64_t>(m, key);
+  if (v.has_value() && *v > kMaxPeerBytes) return std::nullopt;
+  return v;
+}
+
+std::optional<PeerCgroup> ReadPeerCgroup(const nlohmann::json& host) {
+  auto it = host.find("cgroup");
+  if (it == host.end()) return std::nullopt;
+  const std::optional<uint64_t> room = PeerBytes(*it, "room");
+  if (!room.has_value()) return std::nullopt;
+  PeerCgroup c{*room, {}};
+  const std::optional<uint64_t> dev = TypedField<uint64_t>(*it, "dev");
+  const std::optional<uint64_t> ino = TypedField<uint64_t>(*it, "ino");
+  if (dev.has_value() && ino.has_value()) c.id = {*dev, *ino};
+  return c;
+}
+
+// The smaller known bound of a and b (a bytes of 0 is unknown); a on a tie.
+MemoryBound Smaller(MemoryBound a, MemoryBound b) {
+  if (a.bytes == 0 || (b.bytes != 0 && b.bytes < a.bytes)) return b;
+  return a;
+}
+
+// The cgroup both ranks are in, by the smaller room either reads.
+MemoryBound SharedCgroup(const CgroupLimit& mine, const PeerCgroup& peer, int peer_rank) {
+  if (mine.Headroom() <= peer.room) {
+    return {std::max<uint64_t>(mine.Headroom(), 1),
+            fmt::format("{}, a cgroup both ranks are in ({})", mine.Describe(), mine.file)};
+  }
+  return {std::max<uint64_t>(peer.room, 1),
+          fmt::format("the {:.2f} GiB free as rank {} reads the cgroup both ranks are in ({})",
+                      GiB(peer.room), peer_rank, mine.file)};
 }
 
 }  // namespace
@@ -29,35 +65,65 @@ bool SameHost(const std::string& transport, const HostIdentity& mine, const Host
   return named && mine.hostname == peer.hostname;
 }
 
-PeerHost ReadPeerHost(const nlohmann::json& theirs) {
-  const int64_t available = TypedField<int64_t>(theirs, "mem_available").value_or(0);
-  return {TypedField<std::string>(theirs, "boot_id").value_or(""),
-          available > 0 ? uint64_t(available) : 0,
-          TypedField<std::string>(theirs, "mem_bound").value_or("")};
+nlohmann::json HostMemoryFields(const HostMemory& host) {
+  nlohmann::json apart = nlohmann::json::object();
+  if (host.mem_available != 0) apart["mem_available"] = host.mem_available;
+  if (host.cgroup.has_value()) {
+    nlohmann::json c = {{"room", host.cgroup->Headroom()}};
+    if (host.cgroup->id.Known()) {
+      c["dev"] = host.cgroup->id.dev;
+      c["ino"] = host.cgroup->id.ino;
+    }
+    apart["cgroup"] = std::move(c);
+  }
+  return {{"mem_available", host.Bytes()},
+          {"mem_bound", host.Describe()},
+          {"host_memory", std::move(apart)}};
 }
 
-MemoryBound SmallerBound(uint64_t mine, const std::string& my_bound, const PeerHost& peer,
-                         int peer_rank) {
-  if (peer.mem_available == 0 || (mine != 0 && mine <= peer.mem_available)) {
-    return {mine, my_bound};
+PeerHost ReadPeerHost(const nlohmann::json& theirs) {
+  PeerHost p;
+  p.boot_id = TypedField<std::string>(theirs, "boot_id").value_or("");
+  auto host = theirs.is_object() ? theirs.find("host_memory") : theirs.end();
+  if (host == theirs.end() || !host->is_object()) {
+    p.mem_available = PeerBytes(theirs, "mem_available").value_or(0);
+    return p;
   }
-  const std::string theirs =
-      peer.mem_bound.empty() ? MemAvailableText(peer.mem_available) : peer.mem_bound;
-  return {peer.mem_available, fmt::format("rank {}'s {}", peer_rank, theirs)};
+  p.apart = true;
+  p.mem_available = PeerBytes(*host, "mem_available").value_or(0);
+  p.cgroup = ReadPeerCgroup(*host);
+  return p;
+}
+
+MemoryBound SharedBound(const HostMemory& mine, const PeerHost& peer, int peer_rank) {
+  if (!peer.apart) {
+    return Smaller({mine.Bytes(), mine.Describe()},
+                   {peer.mem_available,
+                    fmt::format("rank {}'s host memory bound {:.2f} GiB (MemAvailable, or its "
+                                "cgroup's room where smaller)",
+                                peer_rank, GiB(peer.mem_available))});
+  }
+  MemoryBound b = Smaller({mine.mem_available, MemAvailableText(mine.mem_available)},
+                          {peer.mem_available, fmt::format("rank {}'s {}", peer_rank,
+                                                           MemAvailableText(peer.mem_available))});
+  if (mine.cgroup.has_value() && peer.cgroup.has_value() &&
+      mine.cgroup->id.SameAs(peer.cgroup->id)) {
+    b = Smaller(b, SharedCgroup(*mine.cgroup, *peer.cgroup, peer_rank));
+  }
+  return b;
 }
 
 kvlane::Status CheckSharedHostMemory(const HostPools& pools, bool same_host) {
   const uint64_t both = pools.target_bytes + pools.initiator_bytes;
-  if (!same_host || pools.mem_available == 0) return kvlane::Status::Ok();
-  if (both <= pools.mem_available / 10 * 9) return kvlane::Status::Ok();
-  auto gib = [](uint64_t b) { return b / double(1 << 30); };
-  const std::string bound =
-      pools.mem_bound.empty() ? MemAvailableText(pools.mem_available) : pools.mem_bound;
+  if (!same_host || pools.bound.bytes == 0) return kvlane::Status::Ok();
+  if (both <= pools.bound.bytes / 10 * 9) return kvlane::Status::Ok();
+  const std::string bound = pools.bound.description.empty() ? MemAvailableText(pools.bound.bytes)
+                                                            : pools.bound.description;
   return kvlane::Status::InvalidArgument(fmt::format(
       "the two ranks' KV pools share this host's memory and do not fit together: rank 0 "
       "(target) {:.2f} GiB + rank 1 (initiator) {:.2f} GiB = {:.2f} GiB in host memory, more "
       "than 90% of {}; lower --pool-budget or the grid (--isl, --batches)",
-      gib(pools.target_bytes), gib(pools.initiator_bytes), gib(both), bound));
+      GiB(pools.target_bytes), GiB(pools.initiator_bytes), GiB(both), bound));
 }
 
 }  // namespace kvbench

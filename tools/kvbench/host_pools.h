@@ -1,15 +1,18 @@
 // Whether the two ranks' KV pools fit in their host's memory together. Each rank
 // checks its own pool against the memory it may take (MemAvailable, or its cgroup's
 // headroom where smaller: host_memory.h) just before populating it
-// (PoolMemory::Allocate); two ranks on one host also share that memory, which
-// neither sees alone: two pools that each fit could together wake the OOM killer.
-// Pure logic on numbers the ranks exchange (Session::AgreeOnPlan); thread-safe.
+// (PoolMemory::Allocate); two ranks on one host also share memory that neither sees
+// alone: the host's MemAvailable, and a cgroup limit when both are in that cgroup.
+// Two pools that each fit could together wake the OOM killer. Pure logic on numbers
+// the ranks exchange (Session::AgreeOnPlan); thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
+#include "host_memory.h"
 #include "kvlane/status.h"
 
 namespace kvbench {
@@ -29,45 +32,59 @@ std::string BootId();
 // unknown, their host names agree (an empty or "unknown" host name never matches).
 bool SameHost(const std::string& transport, const HostIdentity& mine, const HostIdentity& peer);
 
-// What the peer's plan message `theirs` (untrusted) says of its host: its boot id
-// (empty when missing or not a string), "mem_available", the host memory bound that
-// applies to it (HostMemory::Bytes; 0 when missing, not an integer, or <= 0: a
-// negative used to wrap to a huge number), and "mem_bound", which bound that is
-// (HostMemory::Describe; empty when missing or not a string: a peer that sent none
-// read MemAvailable alone).
+// What this rank's plan message says of its memory: "mem_available", the bound that
+// applies (HostMemory::Bytes) and "mem_bound", its description, as builds before
+// "host_memory" read them; and "host_memory": {"mem_available": MemAvailable (absent:
+// unknown), "cgroup": {"room", "dev", "ino"} (absent: no cgroup limit; "dev" and "ino"
+// absent: its identity unknown)}, the cgroup being the one that leaves least room.
+nlohmann::json HostMemoryFields(const HostMemory& host);
+
+// The peer's cgroup limit as it reported it: the room it leaves, and which cgroup.
+struct PeerCgroup {
+  uint64_t room = 0;  // B; 0: none left
+  CgroupId id;        // unknown: never the same as this rank's
+};
+
+// What the peer's plan message `theirs` (untrusted) says of its host. Each field
+// missing, of another type, negative or over 2^60 B is absent (the number 0 below,
+// or no cgroup). The peer's text ("mem_bound") is not read: errors are worded here.
 struct PeerHost {
   std::string boot_id;
-  uint64_t mem_available = 0;
-  std::string mem_bound;
+  // Whether it sent "host_memory" (MemAvailable and cgroup room apart). A build before
+  // it sent "mem_available" alone: the smaller of the two, which is then `mem_available`.
+  bool apart = false;
+  uint64_t mem_available = 0;        // B; 0: unknown
+  std::optional<PeerCgroup> cgroup;  // apart only
 };
 PeerHost ReadPeerHost(const nlohmann::json& theirs);
+
+// A bound on host memory and what it is, for an error and the document.
+struct MemoryBound {
+  uint64_t bytes = 0;  // 0: unknown
+  std::string description;
+};
+
+// What both ranks' host pools together are checked against, on one host: the smaller
+// of the two ranks' MemAvailable and, when both are under the same limiting cgroup
+// (its CgroupId), of the cgroup's room as either reads it (a cgroup with no room is
+// 1 B). A cgroup of one rank alone is not shared: each pool is charged to its own, and
+// PoolMemory::Allocate checks it there. A peer of an older build (!apart): the smaller
+// of this rank's HostMemory::Bytes and the peer's bound, as that build decides. The
+// peer's figures are named as rank `peer_rank`'s. Both unknown: 0.
+MemoryBound SharedBound(const HostMemory& mine, const PeerHost& peer, int peer_rank);
 
 // Both ranks' pools as they lie in host memory.
 struct HostPools {
   uint64_t target_bytes = 0;     // rank 0's pool in host memory, B (0: it is on a GPU)
   uint64_t initiator_bytes = 0;  // rank 1's, likewise
-  // The host memory the ranks may take before either allocated (the smaller of the
-  // two ranks' bounds, HostMemory::Bytes); 0: unknown.
-  uint64_t mem_available = 0;
-  // Which bound that is (HostMemory::Describe); empty: "MemAvailable <mem_available>".
-  std::string mem_bound;
+  // The host memory both may take together (SharedBound); bytes 0: unknown.
+  MemoryBound bound;
 };
-
-// The smaller of this rank's host memory bound (`mine`, `my_bound`) and the peer's,
-// a 0 being unknown, with its description; the peer's is named as rank `peer_rank`'s.
-// Both unknown: 0.
-struct MemoryBound {
-  uint64_t bytes = 0;
-  std::string description;
-};
-MemoryBound SmallerBound(uint64_t mine, const std::string& my_bound, const PeerHost& peer,
-                         int peer_rank);
 
 // Ok where the ranks are on different hosts (`same_host` false: each checks its
 // own pool), where the bound is unknown, or where both host pools together fit
 // in 90% of it (PoolMemory::Allocate's margin for one pool). Else kInvalidArgument
-// naming both pools, their sum and the bound (MemAvailable, or a cgroup's limit and
-// usage).
+// naming both pools, their sum and the bound.
 kvlane::Status CheckSharedHostMemory(const HostPools& pools, bool same_host);
 
 }  // namespace kvbench

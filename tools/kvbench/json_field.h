@@ -10,22 +10,47 @@
 
 namespace kvbench {
 
-// m[key] when m is an object holding it with T's JSON type (bool, an integer,
-// a string), else nullopt.
+// m[key] when m is an object holding it with T's JSON type (bool, an integer, a
+// non-negative integer for uint64_t, a string), else nullopt.
 template <typename T>
 std::optional<T> TypedField(const nlohmann::json& m, const char* key) {
-  static_assert(
-      std::is_same_v<T, bool> || std::is_same_v<T, int64_t> || std::is_same_v<T, std::string>,
-      "bool, int64_t or std::string");
+  static_assert(std::is_same_v<T, bool> || std::is_same_v<T, int64_t> ||
+                    std::is_same_v<T, uint64_t> || std::is_same_v<T, std::string>,
+                "bool, int64_t, uint64_t or std::string");
   if (!m.is_object()) return std::nullopt;
   auto it = m.find(key);
   if (it == m.end()) return std::nullopt;
   bool fits = false;
   if constexpr (std::is_same_v<T, bool>) fits = it->is_boolean();
   if constexpr (std::is_same_v<T, int64_t>) fits = it->is_number_integer();
+  if constexpr (std::is_same_v<T, uint64_t>) {  // parsed, a non-negative one is unsigned
+    fits = it->is_number_unsigned() || (it->is_number_integer() && it->get<int64_t>() >= 0);
+  }
   if constexpr (std::is_same_v<T, std::string>) fits = it->is_string();
   if (!fits) return std::nullopt;
   return it->get<T>();
+}
+
+// A peer's free text (a signal's name) fit to quote in a message or a document:
+// m[key] when it is a string, each byte that is not printable ASCII replaced by '?'
+// and cut to `max_bytes` ("..." then ends it); `absent` when missing or not a string.
+inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max_bytes,
+                            const std::string& absent) {
+  std::optional<std::string> text = TypedField<std::string>(m, key);
+  if (!text.has_value()) return absent;
+  std::string out;
+  for (char c : *text) {
+    if (out.size() == max_bytes) return out + "...";
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  }
+  return out;
+}
+
+// The signal a peer's "stopped" message `m` names (it goes to the document's
+// "stopped_by"): its "signal" when a string, as PeerText of at most 32 bytes, else
+// "a stop signal".
+inline std::string PeerSignal(const nlohmann::json& m) {
+  return PeerText(m, "signal", 32, "a stop signal");
 }
 
 }  // namespace kvbench

@@ -51,12 +51,15 @@ int RunInitiator(Session* s) {
   }
   DocumentWriter writer(s, kvlane_tools::HostEnvironment());
   RunResult result;
-  {
+  try {
     RowRunner runner(s);
     result = runner.RunAll([&writer](const RunResult& so_far) {
       fmt::print(stderr, "{}\n", ProgressLine(so_far.rows.back()));
       writer.Checkpoint(so_far);  // between rows: off every timed burst
     });
+  } catch (const nlohmann::json::exception& e) {  // RunRank says it on stderr too
+    writer.EndWithError(std::string("a control message of an unexpected shape: ") + e.what());
+    throw;
   }
   // Nothing to keep: no row finished, so no checkpoint was written either.
   if (!WriteAfterStop(*s, result)) return kExitInvalid;
@@ -66,6 +69,7 @@ int RunInitiator(Session* s) {
   std::cout.flush();
   if (!path.ok()) {
     fmt::print(stderr, "kvbench: {}\n", path.status().message());
+    writer.EndWithError("writing the final document failed: " + path.status().message());
     return kExitError;
   }
   // A second run into the same --out with the same case name replaces the first's.

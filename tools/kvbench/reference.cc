@@ -7,6 +7,7 @@
 #include <new>
 
 #include "device_memory.h"
+#include "json_field.h"
 #include "path_choice.h"
 #include "stats.h"
 
@@ -170,7 +171,7 @@ kvlane::Result<double> InitiatorRep(const Stream& st, const PoolList& list, cons
   KVLANE_ASSIGN_OR_RETURN(json answer, st.control->ExpectOneOf({"ref_done", "stopped"}));
   if (Pushes(op)) ms = MsSince(t0);
   if (answer.value("type", "") == "stopped") {
-    *target_stop = answer.value("signal", "a stop signal");
+    *target_stop = PeerSignal(answer);
     return kvlane::Status::Canceled("reference abandoned: the target was stopped");
   }
   return ms;
@@ -263,7 +264,8 @@ kvlane::Result<ReferenceFigures> SocketReferenceInitiator(
     control->Abort();  // the raw stream may be cut partway: the target must not wait on it
     return ms.status();
   }
-  const std::string method = SocketReferenceMethod(ready.value("staged", false), stage != nullptr);
+  const std::string method =
+      SocketReferenceMethod(TypedField<bool>(ready, "staged").value_or(false), stage != nullptr);
   return Figures(method, ms.value(), map.burst_bytes);
 }
 

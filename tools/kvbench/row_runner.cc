@@ -8,6 +8,7 @@
 #include "burst_check.h"
 #include "burst_progress.h"
 #include "common/stop_signal.h"
+#include "json_field.h"
 #include "reference.h"
 #include "run_report.h"
 
@@ -121,7 +122,7 @@ bool RowRunner::Stopping() {
   const std::string type = m.ok() ? m->value("type", "") : "";
   if (type == "busy") return false;  // the target works on its side of the row (target_loop.h)
   if (type == "stopped") {
-    peer_stop_ = m->value("signal", "a stop signal");
+    peer_stop_ = PeerSignal(*m);
   } else {
     StopRun(m.ok() ? "control: unexpected '" + type + "' from the target"
                    : "control: " + m.status().ToString());
@@ -135,9 +136,12 @@ bool RowRunner::StoppingWhileTargetWaits() {
 }
 
 void RowRunner::KeepTargetWaiting() {
-  const Clock::time_point now = Clock::now();
-  if (now - target_waits_since_ < s_->config().control_timeout_ms / 4) return;
-  target_waits_since_ = now;
+  if (Clock::now() - target_waits_since_ < s_->config().control_timeout_ms / 4) return;
+  TellTargetBusy();
+}
+
+void RowRunner::TellTargetBusy() {
+  target_waits_since_ = Clock::now();
   // A failure (the target gone) shows at this rank's next exchange with it.
   (void)s_->control().Send({{"type", "busy"}});
 }
@@ -198,6 +202,7 @@ void RowRunner::RunPoints(const Progress& progress, RunResult* result) {
           return;
         }
         result->rows.push_back(std::move(*row));
+        TellTargetBusy();  // `progress` (a checkpoint's write) gets a whole control timeout
         progress(*result);
         KeepTargetWaiting();  // the target waited for the next row through `progress` too
         if (!stop_.empty()) return;
@@ -268,7 +273,7 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
   }
   target_waits_since_ = Clock::now();  // it waits for this rank's next message from here
   if (m->value("type", "") != "stopped") return m.value();
-  peer_stop_ = m->value("signal", "a stop signal");
+  peer_stop_ = PeerSignal(*m);
   return std::nullopt;
 }
 
@@ -340,8 +345,9 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
   std::optional<json> verdict = Answer({"verdict"}, row);
   if (!verdict.has_value()) return false;
   if (row->verdict == Verdict::kFail) return true;
-  row->verdict = Combine(mine, ParseLocalCheck(verdict->value("local", "")));
-  std::string theirs = verdict->value("detail", "");
+  row->verdict =
+      Combine(mine, ParseLocalCheck(TypedField<std::string>(*verdict, "local").value_or("")));
+  std::string theirs = TypedField<std::string>(*verdict, "detail").value_or("");
   row->verify_detail = detail + (detail.empty() || theirs.empty() ? "" : "; ") + theirs;
   return true;
 }
@@ -405,7 +411,7 @@ bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
     return false;
   }
   if (ready.ok() && ready->value("type", "") == "stopped") {
-    peer_stop_ = ready->value("signal", "a stop signal");
+    peer_stop_ = PeerSignal(*ready);
     return false;
   }
   auto ref = ready.ok() ? SocketReferenceInitiator(
@@ -443,7 +449,7 @@ kvlane::Status RowRunner::ReceiveUntil(const std::string& type) {
                                                                "ref_ready", "ref_done", "busy"}));
     const std::string got = m.value("type", "");
     if (got == type) return kvlane::Status::Ok();
-    if (got == "stopped" && peer_stop_.empty()) peer_stop_ = m.value("signal", "a stop signal");
+    if (got == "stopped" && peer_stop_.empty()) peer_stop_ = PeerSignal(m);
   }
 }
 

@@ -28,7 +28,8 @@ struct RunResult {
 class RowRunner {
  public:
   // Called after each row that finished (so_far.rows.back()), between rows: never
-  // within a timed burst.
+  // within a timed burst. The target was told "busy" just before, so a call may take
+  // up to the control timeout (a checkpoint's write).
   using Progress = std::function<void(const RunResult& so_far)>;
   // REQUIRES: session is the initiator's and outlives the runner.
   explicit RowRunner(Session* session) : s_(session) {}
@@ -62,6 +63,8 @@ class RowRunner {
   // lockstep) nor while the target works on a row step (it would take the message
   // for an "abandon" waiting).
   void KeepTargetWaiting();
+  // Sends "busy" now: the target waits a whole control timeout from here.
+  void TellTargetBusy();
   // burst->Run under the control timeout, asking Stopping() and keeping the target
   // waiting (KeepTargetWaiting) until it ends, through its grace too.
   BurstTiming RunBurst(Burst* burst);

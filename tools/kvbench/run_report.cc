@@ -57,6 +57,25 @@ json PerRank(const Session& s) {
   return out;
 }
 
+json BoundJson(const MemoryBound& b) {
+  return {{"bytes", b.bytes}, {"description", b.description}};
+}
+
+// The pool, its budget, and the host memory bounds: this rank's, and where the ranks
+// share a host, the one both host pools were checked against together.
+json Pool(const Session& s) {
+  json pool = {{"memory", MemoryName(s.path())},
+               {"pinned", false},
+               {"bytes", s.plan().layout.bytes},
+               {"budget", s.plan().options.pool_budget},
+               {"budget_source", s.budget_source()},
+               {"host_memory_bound", BoundJson(s.host_bound())},  // as read at the plan
+               {"pieces", s.plan().layout.pieces.size()},
+               {"register_ms", s.register_ms()}};
+  if (s.shared_bound()) pool["shared_host_memory_bound"] = BoundJson(*s.shared_bound());
+  return pool;
+}
+
 json Implementation(const Session& s, const RunResult& result) {
   const kvlane::AgentOptions& o = s.agent().options();
   std::string version = kvlane::VersionString();
@@ -77,14 +96,7 @@ json Implementation(const Session& s, const RunResult& result) {
           {"library_version", version},
           {"git_revision", GitRevision(version)},
           {"device_filter", DeviceFilter(s)},
-          {"pool",
-           {{"memory", MemoryName(s.path())},
-            {"pinned", false},
-            {"bytes", s.plan().layout.bytes},
-            {"budget", s.plan().options.pool_budget},
-            {"budget_source", s.budget_source()},
-            {"pieces", s.plan().layout.pieces.size()},
-            {"register_ms", s.register_ms()}}},
+          {"pool", Pool(s)},
           {"list_prep_ms", result.list_prep_ms},
           {"seed", s.config().seed}};
 }

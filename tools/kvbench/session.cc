@@ -218,7 +218,7 @@ kvlane::Status Session::SettleBudget() {
 // Everything that shapes the plan must match, or the ranks would move different bytes;
 // so must the seed, or each rank would place the requests by its own block tables and
 // every row would fail verification as if the transfer had corrupted it. The plan
-// message also carries this host's boot id and MemAvailable (CheckHostMemory): read
+// message also carries this host's boot id and memory (CheckHostMemory): read
 // before sending, so before either rank allocates (each allocates only after the
 // peer's plan message came).
 kvlane::Status Session::AgreeOnPlan() {
@@ -226,12 +226,9 @@ kvlane::Status Session::AgreeOnPlan() {
   json plan = PlanToJson(plan_);
   const HostMemory host = ReadHostMemory();
   const std::string boot_id = BootId();
-  KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "plan"},
-                                         {"plan", plan},
-                                         {"seed", config_.seed},
-                                         {"boot_id", boot_id},
-                                         {"mem_available", host.Bytes()},
-                                         {"mem_bound", host.Describe()}}));
+  json mine = {{"type", "plan"}, {"plan", plan}, {"seed", config_.seed}, {"boot_id", boot_id}};
+  mine.update(HostMemoryFields(host));
+  KVLANE_RETURN_IF_ERROR(control_->Send(mine));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
   if (theirs["plan"] != plan) {
     return kvlane::Status::InvalidArgument(
@@ -248,10 +245,9 @@ kvlane::Status Session::AgreeOnPlan() {
   return CheckHostMemory(theirs, boot_id, host);
 }
 
-// Two ranks on one host share its memory: both host pools are checked together, against
-// the smaller of the two ranks' bounds (MemAvailable, or a cgroup's headroom where
-// smaller; 0: a peer that sent none), so that both ranks decide alike and both refuse
-// before either allocates.
+// Two ranks on one host share its memory: both host pools are checked together against
+// the memory they share (SharedBound: the smaller MemAvailable, and a cgroup both are
+// in), so that both ranks decide alike and both refuse before either allocates.
 kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& boot_id,
                                         const HostMemory& host) {
   const HostIdentity mine{self_.hostname, boot_id};
@@ -263,11 +259,11 @@ kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& b
   HostPools pools;
   pools.target_bytes = on_host(kTargetRank);
   pools.initiator_bytes = on_host(kInitiatorRank);
-  const MemoryBound bound =
-      SmallerBound(host.Bytes(), host.Describe(), theirs_host, 1 - config_.rank);
-  pools.mem_available = bound.bytes;
-  pools.mem_bound = bound.description;
-  return CheckSharedHostMemory(pools, SameHost(path_.transport, mine, peer));
+  pools.bound = SharedBound(host, theirs_host, 1 - config_.rank);
+  host_bound_ = {host.Bytes(), host.Describe()};
+  const bool same_host = SameHost(path_.transport, mine, peer);
+  if (same_host) shared_bound_ = pools.bound;
+  return CheckSharedHostMemory(pools, same_host);
 }
 
 // Resolves --transport and --memory for this rank (path_choice.h); a device pool

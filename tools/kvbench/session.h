@@ -5,12 +5,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "control_channel.h"
 #include "document.h"
 #include "host_memory.h"
+#include "host_pools.h"
 #include "kvlane/agent.h"
 #include "kvlane/provenance.h"
 #include "path_choice.h"
@@ -53,6 +55,12 @@ class Session {
   double register_ms() const { return register_ms_; }
   // Where the pool budget came from: the flag or environment, host or GPU free memory.
   const std::string& budget_source() const { return budget_source_; }
+  // This rank's host memory bound as read when the ranks agreed on the plan
+  // (HostMemory::Bytes and Describe; bytes 0: unknown).
+  const MemoryBound& host_bound() const { return host_bound_; }
+  // The bound both ranks' host pools were checked against together (SharedBound);
+  // none when the ranks are on two hosts.
+  const std::optional<MemoryBound>& shared_bound() const { return shared_bound_; }
 
  private:
   explicit Session(const RunConfig& config) : config_(config) {}
@@ -78,6 +86,8 @@ class Session {
   RankInfo self_, peer_info_;
   DataPath path_;
   std::string transport_used_, peer_name_, budget_source_;
+  MemoryBound host_bound_;
+  std::optional<MemoryBound> shared_bound_;
   uint64_t remote_base_ = 0;
   int device_ = 0;
   int remote_device_ = 0;

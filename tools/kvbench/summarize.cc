@@ -141,7 +141,9 @@ std::string PartialLine(const LoadedDocument& d) {
       "- **PARTIAL**: {} after {} of {} rows; not measured (neither failed nor "
       "verified): {}\n",
       why, d.rows.size(), d.rows.size() + c.missing.size(),
-      c.missing.empty() ? "not listed" : DescribeRows(c.missing));
+      !c.missing.empty() ? DescribeRows(c.missing)
+      : c.running        ? std::string("none (its last row had finished)")
+                         : std::string("not listed"));
 }
 
 // The page header's word on partial documents; empty when every one is complete.

@@ -99,6 +99,18 @@ TEST(GridFlags, DefaultsAreTheQuickGridAndTheHostBudget) {
   EXPECT_FALSE(ApplyGridDefaults(&bad, &defaults).ok());
 }
 
+// The finding: a cgroup with no room left reads as a bound of 1 B (known); a quarter of
+// it was 0, which means unknown, and the automatic budget became the uncapped 64 GiB.
+TEST(GridFlags, AHostWithNoRoomCapsTheBudgetAtOneByte) {
+  constexpr uint64_t k64GiB = 64ull << 30;
+  EXPECT_EQ(HostPoolBudget(k64GiB, 1), 1u);
+  EXPECT_EQ(HostPoolBudget(k64GiB, 3), 1u);
+  EXPECT_EQ(HostPoolBudget(k64GiB, 8), 2u);
+  EXPECT_EQ(HostPoolBudget(k64GiB, 8ull << 30), 2ull << 30);
+  EXPECT_EQ(HostPoolBudget(k64GiB, 1ull << 40), k64GiB);
+  EXPECT_EQ(HostPoolBudget(k64GiB, 0), k64GiB);  // unknown: the default
+}
+
 // An empty KVBENCH_POOL_BUDGET is unset: the budget is the automatic one (capped
 // by MemAvailable), not the 64 GiB default it used to fall back to. A bad value
 // names where it came from.

@@ -180,6 +180,88 @@ TEST(HostMemory, ACgroupWithNoRoomLeftIsKnown) {
   EXPECT_EQ(ReadHostMemory(root.path()).Bytes(), 1u);
 }
 
+// The finding: a container that had just built the project read its cgroup as full
+// (memory.current at the limit) though most of it was page cache the kernel reclaims
+// before it OOM-kills, and kvbench refused a pool that fit. The room is the limit less
+// the working set (usage less inactive_file, as docker and the kubelet count it).
+TEST(HostMemory, InactiveFileCacheCountsAsRoom) {
+  FakeRoot root;
+  root.MemAvailable(23 * kGiB);
+  root.Write("proc/self/cgroup", "0::/\n");
+  root.V2("", std::to_string(8 * kGiB), 8 * kGiB);  // usage at the limit
+  root.Write("sys/fs/cgroup/memory.stat",
+             "anon 1073741824\nfile 6442450944\nactive_file "
+             "1073741824\ninactive_file " +
+                 std::to_string(6 * kGiB) + "\nslab 1\n");
+  const HostMemory m = ReadHostMemory(root.path());
+  ASSERT_TRUE(m.cgroup.has_value());
+  EXPECT_EQ(m.cgroup->inactive_file, 6 * kGiB);
+  EXPECT_EQ(m.cgroup->WorkingSet(), 2 * kGiB);
+  EXPECT_EQ(m.Bytes(), 6 * kGiB);
+  EXPECT_EQ(m.Describe(),
+            "the 6.00 GiB free under cgroup memory.max 8.00 GiB of which 2.00 GiB used, 6.00 GiB "
+            "of inactive file cache not counted (/sys/fs/cgroup/memory.max; MemAvailable 23.00 "
+            "GiB)");
+  // A 4 GiB pool fits (PoolMemory::Allocate's 90%).
+  EXPECT_LE(4 * kGiB, m.Bytes() / 10 * 9);
+}
+
+// cgroup v1: memory.stat's hierarchical total_inactive_file, not the cgroup's own
+// inactive_file; more cache than usage (read at another moment) leaves 0, not a wrap.
+TEST(HostMemory, ACgroupV1CountsItsTotalInactiveFile) {
+  FakeRoot root;
+  root.MemAvailable(23 * kGiB);
+  root.Write("proc/self/cgroup", "4:memory:/job\n");
+  root.Write("sys/fs/cgroup/memory/job/memory.limit_in_bytes", std::to_string(4 * kGiB));
+  root.Write("sys/fs/cgroup/memory/job/memory.usage_in_bytes", std::to_string(4 * kGiB));
+  root.Write("sys/fs/cgroup/memory/job/memory.stat",
+             "inactive_file 1024\ntotal_inactive_file " + std::to_string(3 * kGiB) + "\n");
+  EXPECT_EQ(ReadHostMemory(root.path()).Bytes(), 3 * kGiB);
+  root.Write("sys/fs/cgroup/memory/job/memory.stat",
+             "total_inactive_file " + std::to_string(5 * kGiB) + "\n");
+  const HostMemory m = ReadHostMemory(root.path());
+  EXPECT_EQ(m.cgroup->WorkingSet(), 0u);
+  EXPECT_EQ(m.Bytes(), 4 * kGiB);
+}
+
+// A memory.stat that cannot be read (missing, a directory) or lacks the key leaves
+// the raw usage: no room where usage is at the limit.
+TEST(HostMemory, AnUnreadableMemoryStatLeavesTheRawUsage) {
+  FakeRoot root;
+  root.MemAvailable(23 * kGiB);
+  root.Write("proc/self/cgroup", "0::/\n");
+  root.V2("", std::to_string(8 * kGiB), 8 * kGiB);
+  EXPECT_EQ(ReadHostMemory(root.path()).Bytes(), 1u);  // no memory.stat
+  root.Write("sys/fs/cgroup/memory.stat", "active_file 5\ninactive_anon 7\n");
+  EXPECT_EQ(ReadHostMemory(root.path()).Bytes(), 1u);  // no inactive_file
+  root.Write("sys/fs/cgroup/memory.stat", "inactive_file lots\n");
+  EXPECT_EQ(ReadHostMemory(root.path()).Bytes(), 1u);  // not a number
+  fs::remove(root.path() / "sys/fs/cgroup/memory.stat");
+  fs::create_directories(root.path() / "sys/fs/cgroup/memory.stat");
+  const HostMemory m = ReadHostMemory(root.path());
+  EXPECT_EQ(m.Bytes(), 1u);
+  EXPECT_EQ(m.Describe().find("inactive"), std::string::npos) << m.Describe();
+}
+
+// Each limit names its cgroup by its directory's device and inode: the same for the
+// same directory, another for another (a sibling's).
+TEST(HostMemory, ACgroupLimitNamesItsCgroup) {
+  FakeRoot root;
+  root.MemAvailable(23 * kGiB);
+  root.V2("kubepods/pod1", std::to_string(4 * kGiB), kGiB);
+  root.V2("kubepods/pod2", std::to_string(4 * kGiB), kGiB);
+  root.Write("proc/self/cgroup", "0::/kubepods/pod1\n");
+  const HostMemory one = ReadHostMemory(root.path());
+  root.Write("proc/self/cgroup", "0::/kubepods/pod2\n");
+  const HostMemory two = ReadHostMemory(root.path());
+  ASSERT_TRUE(one.cgroup.has_value() && two.cgroup.has_value());
+  EXPECT_TRUE(one.cgroup->id.Known());
+  EXPECT_FALSE(one.cgroup->id.SameAs(two.cgroup->id));
+  root.Write("proc/self/cgroup", "0::/kubepods/pod1\n");
+  EXPECT_TRUE(one.cgroup->id.SameAs(ReadHostMemory(root.path()).cgroup->id));
+  EXPECT_FALSE(CgroupId{}.SameAs(CgroupId{}));  // unknown never matches
+}
+
 TEST(HostMemory, ThisProcessHasAKnownBound) { EXPECT_GT(ReadHostMemory().Bytes(), 0u); }
 
 }  // namespace

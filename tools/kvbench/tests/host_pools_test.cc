@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <vector>
+
 namespace kvbench {
 namespace {
 
@@ -12,7 +15,7 @@ constexpr uint64_t kGiB = 1ull << 30;
 TEST(HostPools, TwoPoolsOnOneHostAreCountedTogether) {
   HostPools p;
   p.target_bytes = p.initiator_bytes = 10960 * (kGiB / 1000);
-  p.mem_available = 23 * kGiB;
+  p.bound.bytes = 23 * kGiB;
   kvlane::Status s = CheckSharedHostMemory(p, /*same_host=*/true);
   ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("rank 0 (target) 10.96 GiB"), std::string::npos) << s.message();
@@ -25,8 +28,7 @@ TEST(HostPools, TwoPoolsOnOneHostAreCountedTogether) {
 TEST(HostPools, TheErrorNamesTheBoundThatApplied) {
   HostPools p;
   p.target_bytes = p.initiator_bytes = kGiB;
-  p.mem_available = kGiB;
-  p.mem_bound = "the 1.00 GiB free under cgroup memory.max 8.00 GiB of which 7.00 GiB used";
+  p.bound = {kGiB, "the 1.00 GiB free under cgroup memory.max 8.00 GiB of which 7.00 GiB used"};
   kvlane::Status s = CheckSharedHostMemory(p, true);
   ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("more than 90% of the 1.00 GiB free under cgroup memory.max 8.00 "
@@ -35,34 +37,143 @@ TEST(HostPools, TheErrorNamesTheBoundThatApplied) {
       << s.message();
 }
 
-// Both ranks check against the smaller bound, each named: this rank's as it reads it,
-// the peer's as rank N's (MemAvailable where the peer said no more).
-TEST(HostPools, TheSmallerOfTheTwoRanksBoundsApplies) {
-  const PeerHost peer{"boot-1", 2 * kGiB, "the 2.00 GiB free under cgroup memory.max"};
-  MemoryBound b = SmallerBound(3 * kGiB, "MemAvailable 3.00 GiB", peer, 1);
+// This rank's memory: MemAvailable and, optionally, a cgroup limit with its identity.
+HostMemory Memory(uint64_t available, std::optional<CgroupLimit> cgroup = std::nullopt) {
+  HostMemory m;
+  m.mem_available = available;
+  m.cgroup = std::move(cgroup);
+  return m;
+}
+
+CgroupLimit Cgroup(uint64_t limit, uint64_t usage, CgroupId id) {
+  return {"/sys/fs/cgroup/memory.max", limit, usage, 0, id};
+}
+
+// What this rank would read of a peer whose memory is `m` (its plan message's fields).
+PeerHost AsPeer(const HostMemory& m) { return ReadPeerHost(HostMemoryFields(m)); }
+
+// Checks pools of `each` B on both ranks, one host, as rank 1 does.
+kvlane::Status CheckBoth(uint64_t each, const HostMemory& mine, const HostMemory& peer) {
+  HostPools p;
+  p.target_bytes = p.initiator_bytes = each;
+  p.bound = SharedBound(mine, AsPeer(peer), 0);
+  return CheckSharedHostMemory(p, /*same_host=*/true);
+}
+
+// The finding: two pods on one node (one boot id, so one host) each with an 8 GiB
+// limit and a 4 GiB pool were refused, both pools summed against one pod's room,
+// though each pool is charged to its own pod's cgroup. Only MemAvailable is shared.
+TEST(HostPools, TwoPodsOnOneNodeEachHaveTheirOwnCgroup) {
+  const HostMemory pod1 = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB / 2, {40, 1001}));
+  const HostMemory pod2 = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB / 2, {40, 1002}));
+  EXPECT_TRUE(CheckBoth(4 * kGiB, pod1, pod2).ok()) << CheckBoth(4 * kGiB, pod1, pod2).message();
+  EXPECT_TRUE(CheckBoth(4 * kGiB, pod2, pod1).ok());
+  const MemoryBound b = SharedBound(pod1, AsPeer(pod2), 0);
+  EXPECT_EQ(b.bytes, 200 * kGiB);
+  EXPECT_EQ(b.description, "MemAvailable 200.00 GiB");
+  // The node's MemAvailable is still shared.
+  const HostMemory tight = Memory(8 * kGiB, Cgroup(8 * kGiB, kGiB / 2, {40, 1002}));
+  const kvlane::Status s = CheckBoth(4 * kGiB, pod1, tight);
+  EXPECT_EQ(s.code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("more than 90% of rank 0's MemAvailable 8.00 GiB;"), std::string::npos)
+      << s.message();
+}
+
+// Two ranks in one cgroup (one container, or two under one limiting pod) share its
+// room: both pools count against it, by the smaller room either reads.
+TEST(HostPools, RanksInOneCgroupShareItsRoom) {
+  const HostMemory mine = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB / 2, {40, 1001}));
+  const HostMemory peer = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB, {40, 1001}));
+  const kvlane::Status s = CheckBoth(4 * kGiB, mine, peer);
+  ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("more than 90% of the 7.00 GiB free as rank 0 reads the cgroup both "
+                             "ranks are in (/sys/fs/cgroup/memory.max);"),
+            std::string::npos)
+      << s.message();
+  MemoryBound b = SharedBound(peer, AsPeer(mine), 1);
+  EXPECT_EQ(b.bytes, 7 * kGiB);
+  EXPECT_EQ(b.description,
+            "the 7.00 GiB free under cgroup memory.max 8.00 GiB of which 1.00 GiB used, a cgroup "
+            "both ranks are in (/sys/fs/cgroup/memory.max)");
+  EXPECT_TRUE(CheckBoth(3 * kGiB, mine, peer).ok());
+  // A cgroup with no room is known (1 B), not unknown.
+  const HostMemory full = Memory(200 * kGiB, Cgroup(8 * kGiB, 9 * kGiB, {40, 1001}));
+  EXPECT_EQ(SharedBound(mine, AsPeer(full), 0).bytes, 1u);
+  EXPECT_EQ(SharedBound(full, AsPeer(mine), 0).bytes, 1u);
+  // An identity unknown on either side is never the same cgroup.
+  const HostMemory unnamed = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB, {}));
+  EXPECT_TRUE(CheckBoth(4 * kGiB, unnamed, unnamed).ok());
+  EXPECT_TRUE(CheckBoth(4 * kGiB, mine, unnamed).ok());
+}
+
+// MemAvailable: the smaller of the two, each named; a side that does not know it
+// leaves the other's.
+TEST(HostPools, TheSmallerMemAvailableIsShared) {
+  MemoryBound b = SharedBound(Memory(3 * kGiB), AsPeer(Memory(2 * kGiB)), 1);
   EXPECT_EQ(b.bytes, 2 * kGiB);
-  EXPECT_EQ(b.description, "rank 1's the 2.00 GiB free under cgroup memory.max");
-  b = SmallerBound(kGiB, "MemAvailable 1.00 GiB", peer, 1);
-  EXPECT_EQ(b.bytes, kGiB);
+  EXPECT_EQ(b.description, "rank 1's MemAvailable 2.00 GiB");
+  b = SharedBound(Memory(kGiB), AsPeer(Memory(2 * kGiB)), 1);
   EXPECT_EQ(b.description, "MemAvailable 1.00 GiB");
-  b = SmallerBound(0, "MemAvailable unknown", PeerHost{"", 2 * kGiB, ""}, 0);
+  b = SharedBound(Memory(0), AsPeer(Memory(2 * kGiB)), 0);
   EXPECT_EQ(b.bytes, 2 * kGiB);
-  EXPECT_EQ(b.description, "rank 0's MemAvailable 2.00 GiB");
-  EXPECT_EQ(SmallerBound(kGiB, "mine", PeerHost{}, 0).bytes, kGiB);
-  EXPECT_EQ(SmallerBound(0, "mine", PeerHost{}, 0).bytes, 0u);
+  EXPECT_EQ(SharedBound(Memory(kGiB), AsPeer(Memory(0)), 0).bytes, kGiB);
+  EXPECT_EQ(SharedBound(Memory(0), AsPeer(Memory(0)), 0).bytes, 0u);
+}
+
+// A peer of an older build sends its bound alone ("mem_available", the smaller of its
+// MemAvailable and cgroup room): both pools are checked against the smaller of that and
+// this rank's bound, as that build checks them, so both ranks decide alike.
+TEST(HostPools, AnOlderPeersBoundIsCheckedAsThatBuildDoes) {
+  const PeerHost old = ReadPeerHost(
+      {{"boot_id", "b"}, {"mem_available", 5 * kGiB}, {"mem_bound", "the 5.00 GiB free ..."}});
+  EXPECT_FALSE(old.apart);
+  EXPECT_EQ(old.mem_available, 5 * kGiB);
+  const HostMemory mine = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB, {40, 1}));
+  MemoryBound b = SharedBound(mine, old, 0);
+  EXPECT_EQ(b.bytes, 5 * kGiB);
+  EXPECT_EQ(b.description,
+            "rank 0's host memory bound 5.00 GiB (MemAvailable, or its cgroup's room where "
+            "smaller)");
+  b = SharedBound(Memory(200 * kGiB, Cgroup(8 * kGiB, 4 * kGiB, {40, 1})), old, 0);
+  EXPECT_EQ(b.bytes, 4 * kGiB);
+  EXPECT_NE(b.description.find("the 4.00 GiB free under cgroup memory.max"), std::string::npos);
+  // What this build sends an older one: its bound and description, as before.
+  const nlohmann::json sent = HostMemoryFields(mine);
+  EXPECT_EQ(sent["mem_available"], 7 * kGiB);
+  EXPECT_EQ(sent["mem_bound"], mine.Describe());
+}
+
+// The finding: the peer's "mem_bound" text went into this rank's error as it came
+// (any length, control characters and all). Errors are now worded here, from the
+// peer's numbers; its text is not read.
+TEST(HostPools, APeersTextNeverReachesTheError) {
+  const std::string hostile = "\x1b[2J\x1b[31mfree\nfake line" + std::string(100000, 'x');
+  for (const nlohmann::json& theirs :
+       {nlohmann::json{{"mem_available", kGiB}, {"mem_bound", hostile}},
+        nlohmann::json{{"mem_bound", hostile}, {"host_memory", {{"mem_available", kGiB}}}}}) {
+    HostPools p;
+    p.target_bytes = p.initiator_bytes = kGiB;
+    p.bound = SharedBound(Memory(8 * kGiB), ReadPeerHost(theirs), 0);
+    const kvlane::Status s = CheckSharedHostMemory(p, true);
+    ASSERT_FALSE(s.ok());
+    EXPECT_LT(s.message().size(), 400u);
+    EXPECT_EQ(s.message().find('\x1b'), std::string::npos);
+    EXPECT_EQ(s.message().find('\n'), std::string::npos);
+    EXPECT_EQ(s.message().find("xxxx"), std::string::npos);
+  }
 }
 
 TEST(HostPools, PoolsOnTwoHostsAreEachTheirOwnHostsConcern) {
   HostPools p;
   p.target_bytes = p.initiator_bytes = 11 * kGiB;
-  p.mem_available = 23 * kGiB;
+  p.bound.bytes = 23 * kGiB;
   EXPECT_TRUE(CheckSharedHostMemory(p, /*same_host=*/false).ok());
 }
 
 TEST(HostPools, PoolsThatFitTogetherPass) {
   HostPools p;
   p.target_bytes = p.initiator_bytes = 5 * kGiB;
-  p.mem_available = 12 * kGiB;  // 10 GiB of 10.8
+  p.bound.bytes = 12 * kGiB;  // 10 GiB of 10.8
   EXPECT_TRUE(CheckSharedHostMemory(p, true).ok());
   p.initiator_bytes = 6 * kGiB;  // 11 GiB of 10.8
   EXPECT_FALSE(CheckSharedHostMemory(p, true).ok());
@@ -73,10 +184,10 @@ TEST(HostPools, OnlyHostPoolsAndAKnownMemAvailableCount) {
   HostPools p;
   p.target_bytes = 10 * kGiB;
   p.initiator_bytes = 0;  // on a GPU
-  p.mem_available = 12 * kGiB;
+  p.bound.bytes = 12 * kGiB;
   EXPECT_TRUE(CheckSharedHostMemory(p, true).ok());
   p.initiator_bytes = 10 * kGiB;
-  p.mem_available = 0;
+  p.bound.bytes = 0;
   EXPECT_TRUE(CheckSharedHostMemory(p, true).ok());
 }
 
@@ -112,20 +223,55 @@ TEST(HostPools, HostNamesDecideOnlyWhereABootIdIsUnknown) {
 
 // The peer's plan message is untrusted: a negative MemAvailable wrapped to a huge
 // one (value<uint64_t>), a float out of range was undefined, a boot id of another
-// type threw. Each reads as unknown.
+// type threw. Each reads as unknown; so does a number over 2^60 B (no host has it).
 TEST(HostPools, APeersHostFieldsAreReadAsUntrusted) {
-  PeerHost p = ReadPeerHost(
-      {{"boot_id", "boot-1"}, {"mem_available", 12 * kGiB}, {"mem_bound", "MemAvailable 12 GiB"}});
+  PeerHost p = ReadPeerHost({{"boot_id", "boot-1"}, {"mem_available", 12 * kGiB}});
   EXPECT_EQ(p.boot_id, "boot-1");
   EXPECT_EQ(p.mem_available, 12 * kGiB);
-  EXPECT_EQ(p.mem_bound, "MemAvailable 12 GiB");
-  EXPECT_EQ(ReadPeerHost({{"mem_bound", 12}}).mem_bound, "");
-  for (const nlohmann::json& odd : {nlohmann::json(-1), nlohmann::json(0), nlohmann::json(1e300),
-                                    nlohmann::json(-5.0), nlohmann::json("12"), nlohmann::json()}) {
-    EXPECT_EQ(ReadPeerHost({{"mem_available", odd}}).mem_available, 0u) << odd.dump();
+  const std::vector<nlohmann::json> odd = {nlohmann::json(-1),           nlohmann::json(0),
+                                           nlohmann::json(1e300),        nlohmann::json(-5.0),
+                                           nlohmann::json("12"),         nlohmann::json(),
+                                           nlohmann::json(5.0),          nlohmann::json(1ull << 61),
+                                           nlohmann::json(uint64_t(-1)), nlohmann::json::object()};
+  for (const nlohmann::json& v : odd) {
+    EXPECT_EQ(ReadPeerHost({{"mem_available", v}}).mem_available, 0u) << v.dump();
+    const PeerHost apart =
+        ReadPeerHost({{"host_memory",
+                       {{"mem_available", v}, {"cgroup", {{"room", v}, {"dev", 1}, {"ino", 2}}}}}});
+    EXPECT_TRUE(apart.apart);
+    EXPECT_EQ(apart.mem_available, 0u) << v.dump();
+    // 0 B of room is known (no room left); anything else odd is no cgroup.
+    EXPECT_EQ(apart.cgroup.has_value(), v == nlohmann::json(0)) << v.dump();
   }
+  // A cgroup whose identity is odd is a cgroup of unknown identity.
+  for (const nlohmann::json& id : {nlohmann::json(-1), nlohmann::json("7"), nlohmann::json()}) {
+    const PeerHost c =
+        ReadPeerHost({{"host_memory", {{"cgroup", {{"room", kGiB}, {"dev", id}, {"ino", 2}}}}}});
+    ASSERT_TRUE(c.cgroup.has_value());
+    EXPECT_EQ(c.cgroup->room, kGiB);
+    EXPECT_FALSE(c.cgroup->id.Known()) << id.dump();
+  }
+  EXPECT_FALSE(ReadPeerHost({{"host_memory", 7}}).apart);  // not an object: an older build's
+  EXPECT_FALSE(ReadPeerHost({{"host_memory", {{"cgroup", "x"}}}}).cgroup.has_value());
   EXPECT_EQ(ReadPeerHost({{"boot_id", 7}}).boot_id, "");
   EXPECT_EQ(ReadPeerHost(nlohmann::json::array()).boot_id, "");
+  EXPECT_FALSE(ReadPeerHost(nlohmann::json::array()).apart);
+}
+
+// This rank's fields, read back as its peer reads them.
+TEST(HostPools, HostMemoryFieldsReadBackAsSent) {
+  HostMemory m = Memory(23 * kGiB, Cgroup(8 * kGiB, 3 * kGiB, {40, 77}));
+  PeerHost p = AsPeer(m);
+  EXPECT_TRUE(p.apart);
+  EXPECT_EQ(p.mem_available, 23 * kGiB);
+  ASSERT_TRUE(p.cgroup.has_value());
+  EXPECT_EQ(p.cgroup->room, 5 * kGiB);
+  EXPECT_TRUE(p.cgroup->id.SameAs({40, 77}));
+  p = AsPeer(Memory(0));
+  EXPECT_TRUE(p.apart);
+  EXPECT_EQ(p.mem_available, 0u);
+  EXPECT_FALSE(p.cgroup.has_value());
+  EXPECT_FALSE(HostMemoryFields(Memory(0))["host_memory"].contains("mem_available"));
 }
 
 TEST(HostPools, BootIdIsReadOnLinux) { EXPECT_EQ(BootId().size(), 36u) << BootId(); }

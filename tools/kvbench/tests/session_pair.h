@@ -10,6 +10,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "control_channel.h"
@@ -24,10 +25,20 @@ struct SessionPair {
   SessionOrError initiator;
 };
 
-// The config of `rank` from `flags` plus a one-row grid and a short timeout.
+// The config of `rank` from `flags` plus, unless they give them, a one-row grid
+// (--isl 8192 --batches 1), a short timeout and a small pool budget.
 inline RunConfig RankConfig(int rank, const std::string& peer, std::vector<std::string> flags) {
-  flags.insert(flags.end(), {"--rank", std::to_string(rank), "--peer", peer, "--control-timeout",
-                             "20s", "--isl", "8192", "--batches", "1", "--pool-budget", "1GiB"});
+  auto given = [&flags](const std::string& f) {
+    return std::find(flags.begin(), flags.end(), f) != flags.end();
+  };
+  flags.insert(flags.end(), {"--rank", std::to_string(rank), "--peer", peer});
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--control-timeout", "20s"},
+                                                        {"--isl", "8192"},
+                                                        {"--batches", "1"},
+                                                        {"--pool-budget", "1GiB"}}) {
+    if (!given(flag)) flags.insert(flags.end(), {flag, value});
+  }
   RunConfig c;
   CLI::App app;
   AddRunFlags(&app, &c);

@@ -442,6 +442,28 @@ TEST(Summarize, SaysACheckpointIsPartialAndWhy) {
   EXPECT_NE(md.find("- outcome: valid (over the rows measured)\n"), std::string::npos) << md;
 }
 
+// The checkpoint after the last row (written before the run's closing exchange, so that
+// a kill then keeps that row): every row in, still partial, nothing listed as missing.
+TEST(Summarize, ACheckpointAfterTheLastRowIsPartialWithNothingMissing) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("last_checkpoint");
+  CaseDocument running = SampleDoc();
+  running.completeness = {};
+  running.completeness.complete = false;
+  running.completeness.running = true;
+  Write(dir / "a.json", DocumentToJson(running));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 1u) << log.str();
+  EXPECT_FALSE(docs[0].completeness.complete);
+  std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("- **PARTIAL**: a checkpoint of a run that had not ended (killed outright, "
+                    "crashed, or still running), written after 12 of 12 rows; not measured "
+                    "(neither failed nor verified): none (its last row had finished)\n"),
+            std::string::npos)
+      << md;
+}
+
 TEST(Summarize, NoDocumentsIsAnError) {
   TempDirs TempDir;
   std::ostringstream log;
