@@ -104,6 +104,12 @@ class Agent {
   // A blob naming a loaded peer but carrying another agent id (that peer
   // restarted, or another agent took its name) replaces the entry, as RemovePeer
   // then LoadPeer would: lists and transfers made before keep the old one.
+  // A refresh with a cuda channel open to the peer first asks the peer about
+  // the table's device pieces that channel has not checked (the blob may be
+  // older than a deregistration): one round trip on its control connection,
+  // up to io_timeout per 8,192 new pieces; a peer that does not answer in time
+  // fails that channel (PeerError) and LoadPeer answers kTimeout, the old
+  // table kept.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
   // naming it answer kNotFound from then on. Prepared lists and transfers made

@@ -228,6 +228,17 @@ Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
   // A refresh. The peer's own lock, not under peers_mu_: a connect to it in
   // progress holds that lock (EnsureChannel) for up to its connect_timeout per
   // connection, and every other peer's calls take peers_mu_.
+  std::lock_guard refresh(known->refresh_mu);
+  std::vector<Channel*> channels;
+  std::vector<Piece> current;
+  {
+    std::lock_guard plock(known->mu);
+    for (auto& [transport, ch] : known->channels) channels.push_back(ch.get());
+    current = known->meta.pieces;
+  }
+  // Without the peer's lock: a cuda channel asks its peer about keys it has
+  // not checked, and its lane threads take that lock meanwhile.
+  for (Channel* ch : channels) KVLANE_RETURN_IF_ERROR(ch->PeerTableChanged(meta.pieces, current));
   std::lock_guard plock(known->mu);
   known->meta.pieces = std::move(meta.pieces);        // the region table
   known->meta.cuda_blob = std::move(meta.cuda_blob);  // and the IPC handles of new pieces
@@ -261,6 +272,24 @@ std::string PeerOffers(const AgentMeta& peer) {
 }  // namespace
 
 Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote) {
+  // The common case, a channel already open: found under the peer's lock
+  // alone, so that a refresh asking the peer (LoadPeer, under refresh_mu) does
+  // not hold it up. The same walk as below, up to the first transport that
+  // would connect.
+  const auto already_open = [&]() -> Channel* {
+    std::lock_guard lock(peer.mu);
+    for (bool staged : {false, true}) {
+      for (auto& t : transports_) {
+        if (!t->CanMove(local, remote) || t->Stages(local, remote) != staged) continue;
+        auto it = peer.channels.find(t->name());
+        if (it != peer.channels.end()) return it->second.get();
+        if (t->CanReach(peer.meta)) return nullptr;
+      }
+    }
+    return nullptr;
+  };
+  if (Channel* open = already_open()) return open;
+  std::lock_guard refresh(peer.refresh_mu);  // a channel opens with the table it checks
   std::lock_guard lock(peer.mu);
   std::string tried, unreached;
   std::optional<Code> agreed;  // the code every failed connect gave, if they agree

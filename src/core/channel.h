@@ -15,6 +15,7 @@
 #include "core/completer.h"
 #include "core/error_latch.h"
 #include "core/lane_queue.h"
+#include "core/piece.h"
 
 namespace kvlane::core {
 
@@ -30,6 +31,16 @@ class Channel {
   virtual const char* transport() const = 0;
   // Delivers `bytes` to the peer's notification list. Blocking; thread-safe.
   virtual Status Notify(std::string_view bytes) = 0;
+  // The peer's metadata was loaded again (LoadPeer): `pieces` is its new
+  // region table, about to replace `current`. A transport that trusts the
+  // table for access (cuda: the target cannot check a GPU's copies) confirms
+  // what it must first; an error leaves the old table in place. Called under
+  // PeerState::refresh_mu, not the peer's lock (lane threads may take it).
+  virtual Status PeerTableChanged(const std::vector<Piece>& pieces,
+                                  const std::vector<Piece>& current) {
+    (void)pieces, (void)current;
+    return Status::Ok();
+  }
   // Stops the lane threads. Every item still queued retires with an error.
   // REQUIRES: called once, before destruction, by the owner.
   virtual void Close() = 0;

@@ -28,6 +28,10 @@ struct PeerState {
     for (auto& [name, ch] : channels) ch->Close();
   }
 
+  // Held across a refresh of `meta` (LoadPeer, which asks the channels first:
+  // Channel::PeerTableChanged) and across a channel's opening, so that every
+  // channel confirms the table it serves. Lock order: refresh_mu, then mu.
+  std::mutex refresh_mu;
   std::mutex mu;
   AgentMeta meta;  // GUARDED_BY(mu) (pieces refresh on reload)
   std::map<std::string, std::unique_ptr<Channel>> channels;  // GUARDED_BY(mu), by transport

@@ -673,6 +673,87 @@ TEST_F(FdServerTest, StalledFrameIsCut) {
   EXPECT_LT(Clock::now() - t0, milliseconds(1500));
 }
 
+// A header announcing more payload than its type carries is cut as it is read,
+// before anything is allocated for it: it used to take up to 1 MiB per
+// connection, zero-filled, for io_timeout while the payload never came.
+TEST_F(FdServerTest, FrameLongerThanItsTypeCarriesIsCutAtItsHeader) {
+  ctx_.options.io_timeout = milliseconds(5000);
+  for (CtlType type : {CtlType::kFdRequest, CtlType::kRevokeAck, CtlType::kNotify}) {
+    Fd sock = Dial();
+    ASSERT_TRUE(sock.valid());
+    const CtlFrame header{static_cast<uint32_t>(type),
+                          CtlPayloadLimit(static_cast<uint32_t>(type)) + 1, 1};
+    ASSERT_EQ(send(sock.get(), &header, sizeof(header), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(header)));
+    const auto t0 = Clock::now();
+    EXPECT_TRUE(HungUpWithin(sock.get(), milliseconds(2000)))
+        << "type " << static_cast<uint32_t>(type);
+    EXPECT_LT(Clock::now() - t0, milliseconds(1500))
+        << "waited for the payload: type " << static_cast<uint32_t>(type);
+  }
+  EXPECT_EQ(CtlPayloadLimit(static_cast<uint32_t>(CtlType::kLiveReply)), kMaxLiveKeys * 8);
+  EXPECT_EQ(CtlPayloadLimit(99), 0u);
+}
+
+// A live check's answer is awaited by one deadline, however many revocations a
+// peer sends meanwhile: one that keeps sending them (each well within
+// io_timeout of the last) and never answers held a channel's connect, and the
+// peer's lock, forever.
+TEST_F(FdServerTest, LiveCheckAnswerIsAwaitedByOneDeadline) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  Fd mine(sv[0]), theirs(sv[1]);
+  std::atomic<bool> stop{false};
+  std::thread revoker([&] {
+    for (uint64_t n = 1; !stop.load(); ++n) {
+      const uint64_t key = 1000 + n;
+      if (!SendCtl(theirs.get(), CtlType::kRevoke, n, &key, 8, Soon()).ok()) return;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  int revocations = 0;
+  std::string gone;
+  const auto t0 = Clock::now();
+  Status s = AwaitLiveReply(
+      mine.get(), 7, DeadlineIn(milliseconds(300)),
+      [&](const std::string& keys, uint64_t) {
+        revocations += keys.size() == 8;
+        return Status::Ok();
+      },
+      &gone);
+  const auto took = Clock::now() - t0;
+  stop = true;
+  shutdown(mine.get(), SHUT_RDWR);
+  revoker.join();
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  EXPECT_LT(took, milliseconds(1000));
+  EXPECT_GT(revocations, 3);  // they were taken as they came
+}
+
+// The answer itself ends the wait; revocations before it are handed over; any
+// other frame (an answer to another check) is a violation.
+TEST_F(FdServerTest, LiveCheckAnswerEndsTheWait) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  Fd mine(sv[0]), theirs(sv[1]);
+  const uint64_t revoked = 11, dead[2] = {21, 22};
+  ASSERT_TRUE(SendCtl(theirs.get(), CtlType::kRevoke, 1, &revoked, 8, Soon()).ok());
+  ASSERT_TRUE(SendCtl(theirs.get(), CtlType::kLiveReply, 7, dead, sizeof(dead), Soon()).ok());
+  ASSERT_TRUE(SendCtl(theirs.get(), CtlType::kLiveReply, 6, dead, sizeof(dead), Soon()).ok());
+  std::vector<uint64_t> seen;
+  const auto take = [&](const std::string& keys, uint64_t) {
+    uint64_t k;
+    std::memcpy(&k, keys.data(), 8);
+    seen.push_back(k);
+    return Status::Ok();
+  };
+  std::string gone;
+  ASSERT_TRUE(AwaitLiveReply(mine.get(), 7, Soon(), take, &gone).ok());
+  EXPECT_EQ(seen, std::vector<uint64_t>{11});
+  EXPECT_EQ(gone, std::string(reinterpret_cast<const char*>(dead), sizeof(dead)));
+  EXPECT_EQ(AwaitLiveReply(mine.get(), 8, Soon(), take, &gone).code(), Code::kBackend);
+}
+
 // Notifications are capped at 64 KiB by every sender: a larger one is hostile.
 TEST_F(FdServerTest, OversizedNotificationIsAViolation) {
   Fd sock = Dial();

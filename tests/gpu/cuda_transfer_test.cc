@@ -247,6 +247,54 @@ TEST_P(CudaTransferTest, RegionDeregisteredBeforeTheChannelOpensIsStale) {
   EXPECT_TRUE(agent_->PeerError("target").ok());
 }
 
+// A blob loaded after the channel opened that names a region the target
+// deregistered before then (no revocation reached this channel: it did not
+// exist; the blob is older than the deregistration): the channel asks the
+// target about keys it has not checked before the table is installed, so the
+// region is stale and nothing lands. The GPU would have copied into memory the
+// target no longer registered (its allocation still alive) and reported kOk.
+TEST_P(CudaTransferTest, StaleBlobLoadedAfterTheChannelOpenedIsStale) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 43);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote kept = Alloc(kBytes);
+  Load();  // names `kept` only
+  Remote gone = Alloc(kBytes);
+  ASSERT_EQ(
+      target_.Call("memset " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
+      "ok");
+  const std::string older = Unhex(target_.Call("meta"));  // names both
+  ASSERT_EQ(target_.Call("dereg " + std::to_string(gone.region)), "0");
+  DescList l{MemoryKind::kCuda, {}}, rg{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  rg.Add(gone.addr, kBytes);
+  rk.Add(kept.addr, kBytes);
+  XferHandle hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  ASSERT_TRUE(PostWait(&hk).ok());
+  ASSERT_TRUE(agent_->LoadPeer(older).ok());
+  XferHandle hg = Make(Op::kWrite, l, rg);
+  const Status stale = PostWait(&hg);
+  EXPECT_EQ(stale.code(), Code::kRemoteStale);
+  // Told by the target when the table was loaded (not merely never checked).
+  EXPECT_NE(stale.message().find("deregistered"), std::string::npos) << stale.ToString();
+  EXPECT_EQ(
+      target_.Call("checkbyte " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
+      "-1");
+  ASSERT_TRUE(PostWait(&hk).ok());  // the live one still moves
+  EXPECT_EQ(RemoteCheck(kept.addr, kBytes, 43), -1);
+  // A region registered since the channel opened is asked about, found live, and moves.
+  Remote fresh = Alloc(kBytes);
+  Load();
+  DescList rf{MemoryKind::kCuda, {}};
+  rf.Add(fresh.addr, kBytes);
+  XferHandle hf = Make(Op::kWrite, l, rf);
+  ASSERT_TRUE(PostWait(&hf).ok());
+  EXPECT_EQ(RemoteCheck(fresh.addr, kBytes, 43), -1);
+  EXPECT_TRUE(agent_->PeerError("target").ok());
+}
+
 // A peer that registers, deregisters and frees memory again and again: the
 // initiator closes each mapping once its pieces are revoked, so the freed
 // memory goes back to the device (kept open, 8 x 512 MiB would stay allocated).

@@ -1,5 +1,7 @@
 #include "transport/cuda/cuda_blob.h"
 
+#include <algorithm>
+
 #include "core/bytes.h"
 
 namespace kvlane::core {
@@ -54,8 +56,9 @@ bool GetBody(ByteReader& r, CudaExport* e) {
   if (e->kind != ExportKind::kVmm) return false;
   uint32_t n = r.Get<uint32_t>();
   if (!r.ok() || n == 0 || n > kMaxVmmAllocs || n > r.remaining() / kVmmAllocMinBytes) return false;
-  e->allocs.resize(n);
-  for (CudaVmmAlloc& a : e->allocs) {
+  e->allocs.reserve(std::min<uint32_t>(n, 64));  // then only as entries decode
+  for (uint32_t i = 0; i < n && r.ok(); ++i) {
+    CudaVmmAlloc& a = e->allocs.emplace_back();
     a.base = r.Get<uint64_t>();
     a.len = r.Get<uint64_t>();
     a.handles = r.Get<uint8_t>();
@@ -95,9 +98,12 @@ Result<CudaBlob> DecodeCudaBlob(std::string_view bytes) {
   uint32_t n = r.Get<uint32_t>();
   if (!r.ok() || b.devices > 4096 || n > kMaxExports || n > r.remaining() / kEntryMinBytes)
     return Status::InvalidArgument("cuda metadata: truncated header or bad counts");
-  b.exports.resize(n);
+  // Grown as entries decode, not sized by the claimed count: a blob of garbage
+  // costs about what it weighs (an entry in memory is ~3.6 times its wire size).
+  b.exports.reserve(std::min<uint32_t>(n, 4096));
   uint64_t allocs = 0;
-  for (CudaExport& e : b.exports) {
+  for (uint32_t i = 0; i < n; ++i) {
+    CudaExport& e = b.exports.emplace_back();
     e.key = r.Get<uint64_t>();
     e.device = r.Get<int32_t>();
     e.piece_base = r.Get<uint64_t>();

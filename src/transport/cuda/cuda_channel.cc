@@ -125,36 +125,121 @@ void CudaChannel::DestroyGpu() {
 
 // Runs before the control thread starts, so it reads the control connection
 // itself; a revocation that arrives meanwhile is handled as that thread would.
+// One deadline for all of it: a peer that keeps sending revocations and never
+// answers cannot hold the connect (and the peer's lock) past it.
 Status CudaChannel::CheckLiveKeys(const AgentMeta& peer) {
   std::vector<uint64_t> keys;
   for (const Piece& p : peer.pieces) keys.push_back(p.key);
-  uint64_t seq = 0;
-  for (size_t at = 0; at < keys.size(); at += kMaxRevokeKeys) {
-    const auto n = static_cast<uint32_t>(std::min<size_t>(kMaxRevokeKeys, keys.size() - at));
+  const size_t batches = (keys.size() + kMaxLiveKeys - 1) / kMaxLiveKeys;
+  const Deadline by =
+      DeadlineIn(connect_timeout_ + io_timeout_ * static_cast<int>(std::max<size_t>(batches, 1)));
+  for (size_t at = 0; at < keys.size(); at += kMaxLiveKeys) {
+    const std::span<const uint64_t> batch(keys.data() + at,
+                                          std::min<size_t>(kMaxLiveKeys, keys.size() - at));
+    const uint64_t seq = ++live_seq_;
+    {
+      std::lock_guard lock(build_mu_);
+      checking_ = std::unordered_set<uint64_t>(batch.begin(), batch.end());
+    }
     {
       std::lock_guard w(write_mu_);
-      KVLANE_RETURN_IF_ERROR(SendCtl(control_.get(), CtlType::kLiveCheck, ++seq, keys.data() + at,
-                                     n * 8, DeadlineIn(io_timeout_)));
+      KVLANE_RETURN_IF_ERROR(SendCtl(control_.get(), CtlType::kLiveCheck, seq, batch.data(),
+                                     static_cast<uint32_t>(batch.size_bytes()), by));
     }
-    for (bool answered = false; !answered;) {
-      CtlFrame f{};
-      std::string payload;
-      KVLANE_RETURN_IF_ERROR(WaitFor(control_.get(), POLLIN, DeadlineIn(io_timeout_)));
-      KVLANE_RETURN_IF_ERROR(RecvCtl(control_.get(), &f, &payload, io_timeout_));
-      const bool keyed = payload.size() % 8 == 0;
-      if (f.type == static_cast<uint32_t>(CtlType::kRevoke) && keyed) {
-        HandleRevoke(payload, f.seq);
-        KVLANE_RETURN_IF_ERROR(latch().Get());
-        continue;
-      }
-      if (f.type != static_cast<uint32_t>(CtlType::kLiveReply) || f.seq != seq || !keyed)
-        return Status::Backend("cuda control: protocol violation by peer '" + peer_name_ +
-                               "' (live-key check)");
-      MarkRevoked(payload);  // registered no more: a transfer to them is stale
-      answered = true;
-    }
+    std::string gone;
+    Status failed;  // by a revocation that came meanwhile
+    Status s = AwaitLiveReply(
+        control_.get(), seq, by,
+        [&](const std::string& revoked, uint64_t revocation) {
+          HandleRevoke(revoked, revocation);
+          return failed = latch().Get();
+        },
+        &gone);
+    KVLANE_RETURN_IF_ERROR(failed);
+    if (s.code() == Code::kTimeout)
+      return Status::Timeout("peer '" + peer_name_ +
+                             "' did not answer which of its pieces are registered");
+    if (s.code() == Code::kBackend)
+      return Status::Backend(s.message() + " (peer '" + peer_name_ + "')");
+    KVLANE_RETURN_IF_ERROR(s);
+    TakeLiveReply(gone);
   }
   return Status::Ok();
+}
+
+// A refreshed table of the peer (LoadPeer): its keys this channel has not
+// asked about since its connection was authenticated (a blob may be older than
+// a deregistration no revocation told this channel of) are checked before the
+// table is installed; the control thread reads the answer.
+Status CudaChannel::PeerTableChanged(const std::vector<Piece>& pieces,
+                                     const std::vector<Piece>& current) {
+  // A failed (or closing) channel moves nothing again: the table goes in unasked.
+  const auto dead = [&] {
+    return !latch().Get().ok() || closing().load(std::memory_order_acquire);
+  };
+  if (dead()) return Status::Ok();
+  std::vector<uint64_t> fresh;
+  {
+    std::lock_guard lock(build_mu_);
+    for (const Piece& p : pieces)
+      if (!live_keys_.contains(p.key) && !revoked_keys_.contains(p.key)) fresh.push_back(p.key);
+  }
+  // The control thread may first finish a revocation (up to io_timeout for the
+  // lanes, and its acknowledgement): two io_timeouts beyond one per batch.
+  const Deadline by = DeadlineIn(
+      io_timeout_ * static_cast<int>((fresh.size() + kMaxLiveKeys - 1) / kMaxLiveKeys + 2));
+  for (size_t at = 0; at < fresh.size(); at += kMaxLiveKeys) {
+    const std::span<const uint64_t> batch(fresh.data() + at,
+                                          std::min<size_t>(kMaxLiveKeys, fresh.size() - at));
+    {
+      std::lock_guard lock(build_mu_);
+      checking_ = std::unordered_set<uint64_t>(batch.begin(), batch.end());
+    }
+    uint64_t seq;
+    {
+      std::lock_guard lock(ack_mu_);
+      seq = live_waiting_ = ++live_seq_;  // before the send: the reply may come at once
+    }
+    {
+      std::lock_guard w(write_mu_);
+      Status s = SendCtl(control_.get(), CtlType::kLiveCheck, seq, batch.data(),
+                         static_cast<uint32_t>(batch.size_bytes()), by);
+      if (!s.ok()) {
+        Fail(s);
+        return s;
+      }
+    }
+    std::unique_lock lock(ack_mu_);
+    if (!ack_cv_.wait_until(lock, by, [&] { return live_answered_ == seq || dead(); })) {
+      lock.unlock();
+      const Status late = Status::Timeout("peer '" + peer_name_ +
+                                          "' did not answer which of its pieces are registered");
+      Fail(late);  // its answer would now come unasked
+      return late;
+    }
+    if (live_answered_ != seq) return Status::Ok();  // failed or closing meanwhile: as above
+  }
+  // Keys neither table names, and not opened, are forgotten: should a later
+  // table name one again, it is asked about again.
+  std::lock_guard lock(build_mu_);
+  std::unordered_set<uint64_t> named;
+  for (const auto* table : {&pieces, &current})
+    for (const Piece& p : *table) named.insert(p.key);
+  const auto keep = [&](uint64_t k) { return named.contains(k) || remote_.contains(k); };
+  std::erase_if(live_keys_, [&](uint64_t k) { return !keep(k); });
+  std::erase_if(revoked_keys_, [&](const auto& kv) { return !keep(kv.first); });
+  return Status::Ok();
+}
+
+// The answer to the live check in flight (`checking_`): the keys it names are
+// registered no more; the others are live, and a revocation of them from now
+// on is recorded.
+void CudaChannel::TakeLiveReply(const std::string& gone) {
+  MarkRevoked(gone);
+  std::lock_guard lock(build_mu_);
+  for (uint64_t k : checking_)
+    if (!revoked_keys_.contains(k)) live_keys_.insert(k);
+  checking_.clear();
 }
 
 void CudaChannel::Fail(const Status& s) {
@@ -179,6 +264,21 @@ void CudaChannel::ControlLoop() {
     if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kRevoke) && payload.size() % 8 == 0) {
       HandleRevoke(payload, f.seq);
       continue;
+    }
+    if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kLiveReply) && payload.size() % 8 == 0) {
+      bool asked;
+      {
+        std::lock_guard lock(ack_mu_);
+        asked = live_waiting_ != 0 && f.seq == live_waiting_;
+      }
+      if (asked) {  // else unasked: a violation, below
+        TakeLiveReply(payload);
+        std::lock_guard lock(ack_mu_);
+        live_answered_ = f.seq;
+        live_waiting_ = 0;
+        ack_cv_.notify_all();
+        continue;
+      }
     }
     if (!closing().load(std::memory_order_acquire))
       Fail(s.ok() ? Status::Backend("cuda control: protocol violation by peer '" + peer_name_ + "'")
@@ -208,23 +308,20 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
   if (!s.ok()) Fail(s);
 }
 
-// Records the keys of a kRevoke frame. A key this channel opened, or one in the
-// peer's export table it last decoded, is always recorded; any other only while
-// fewer than kMaxRevokedKeys are (a hostile peer may send any number).
+// Records the keys of a kRevoke frame (or a live check's answer) that this
+// channel opened, found live, or is asking about; any other key is ignored (a
+// hostile peer may send any number): should a table name it later, it is asked
+// about then (PeerTableChanged).
 void CudaChannel::MarkRevoked(const std::string& keys) {
   std::lock_guard lock(build_mu_);
-  std::unordered_set<uint64_t> exported;
   for (size_t i = 0; i + 8 <= keys.size(); i += 8) {
     uint64_t key;
     std::memcpy(&key, keys.data() + i, 8);
     auto it = remote_.find(key);
     if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
-    if (it == remote_.end() && revoked_keys_.size() >= kMaxRevokedKeys) {
-      if (exported.empty())
-        for (const CudaExport& e : blob_.exports) exported.insert(e.key);
-      if (!exported.contains(key)) continue;
-    }
-    revoked_keys_[key] = true;
+    const bool was_live = live_keys_.erase(key) != 0;
+    const bool known = it != remote_.end() || was_live || checking_.contains(key);
+    if (known) revoked_keys_[key] = true;
   }
   RetireRevoked();
 }

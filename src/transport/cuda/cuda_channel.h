@@ -27,6 +27,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/channel.h"
@@ -67,6 +68,8 @@ class CudaChannel final : public Channel {
   // entry, or launches the copy, itself (no queue item).
   bool PostWhole(Request* r, int lane) override;
   Status Notify(std::string_view bytes) override;
+  Status PeerTableChanged(const std::vector<Piece>& pieces,
+                          const std::vector<Piece>& current) override;
   void Close() override;
   // Joins the lane threads and stops the proxies (bounded by io_timeout).
   void StopLanes() override;
@@ -205,6 +208,7 @@ class CudaChannel final : public Channel {
   // with) are no longer registered, and marks them revoked: revocations sent
   // before this connection was authenticated never reached it.
   Status CheckLiveKeys(const AgentMeta& peer);
+  void TakeLiveReply(const std::string& gone);
   void RetireRevoked();
   // Closes and unmaps the retired mappings. REQUIRES: no copy launched before
   // their revocation still runs (LanesQuiet). May wait for the device (a
@@ -267,9 +271,16 @@ class CudaChannel final : public Channel {
   };
   std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
   std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
-  // Keys the peer revoked (see MarkRevoked for which); GUARDED_BY(build_mu_)
-  static constexpr size_t kMaxRevokedKeys = 1u << 16;
+  // The peer's keys as this channel knows them since its control connection
+  // was authenticated (from then on every revocation reaches it): revoked (see
+  // MarkRevoked for which are kept), confirmed registered by a live check
+  // (CheckLiveKeys, PeerTableChanged) and not revoked since, and those of the
+  // check in flight. Every key of the peer's installed table is revoked or
+  // live; OpenRemote opens no other. Bounded by the keys of the peer's last two
+  // tables and those opened. GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> revoked_keys_;
+  std::unordered_set<uint64_t> live_keys_;
+  std::unordered_set<uint64_t> checking_;
   // Local pieces checked, by key: on this GPU? GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, bool> local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
@@ -283,6 +294,13 @@ class CudaChannel final : public Channel {
   std::mutex ack_mu_;
   std::condition_variable ack_cv_;
   uint64_t acks_ = 0;        // GUARDED_BY(ack_mu_)
+  // Live checks: the last one's number (the thread checking: the opener, then
+  // LoadPeer's under PeerState::refresh_mu; GUARDED_BY(ack_mu_) once the
+  // control thread runs), the one awaiting its answer (0: none) and the last
+  // answered.
+  uint64_t live_seq_ = 0;
+  uint64_t live_waiting_ = 0;   // GUARDED_BY(ack_mu_)
+  uint64_t live_answered_ = 0;  // GUARDED_BY(ack_mu_)
   int32_t ack_status_ = 0;   // GUARDED_BY(ack_mu_)
   std::once_flag stop_once_;
   std::once_flag close_once_;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "transport/cuda/fanout_send.h"
 #include "transport/stream/handshake.h"
@@ -20,13 +21,56 @@ Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t
   return SendIovBy(fd, v, len == 0 ? 1 : 2, -1, deadline);
 }
 
-Status RecvCtl(int fd, CtlFrame* f, std::string* payload, std::chrono::milliseconds timeout) {
-  KVLANE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, kNoDeadline));
-  const Deadline by = DeadlineIn(timeout);
+uint32_t CtlPayloadLimit(uint32_t type) {
+  switch (static_cast<CtlType>(type)) {
+    case CtlType::kNotify:
+      return static_cast<uint32_t>(kMaxNotifyBytes);
+    case CtlType::kRevoke:
+      return kMaxCtlPayload;
+    case CtlType::kFdRequest:
+      return 64;  // sizeof(FdRequest): a malformed one of a few bytes more gets a reply
+    case CtlType::kFdReply:
+      return kMaxFdReplyText;
+    case CtlType::kLiveCheck:
+      return kMaxCtlPayload;  // initiators before session 27 asked up to 131,072 keys at once
+    case CtlType::kLiveReply:
+      return kMaxLiveKeys * 8;  // never more than the check asked about
+    default:
+      return 0;  // kNotifyAck, kRevokeAck; an unknown type is refused once read
+  }
+}
+
+Status RecvCtlBy(int fd, CtlFrame* f, std::string* payload, Deadline by) {
   KVLANE_RETURN_IF_ERROR(RecvWithFd(fd, f, sizeof(*f), nullptr, by));
-  if (f->len > kMaxCtlPayload) return Status::Backend("control: frame too large");
+  if (f->len > CtlPayloadLimit(f->type))
+    return Status::Backend("control: a frame of type " + std::to_string(f->type) + " announces " +
+                           std::to_string(f->len) + " bytes, more than it may carry");
   payload->resize(f->len);
   return RecvWithFd(fd, payload->data(), f->len, nullptr, by);
+}
+
+Status RecvCtl(int fd, CtlFrame* f, std::string* payload, std::chrono::milliseconds timeout) {
+  KVLANE_RETURN_IF_ERROR(WaitFor(fd, POLLIN, kNoDeadline));
+  return RecvCtlBy(fd, f, payload, DeadlineIn(timeout));
+}
+
+Status AwaitLiveReply(int fd, uint64_t seq, Deadline by,
+                      const std::function<Status(const std::string& keys, uint64_t seq)>& on_revoke,
+                      std::string* gone) {
+  for (;;) {
+    CtlFrame f{};
+    std::string payload;
+    KVLANE_RETURN_IF_ERROR(RecvCtlBy(fd, &f, &payload, by));
+    const bool keyed = payload.size() % 8 == 0;
+    if (f.type == static_cast<uint32_t>(CtlType::kRevoke) && keyed) {
+      KVLANE_RETURN_IF_ERROR(on_revoke(payload, f.seq));
+      continue;
+    }
+    if (f.type != static_cast<uint32_t>(CtlType::kLiveReply) || f.seq != seq || !keyed)
+      return Status::Backend("cuda control: protocol violation (live-key check)");
+    *gone = std::move(payload);
+    return Status::Ok();
+  }
 }
 
 std::string ControlSocketName(uint64_t agent_id) {

@@ -12,7 +12,8 @@
 // channel opening asks first which pieces of the metadata it loaded are still
 // registered (kLiveCheck, answered once the connection counts as
 // authenticated): revocations before that moment never reached it, later ones
-// do.
+// do. A table loaded again later (LoadPeer) has its new keys checked the same
+// way before it is used, the answer read by the channel's control thread.
 // File descriptors of VMM allocations are asked for on a short-lived connection
 // of their own (FetchPeerFd), so the channel's control thread never sees one.
 #pragma once
@@ -60,15 +61,39 @@ static_assert(sizeof(CtlFrame) == 16);
 
 inline constexpr uint32_t kMaxCtlPayload = 1u << 20;
 inline constexpr uint32_t kMaxRevokeKeys = kMaxCtlPayload / 8;
+// Keys one kLiveCheck of this version asks about (64 KiB); its kLiveReply names
+// at most as many. (A target still takes checks of up to kMaxRevokeKeys, as
+// earlier initiators sent.)
+inline constexpr uint32_t kMaxLiveKeys = 8192;
+// The text of a refused kFdRequest's kFdReply.
+inline constexpr uint32_t kMaxFdReplyText = 512;
+
+// The most payload a frame of `type` carries (every sender keeps to it;
+// kMaxCtlPayload at most). A header that announces more is a protocol
+// violation, refused before anything is allocated for it.
+uint32_t CtlPayloadLimit(uint32_t type);
 
 // Sends one frame (header + payload) by `deadline` (see SendIovBy: after a
 // failure the connection is of no further use).
 Status SendCtl(int fd, CtlType type, uint64_t seq, const void* payload, uint32_t len,
                Deadline deadline);
 // Waits, without bound, for a frame to begin (a control connection idles
-// between frames), then reads its header and payload (at most kMaxCtlPayload
-// bytes) into `payload` within `timeout`: a peer that stalls mid-frame is cut.
+// between frames), then reads its header and payload (at most
+// CtlPayloadLimit(type) bytes) into `payload` within `timeout`: a peer that
+// stalls mid-frame is cut.
 Status RecvCtl(int fd, CtlFrame* frame, std::string* payload, std::chrono::milliseconds timeout);
+// The same with the wait for the frame to begin bounded too: all of it by `by`.
+Status RecvCtlBy(int fd, CtlFrame* frame, std::string* payload, Deadline by);
+
+// Reads frames from `fd` until the answer (kLiveReply) to live check `seq`,
+// whose payload (the keys no longer registered) lands in `gone`; a revocation
+// on the way goes to `on_revoke` (its keys and number; an error it returns
+// ends the wait). All of it by `by` (kTimeout), however many revocations come:
+// a peer that keeps sending them never answering cannot hold the caller.
+// kBackend on any other frame.
+Status AwaitLiveReply(int fd, uint64_t seq, Deadline by,
+                      const std::function<Status(const std::string& keys, uint64_t seq)>& on_revoke,
+                      std::string* gone);
 
 // The abstract unix socket name of agent `agent_id`'s control server.
 std::string ControlSocketName(uint64_t agent_id);

@@ -12,12 +12,10 @@
 namespace kvlane::core {
 namespace {
 
-constexpr size_t kMaxReplyText = 512;
-
 // Reads one frame by `by`; an fd that rides on its header lands in `*fd`.
 Status RecvCtlWithFd(int sock, CtlFrame* f, std::string* payload, Fd* fd, Deadline by) {
   KVLANE_RETURN_IF_ERROR(RecvWithFd(sock, f, sizeof(*f), fd, by));
-  if (f->len > kMaxCtlPayload) return Status::Backend("control: frame too large");
+  if (f->len > CtlPayloadLimit(f->type)) return Status::Backend("control: frame too large");
   payload->resize(f->len);
   return RecvWithFd(sock, payload->data(), f->len, nullptr, by);  // only the header carries one
 }
@@ -29,7 +27,7 @@ Result<Fd> FromReply(const FdPeer& p, const CtlFrame& f, const std::string& text
     return Status::Backend("peer '" + p.peer.name + "' answered without a file descriptor");
   const Code code = PeerErrorCode(raw).value_or(Code::kBackend);
   return Status(code, "peer '" + p.peer.name + "' refused a VMM allocation's file descriptor: " +
-                          PlainTextOf(text.substr(0, kMaxReplyText)));
+                          PlainTextOf(text.substr(0, size_t{kMaxFdReplyText})));
 }
 
 }  // namespace
@@ -86,7 +84,7 @@ Status ControlServer::ServeFd(Conn* c, const std::string& request) {
   const std::string& m = fd.status().message();
   uint64_t status = static_cast<uint32_t>(static_cast<int32_t>(fd.status().code()));
   return SendCtl(c->fd.get(), CtlType::kFdReply, status, m.data(),
-                 static_cast<uint32_t>(std::min(m.size(), kMaxReplyText)), by);
+                 static_cast<uint32_t>(std::min(m.size(), size_t{kMaxFdReplyText})), by);
 }
 
 }  // namespace kvlane::core

@@ -19,6 +19,10 @@ namespace kvlane::core {
 // Resolves a peer piece against the peer's latest metadata. REQUIRES: build_mu_ held.
 Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   if (revoked_keys_.contains(key)) return Status::RemoteStale("peer deregistered this piece");
+  // Every key of the peer's installed table is revoked or live (live_keys_):
+  // anything else is a key this channel never asked the peer about.
+  if (!live_keys_.contains(key))
+    return Status::RemoteStale("peer piece was not confirmed registered over this channel");
   Piece piece;
   CudaExport e;
   AgentMeta dial;
