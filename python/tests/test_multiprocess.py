@@ -231,6 +231,14 @@ def test_a_small_post_into_a_full_ring_lets_other_threads_run(child):
         ts[0].post()
         assert ts[0].wait(30) == kvlane.Code.OK  # connected and moving
         os.kill(child.proc.pid, signal.SIGSTOP)
+        # kill() returns before the child stops: wait until it has (state T),
+        # else it may still take the posts below and leave the ring room.
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(f"/proc/{child.proc.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "T":
+                    break
+            time.sleep(0.005)
         posted, outcome = threading.Event(), []
         try:
             ts[0].post()
