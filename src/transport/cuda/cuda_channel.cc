@@ -136,16 +136,7 @@ Status CudaChannel::CheckLiveKeys(const AgentMeta& peer) {
   for (size_t at = 0; at < keys.size(); at += kMaxLiveKeys) {
     const std::span<const uint64_t> batch(keys.data() + at,
                                           std::min<size_t>(kMaxLiveKeys, keys.size() - at));
-    const uint64_t seq = ++live_seq_;
-    {
-      std::lock_guard lock(build_mu_);
-      checking_ = std::unordered_set<uint64_t>(batch.begin(), batch.end());
-    }
-    {
-      std::lock_guard w(write_mu_);
-      KVLANE_RETURN_IF_ERROR(SendCtl(control_.get(), CtlType::kLiveCheck, seq, batch.data(),
-                                     static_cast<uint32_t>(batch.size_bytes()), by));
-    }
+    KVLANE_ASSIGN_OR_RETURN(const uint64_t seq, SendLiveCheck(batch, /*awaited=*/false, by));
     std::string gone;
     Status failed;  // by a revocation that came meanwhile
     Status s = AwaitLiveReply(
@@ -191,24 +182,12 @@ Status CudaChannel::PeerTableChanged(const std::vector<Piece>& pieces,
   for (size_t at = 0; at < fresh.size(); at += kMaxLiveKeys) {
     const std::span<const uint64_t> batch(fresh.data() + at,
                                           std::min<size_t>(kMaxLiveKeys, fresh.size() - at));
-    {
-      std::lock_guard lock(build_mu_);
-      checking_ = std::unordered_set<uint64_t>(batch.begin(), batch.end());
+    Result<uint64_t> sent = SendLiveCheck(batch, /*awaited=*/true, by);
+    if (!sent.ok()) {
+      Fail(sent.status());
+      return sent.status();
     }
-    uint64_t seq;
-    {
-      std::lock_guard lock(ack_mu_);
-      seq = live_waiting_ = ++live_seq_;  // before the send: the reply may come at once
-    }
-    {
-      std::lock_guard w(write_mu_);
-      Status s = SendCtl(control_.get(), CtlType::kLiveCheck, seq, batch.data(),
-                         static_cast<uint32_t>(batch.size_bytes()), by);
-      if (!s.ok()) {
-        Fail(s);
-        return s;
-      }
-    }
+    const uint64_t seq = *sent;
     std::unique_lock lock(ack_mu_);
     if (!ack_cv_.wait_until(lock, by, [&] { return live_answered_ == seq || dead(); })) {
       lock.unlock();
@@ -227,8 +206,30 @@ Status CudaChannel::PeerTableChanged(const std::vector<Piece>& pieces,
     for (const Piece& p : *table) named.insert(p.key);
   const auto keep = [&](uint64_t k) { return named.contains(k) || remote_.contains(k); };
   std::erase_if(live_keys_, [&](uint64_t k) { return !keep(k); });
-  std::erase_if(revoked_keys_, [&](const auto& kv) { return !keep(kv.first); });
+  std::erase_if(revoked_keys_, [&](uint64_t k) { return !keep(k); });
   return Status::Ok();
+}
+
+// Makes `batch` the check in flight (`checking_`) and sends it. `awaited`:
+// the control thread reads the answer, so the check is recorded as the one it
+// waits for before the send (the answer may come at once); otherwise the
+// caller reads the connection itself (AwaitLiveReply).
+Result<uint64_t> CudaChannel::SendLiveCheck(std::span<const uint64_t> batch, bool awaited,
+                                            Deadline by) {
+  {
+    std::lock_guard lock(build_mu_);
+    checking_ = std::unordered_set<uint64_t>(batch.begin(), batch.end());
+  }
+  uint64_t seq;
+  {
+    std::lock_guard lock(ack_mu_);
+    seq = ++live_seq_;
+    if (awaited) live_waiting_ = seq;
+  }
+  std::lock_guard w(write_mu_);
+  KVLANE_RETURN_IF_ERROR(SendCtl(control_.get(), CtlType::kLiveCheck, seq, batch.data(),
+                                 static_cast<uint32_t>(batch.size_bytes()), by));
+  return seq;
 }
 
 // The answer to the live check in flight (`checking_`): the keys it names are
@@ -321,7 +322,7 @@ void CudaChannel::MarkRevoked(const std::string& keys) {
     if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
     const bool was_live = live_keys_.erase(key) != 0;
     const bool known = it != remote_.end() || was_live || checking_.contains(key);
-    if (known) revoked_keys_[key] = true;
+    if (known) revoked_keys_.insert(key);
   }
   RetireRevoked();
 }

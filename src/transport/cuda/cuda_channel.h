@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -208,6 +209,7 @@ class CudaChannel final : public Channel {
   // with) are no longer registered, and marks them revoked: revocations sent
   // before this connection was authenticated never reached it.
   Status CheckLiveKeys(const AgentMeta& peer);
+  Result<uint64_t> SendLiveCheck(std::span<const uint64_t> batch, bool awaited, Deadline by);
   void TakeLiveReply(const std::string& gone);
   void RetireRevoked();
   // Closes and unmaps the retired mappings. REQUIRES: no copy launched before
@@ -278,7 +280,7 @@ class CudaChannel final : public Channel {
   // check in flight. Every key of the peer's installed table is revoked or
   // live; OpenRemote opens no other. Bounded by the keys of the peer's last two
   // tables and those opened. GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, bool> revoked_keys_;
+  std::unordered_set<uint64_t> revoked_keys_;
   std::unordered_set<uint64_t> live_keys_;
   std::unordered_set<uint64_t> checking_;
   // Local pieces checked, by key: on this GPU? GUARDED_BY(build_mu_)
@@ -294,11 +296,10 @@ class CudaChannel final : public Channel {
   std::mutex ack_mu_;
   std::condition_variable ack_cv_;
   uint64_t acks_ = 0;        // GUARDED_BY(ack_mu_)
-  // Live checks: the last one's number (the thread checking: the opener, then
-  // LoadPeer's under PeerState::refresh_mu; GUARDED_BY(ack_mu_) once the
-  // control thread runs), the one awaiting its answer (0: none) and the last
-  // answered.
-  uint64_t live_seq_ = 0;
+  // Live checks (one thread checks at a time: the opener, then LoadPeer's
+  // under PeerState::refresh_mu): the last one's number, the one the control
+  // thread awaits the answer of (0: none) and the last answered.
+  uint64_t live_seq_ = 0;       // GUARDED_BY(ack_mu_)
   uint64_t live_waiting_ = 0;   // GUARDED_BY(ack_mu_)
   uint64_t live_answered_ = 0;  // GUARDED_BY(ack_mu_)
   int32_t ack_status_ = 0;   // GUARDED_BY(ack_mu_)
