@@ -289,8 +289,16 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
     return nullptr;
   };
   if (Channel* open = already_open()) return open;
+  // One opening (or refresh) of this peer at a time. `meta` changes only
+  // under refresh_mu and mu both, so it is read here under refresh_mu alone;
+  // the dials (up to connect_timeout each) run without mu, which calls naming
+  // this peer and the lane threads of its open channels take.
   std::lock_guard refresh(peer.refresh_mu);  // a channel opens with the table it checks
-  std::lock_guard lock(peer.mu);
+  const auto open_channel = [&](std::string_view transport) -> Channel* {
+    std::lock_guard lock(peer.mu);
+    auto it = peer.channels.find(transport);
+    return it == peer.channels.end() ? nullptr : it->second.get();
+  };
   std::string tried, unreached;
   std::optional<Code> agreed;  // the code every failed connect gave, if they agree
   bool disagree = false;
@@ -298,8 +306,7 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
   for (bool staged : {false, true}) {
     for (auto& t : transports_) {
       if (!t->CanMove(local, remote) || t->Stages(local, remote) != staged) continue;
-      auto it = peer.channels.find(t->name());
-      if (it != peer.channels.end()) return it->second.get();
+      if (Channel* open = open_channel(t->name())) return open;
       if (!t->CanReach(peer.meta)) {
         const std::string inert = t->Inert();
         unreached += (unreached.empty() ? "" : ", ") + std::string(t->name()) +
@@ -309,7 +316,10 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
       ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
       if (!on_workers.status().ok()) return on_workers.status();
       auto ch = t->Connect(peer.meta);
-      if (ch.ok()) return (peer.channels[t->name()] = std::move(ch).value()).get();
+      if (ch.ok()) {
+        std::lock_guard lock(peer.mu);
+        return (peer.channels[std::string(t->name())] = std::move(ch).value()).get();
+      }
       tried += (tried.empty() ? "" : "; ") + std::string(t->name()) + ": " + ch.status().ToString();
       disagree = disagree || (agreed && *agreed != ch.status().code());
       agreed = ch.status().code();

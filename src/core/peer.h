@@ -29,12 +29,17 @@ struct PeerState {
   }
 
   // Held across a refresh of `meta` (LoadPeer, which asks the channels first:
-  // Channel::PeerTableChanged) and across a channel's opening, so that every
-  // channel confirms the table it serves. Lock order: refresh_mu, then mu.
+  // Channel::PeerTableChanged) and across a channel's opening (its dial
+  // included: EnsureChannel), so that every channel confirms the table it
+  // serves. `mu` is never held across anything slow. Lock order: refresh_mu,
+  // then mu.
   std::mutex refresh_mu;
   std::mutex mu;
-  AgentMeta meta;  // GUARDED_BY(mu) (pieces refresh on reload)
-  std::map<std::string, std::unique_ptr<Channel>> channels;  // GUARDED_BY(mu), by transport
+  // Written holding refresh_mu and mu (pieces refresh on reload); read holding
+  // either.
+  AgentMeta meta;
+  // By transport. Added holding refresh_mu and mu; read holding mu.
+  std::map<std::string, std::unique_ptr<Channel>, std::less<>> channels;
 };
 
 // A prepared descriptor list: each descriptor split at piece boundaries.

@@ -169,5 +169,52 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
   silent.Stop();
 }
 
+// The stalled dial does not hold the peer's own lock either: calls naming the
+// silent peer that need no connection (its latched error, preparing a list of
+// its memory) answer while the dial waits (they used to wait out its
+// connect_timeout).
+TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
+  std::mutex mu;
+  std::vector<core::Fd> held;  // GUARDED_BY(mu)
+  LoopbackListener silent([&](core::Fd c) {
+    std::lock_guard lock(mu);
+    held.push_back(std::move(c));
+  });
+  const FakeTargetId id;
+  constexpr uint64_t kBase = 1ull << 40;  // a fake region: nothing moves
+  const std::string blob =
+      id.Blob("silent", silent.port(), {{0x54, kBase, 1 << 20, 1, MemoryKind::kHost, 0}});
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.connect_timeout = 3000ms;
+  auto a = Agent::Create(o).value();
+  ASSERT_EQ(a->LoadPeer(blob).value(), "silent");
+  auto connecting = std::async(std::launch::async, [&] { return a->PeerTransport("silent"); });
+  for (int i = 0; i < 200; ++i) {  // until the dial is in its handshake
+    {
+      std::lock_guard lock(mu);
+      if (!held.empty()) break;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  {
+    std::lock_guard lock(mu);
+    ASSERT_FALSE(held.empty()) << "the connect never reached the silent target";
+  }
+  DescList list;
+  list.Add(kBase, 4096);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status error = a->PeerError("silent");
+  auto prepared = a->PrepareRemote("silent", list);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_TRUE(error.ok()) << error.ToString();
+  EXPECT_TRUE(prepared.ok()) << prepared.status().ToString();
+  EXPECT_LT(took, 1000ms) << "a call needing no connection waited for the stalled connect";
+  EXPECT_EQ(connecting.wait_for(0ms), std::future_status::timeout)
+      << "the connect ended before the calls were timed: the test proved nothing";
+  EXPECT_FALSE(connecting.get().ok());
+  if (prepared.ok()) EXPECT_TRUE(a->ReleasePrepared(*prepared).ok());
+  silent.Stop();
+}
+
 }  // namespace
 }  // namespace kvlane::test
