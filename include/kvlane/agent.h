@@ -109,7 +109,8 @@ class Agent {
   // older than a deregistration): one round trip on its control connection,
   // up to io_timeout per 8,192 new pieces; a peer that does not answer in time
   // fails that channel (PeerError) and LoadPeer answers kTimeout, the old
-  // table kept.
+  // table kept. A refresh waits for a connect to that peer in progress (up to
+  // connect_timeout per transport tried); a new peer's load waits for nothing.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
   // naming it answer kNotFound from then on. Prepared lists and transfers made

@@ -76,7 +76,16 @@ Export again after registering memory, and have peers load it again.)")
           [](PyAgent& a, const std::string& blob) {
             return ValueOrRaise(a.Blocking([&](Agent& ag) { return ag.LoadPeer(blob); }));
           },
-          py::arg("metadata"), "Loads (or refreshes) a peer's metadata; returns its name.")
+          py::arg("metadata"),
+          R"(Loads (or refreshes) a peer's metadata; returns its name.
+
+A blob with another agent id under a loaded name (the peer restarted) replaces
+the entry; lists and transfers made before keep the old one. A refresh waits
+for a connect to that peer in progress, and, with a cuda channel open to it,
+first asks the peer which of the new table's device pieces are still registered
+(one round trip, up to io_timeout per 8,192 new pieces): a peer that does not
+answer in time fails that channel and this raises kvlane.Error (code TIMEOUT),
+the old table kept. Releases the GIL while it waits.)")
       .def(
           "remove_peer",
           [](PyAgent& a, const std::string& peer) {

@@ -225,9 +225,9 @@ Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
     }
     known = it->second;
   }
-  // A refresh. The peer's own lock, not under peers_mu_: a connect to it in
-  // progress holds that lock (EnsureChannel) for up to its connect_timeout per
-  // connection, and every other peer's calls take peers_mu_.
+  // A refresh, under the peer's refresh_mu, not under peers_mu_: a connect to
+  // it in progress holds refresh_mu (EnsureChannel) for up to its
+  // connect_timeout per connection, and every other peer's calls take peers_mu_.
   std::lock_guard refresh(known->refresh_mu);
   std::vector<Channel*> channels;
   std::vector<Piece> current;

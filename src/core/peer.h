@@ -31,8 +31,8 @@ struct PeerState {
   // Held across a refresh of `meta` (LoadPeer, which asks the channels first:
   // Channel::PeerTableChanged) and across a channel's opening (its dial
   // included: EnsureChannel), so that every channel confirms the table it
-  // serves. `mu` is never held across anything slow. Lock order: refresh_mu,
-  // then mu.
+  // serves. `mu` is held across nothing slow but Close (exclusive: Agent::Close).
+  // Lock order: refresh_mu, then mu.
   std::mutex refresh_mu;
   std::mutex mu;
   // Written holding refresh_mu and mu (pieces refresh on reload); read holding

@@ -754,6 +754,38 @@ TEST_F(FdServerTest, LiveCheckAnswerEndsTheWait) {
   EXPECT_EQ(AwaitLiveReply(mine.get(), 8, Soon(), take, &gone).code(), Code::kBackend);
 }
 
+// The initiator's side reads frames the target sends (answers, revocations,
+// acknowledgements) by the same per-type limits: a header announcing more is
+// refused at once, before its payload is awaited or allocated.
+TEST_F(FdServerTest, InitiatorCutsAFrameLongerThanItsTypeCarriesAtItsHeader) {
+  for (CtlType type :
+       {CtlType::kLiveReply, CtlType::kRevoke, CtlType::kNotifyAck, CtlType::kRevokeAck}) {
+    int sv[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    Fd mine(sv[0]), theirs(sv[1]);
+    const CtlFrame header{static_cast<uint32_t>(type),
+                          CtlPayloadLimit(static_cast<uint32_t>(type)) + 8, 7};
+    ASSERT_EQ(send(theirs.get(), &header, sizeof(header), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(header)));
+    const auto t0 = Clock::now();
+    std::string gone;
+    const Status s = AwaitLiveReply(
+        mine.get(), 7, DeadlineIn(milliseconds(3000)),
+        [](const std::string&, uint64_t) { return Status::Ok(); }, &gone);
+    EXPECT_EQ(s.code(), Code::kBackend)
+        << "type " << static_cast<uint32_t>(type) << ": " << s.ToString();
+    EXPECT_LT(Clock::now() - t0, milliseconds(1500))
+        << "waited for the payload: type " << static_cast<uint32_t>(type);
+    // The control thread's read (RecvCtl) refuses it the same way.
+    ASSERT_EQ(send(theirs.get(), &header, sizeof(header), MSG_NOSIGNAL),
+              static_cast<ssize_t>(sizeof(header)));
+    CtlFrame f{};
+    std::string payload;
+    EXPECT_EQ(RecvCtl(mine.get(), &f, &payload, milliseconds(3000)).code(), Code::kBackend);
+    EXPECT_TRUE(payload.empty());
+  }
+}
+
 // Notifications are capped at 64 KiB by every sender: a larger one is hostile.
 TEST_F(FdServerTest, OversizedNotificationIsAViolation) {
   Fd sock = Dial();

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <thread>
 
@@ -293,6 +294,45 @@ TEST_P(CudaTransferTest, StaleBlobLoadedAfterTheChannelOpenedIsStale) {
   ASSERT_TRUE(PostWait(&hf).ok());
   EXPECT_EQ(RemoteCheck(fresh.addr, kBytes, 43), -1);
   EXPECT_TRUE(agent_->PeerError("target").ok());
+}
+
+// A refresh whose target never answers the live check (the process stopped)
+// ends by its deadline: LoadPeer answers kTimeout, the old table is kept (a
+// list naming the new region is refused) and the channel is failed, since the
+// answer would now come unasked.
+TEST_P(CudaTransferTest, RefreshWhoseTargetNeverAnswersEndsByItsDeadline) {
+  AgentOptions o;
+  o.io_timeout = std::chrono::milliseconds(500);
+  MakeAgent(o);
+  constexpr uint64_t kBytes = 64 << 10;
+  uint8_t* src = DevAlloc(kBytes);
+  FillDevice(src, kBytes, 44);
+  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  Remote kept = Alloc(kBytes);
+  Load();
+  DescList l{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}}, rf{MemoryKind::kCuda, {}};
+  l.Add(src, kBytes);
+  rk.Add(kept.addr, kBytes);
+  XferHandle hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  ASSERT_TRUE(PostWait(&hk).ok());
+  Remote fresh = Alloc(kBytes);
+  const std::string newer = Unhex(target_.Call("meta"));
+  ASSERT_TRUE(target_.Stop());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto loading = std::async(std::launch::async, [&] { return agent_->LoadPeer(newer); });
+  const bool ended = loading.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  const auto took = std::chrono::steady_clock::now() - t0;
+  target_.Continue();  // a LoadPeer still waiting ends now, with the answer
+  ASSERT_TRUE(ended) << "LoadPeer waited past its deadline for a stopped target";
+  const Result<std::string> loaded = loading.get();
+  EXPECT_EQ(loaded.status().code(), Code::kTimeout) << loaded.status().ToString();
+  // One batch and two io_timeouts for a revocation the control thread may be
+  // finishing; the whole deadline, since nothing answers.
+  EXPECT_GE(took, std::chrono::milliseconds(3 * 500 - 100));
+  EXPECT_LT(took, std::chrono::milliseconds(3 * 500 + 1000));
+  EXPECT_FALSE(agent_->PeerError("target").ok());
+  rf.Add(fresh.addr, kBytes);
+  EXPECT_FALSE(agent_->PrepareRemote("target", rf).ok()) << "the new table was installed";
 }
 
 // A peer that registers, deregisters and frees memory again and again: the

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -82,6 +84,7 @@ TargetProc& TargetProc::operator=(TargetProc&& o) noexcept {
 
 TargetProc::~TargetProc() {
   if (pid_ > 0) {
+    kill(pid_, SIGCONT);  // should a test have left it stopped
     (void)Call("exit");
     int st;
     waitpid(pid_, &st, 0);
@@ -89,6 +92,34 @@ TargetProc::~TargetProc() {
   if (to_ >= 0) close(to_);
   if (from_ >= 0) close(from_);
   pid_ = to_ = from_ = -1;
+}
+
+bool TargetProc::Stop() {
+  if (pid_ <= 0 || kill(pid_, SIGSTOP) != 0) return false;
+  // kill() returns before the child stops: wait for state T in /proc, for
+  // every thread (the agent's serve on threads of their own).
+  const auto stopped = [&] {
+    const std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+    for (const auto& t : std::filesystem::directory_iterator(tasks)) {
+      std::ifstream in(t.path() / "stat");
+      std::string line;
+      std::getline(in, line);
+      const size_t paren = line.rfind(')');
+      if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T')
+        return false;
+    }
+    return true;
+  };
+  for (int i = 0; i < 1000; ++i) {
+    if (stopped()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid_, SIGCONT);  // not stopped in time: left running
+  return false;
+}
+
+void TargetProc::Continue() {
+  if (pid_ > 0) kill(pid_, SIGCONT);
 }
 
 void TargetProc::Kill() {

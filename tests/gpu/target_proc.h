@@ -25,6 +25,10 @@ class TargetProc {
   std::string Call(const std::string& line);
   bool alive() const { return pid_ > 0; }
   void Kill();  // SIGKILL and reap
+  // SIGSTOP, and waits until the child is stopped (its agent answers nothing
+  // meanwhile); Continue resumes it. True once stopped.
+  bool Stop();
+  void Continue();
 
  private:
   pid_t pid_ = -1;

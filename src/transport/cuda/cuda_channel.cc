@@ -126,7 +126,7 @@ void CudaChannel::DestroyGpu() {
 // Runs before the control thread starts, so it reads the control connection
 // itself; a revocation that arrives meanwhile is handled as that thread would.
 // One deadline for all of it: a peer that keeps sending revocations and never
-// answers cannot hold the connect (and the peer's lock) past it.
+// answers cannot hold the connect (and the peer's refresh_mu) past it.
 Status CudaChannel::CheckLiveKeys(const AgentMeta& peer) {
   std::vector<uint64_t> keys;
   for (const Piece& p : peer.pieces) keys.push_back(p.key);
