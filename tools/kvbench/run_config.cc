@@ -261,7 +261,9 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
   app->add_option("--case", c->case_name,
                   "case name (default <workload>-b<block>[-<dtype>]-<transport>, then the memory "
                   "where it is not the transport's own, a staging copy other than batch, a "
-                  "--policy other than independent and lanes<N> for --lanes: docs/METHODOLOGY.md)")
+                  "--policy other than independent, lanes<N> for --lanes, a --grid other than "
+                  "quick, --isl and --batches ladders other than the preset's and a single "
+                  "--ops: docs/METHODOLOGY.md)")
       ->check(CLI::Validator(
           [](const std::string& v) {
             return v.empty() ? std::string("--case names the document: not empty") : std::string();

@@ -11,6 +11,7 @@
 
 #include "atomic_file.h"
 #include "case_name.h"
+#include "grid_flags.h"
 #include "plan_report.h"
 
 namespace kvbench {
@@ -113,10 +114,20 @@ std::string CaseName(const Session& s) {
   if (!c.case_name.empty()) return c.case_name;
   // The staging copy names the case only where a rank stages (elsewhere it moves nothing).
   const bool stages = StagingName(s.path()) != "none";
+  const GridPreset preset = GridPresetNamed(c.grid.preset).value();  // Resolve checked the name
+  const auto& w = s.plan().workload;
   return DefaultCaseName(
-      {s.plan().workload.name(), s.plan().workload.block(), s.plan().workload.dtype(),
-       PathLabel(s.transport_used(), MemoryName(s.path())),
-       stages ? kvlane::StagingCopyName(s.agent().options().staging_copy) : "", c.policy, c.lanes});
+      {.workload = w.name(),
+       .block = w.block(),
+       .dtype = w.dtype(),
+       .path = PathLabel(s.transport_used(), MemoryName(s.path())),
+       .staging_copy = stages ? kvlane::StagingCopyName(s.agent().options().staging_copy) : "",
+       .policy = c.policy,
+       .lanes = c.lanes,
+       .grid = c.grid.preset,
+       .isl = ChangedLadder(c.grid.isl, preset.isl),
+       .batches = ChangedLadder(c.grid.batches, preset.batches),
+       .ops = c.ops});
 }
 
 std::string ProgressLine(const RowResult& r) {

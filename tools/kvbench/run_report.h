@@ -34,7 +34,8 @@ std::string PartialLine(const CaseDocument& doc);
 // transport is followed by "-<memory>" when the pool is not in its own memory,
 // and by both ranks' memory, target first, when they differ (PathLabel:
 // "kv-dsv4-b256-tcp-cuda", "kv-dsv4-b256-tcp-cuda-host"); a --dtype, staging
-// copy, --policy or --lanes other than the default is named too (DefaultCaseName).
+// copy, --policy, --lanes, --grid, --isl, --batches or --ops other than the
+// default is named too (DefaultCaseName).
 std::string CaseName(const Session& session);
 
 }  // namespace kvbench

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "run_report.h"
 #include "session_pair.h"
 
 namespace kvbench {
@@ -33,7 +34,7 @@ TEST(CheckpointPace, TheFirstAndLastRowsAndThenEveryInterval) {
 }
 
 // A fresh --out and the pair of sessions writing into it: `ops` at isl 8192 and
-// `batches` (one row per op and batch).
+// `batches` (one row per op and batch); the initiator's document is `<out>/<doc>.json`.
 fs::path FreshOut(const std::string& name) {
   fs::path out = fs::temp_directory_path() / ("kvbench_writer_" + name + std::to_string(getpid()));
   fs::remove_all(out);
@@ -46,9 +47,11 @@ std::vector<std::string> Flags(const std::string& ops, const std::string& batche
 
 struct PairRun {
   fs::path out;
+  std::string doc;
   testing::SessionPair pair;
-  PairRun(const std::string& name, const std::string& ops, const std::string& batches)
-      : out(FreshOut(name)), pair(testing::OpenBoth(Flags(ops, batches), [&] {
+  PairRun(const std::string& name, const std::string& ops, const std::string& batches,
+          const std::string& doc)
+      : out(FreshOut(name)), doc(doc), pair(testing::OpenBoth(Flags(ops, batches), [&] {
           std::vector<std::string> f = Flags(ops, batches);
           f.insert(f.end(), {"--out", out.string()});
           return f;
@@ -70,7 +73,7 @@ struct PairRun {
     return r;
   }
   std::optional<nlohmann::json> Document() const {
-    std::ifstream in(out / "kv-dsv4-b256-tcp.json");
+    std::ifstream in(out / (doc + ".json"));
     if (!in) return std::nullopt;
     return nlohmann::json::parse(in);
   }
@@ -80,7 +83,7 @@ struct PairRun {
 // closing exchange with the target (up to the control timeout); a kill meanwhile lost
 // a finished row. The last row is checkpointed too, still partial and running.
 TEST(DocumentWriter, TheLastRowIsCheckpointedAsRunning) {
-  PairRun run("last", "pull", "1");
+  PairRun run("last", "pull", "1", "kv-dsv4-b256-tcp-isl8k-b1-pull");
   ASSERT_TRUE(run.pair.initiator.ok()) << run.pair.initiator.status().message();
   ASSERT_TRUE(run.pair.target.ok()) << run.pair.target.status().message();
   DocumentWriter writer(run.initiator(), nlohmann::json::object());
@@ -99,7 +102,7 @@ TEST(DocumentWriter, TheLastRowIsCheckpointedAsRunning) {
 
 // Between the first and last rows a checkpoint comes at most once per kCheckpointEvery.
 TEST(DocumentWriter, CheckpointsArePaced) {
-  PairRun run("pace", "pull,push", "1,2");  // 4 rows
+  PairRun run("pace", "pull,push", "1,2", "kv-dsv4-b256-tcp-isl8k-b1_2");  // 4 rows
   ASSERT_TRUE(run.pair.initiator.ok()) << run.pair.initiator.status().message();
   DocumentWriter writer(run.initiator(), nlohmann::json::object(), std::chrono::hours(1));
   writer.Checkpoint(run.Rows(1));
@@ -115,7 +118,7 @@ TEST(DocumentWriter, CheckpointsArePaced) {
 // without a final write, as when an exception escapes the rows) left a document saying
 // the run had not ended. It now says the run ended, with the error among its reasons.
 TEST(DocumentWriter, ARunEndedByAnErrorAfterACheckpointSaysSo) {
-  PairRun run("error", "pull,push", "1");
+  PairRun run("error", "pull,push", "1", "kv-dsv4-b256-tcp-isl8k-b1");
   ASSERT_TRUE(run.pair.initiator.ok()) << run.pair.initiator.status().message();
   {
     DocumentWriter writer(run.initiator(), nlohmann::json::object());
@@ -152,16 +155,17 @@ TEST(DocumentWriter, ARunEndedByAnErrorAfterACheckpointSaysSo) {
 
 // With no checkpoint written, nothing is: an earlier document of the case stays.
 TEST(DocumentWriter, NoCheckpointNoDocument) {
-  PairRun run("none", "pull,push", "1");
+  PairRun run("none", "pull,push", "1", "kv-dsv4-b256-tcp-isl8k-b1");
   ASSERT_TRUE(run.pair.initiator.ok()) << run.pair.initiator.status().message();
   { DocumentWriter writer(run.initiator(), nlohmann::json::object()); }
+  EXPECT_EQ(CaseName(*run.initiator()), run.doc);  // so none is there by that name
   EXPECT_FALSE(run.Document().has_value());
 }
 
 // The finding: the document did not say which host memory bound applied. The pool
 // section records this rank's bound and, on one host, the one both pools shared.
 TEST(DocumentWriter, TheDocumentRecordsTheHostMemoryBounds) {
-  PairRun run("bounds", "pull", "1");
+  PairRun run("bounds", "pull", "1", "kv-dsv4-b256-tcp-isl8k-b1-pull");
   ASSERT_TRUE(run.pair.initiator.ok()) << run.pair.initiator.status().message();
   DocumentWriter writer(run.initiator(), nlohmann::json::object());
   const CaseDocument doc = writer.Final(run.Rows(1));
@@ -174,6 +178,7 @@ TEST(DocumentWriter, TheDocumentRecordsTheHostMemoryBounds) {
   ASSERT_TRUE(pool.contains("shared_host_memory_bound")) << pool.dump();  // one host (tcp)
   EXPECT_GT(pool["shared_host_memory_bound"]["bytes"].get<uint64_t>(), 0u);
   writer.EndWithError("unused");  // no checkpoint: nothing written
+  EXPECT_EQ(CaseName(*run.initiator()), run.doc);
   EXPECT_FALSE(run.Document().has_value());
 }
 

@@ -81,7 +81,7 @@ TEST(KvbenchCheckpoint, AnInitiatorKilledOutrightLeavesTheRowsItFinished) {
   ASSERT_GT(target, 0);
   ASSERT_GT(initiator, 0);
   const std::optional<nlohmann::json> seen =
-      WaitForARow(out / "kv-dsv4-b256-shm.json", log, std::chrono::seconds(120));
+      WaitForARow(out / "kv-dsv4-b256-shm-isl8k-b1.json", log, std::chrono::seconds(120));
   kill(initiator, SIGKILL);
   int status = 0;
   EXPECT_TRUE(EndsOrKill(initiator, std::chrono::seconds(10), &status));
@@ -114,7 +114,7 @@ TEST(KvbenchCheckpoint, AnInitiatorKilledOutrightLeavesTheRowsItFinished) {
             0);
   const std::string md = ReadFile(summary / "summary.md");
   EXPECT_NE(md.find("**PARTIAL** (1 of 1 document(s)"), std::string::npos) << md;
-  EXPECT_NE(md.find("## kv-dsv4-b256-shm (PARTIAL)\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## kv-dsv4-b256-shm-isl8k-b1 (PARTIAL)\n"), std::string::npos) << md;
   EXPECT_NE(md.find("- **PARTIAL**: a checkpoint of a run that had not ended (killed outright, "
                     "crashed, or still running), written after 1 of 2 rows; not measured "
                     "(neither failed nor verified): push isl 8192 batch 1\n"),

@@ -257,7 +257,7 @@ TEST(KvbenchEndToEnd, ASecondStopEndsTheRunAtOnce) {
   EXPECT_EQ(RankOf(target), 0);
   const pid_t initiator = target == ranks[0] ? ranks[1] : ranks[0];
   fs::create_directories(out);
-  const std::string doc = ".kv-dsv4-b256-shm.json.tmp-";
+  const std::string doc = ".kv-dsv4-b256-shm-isl8k-b1.json.tmp-";
   const fs::path left = out / (doc + std::to_string(initiator) + "-0"),
                  other = out / (doc + std::to_string(launcher) + "-0"), notes = out / "notes.txt";
   for (const fs::path& p : {left, other, notes}) std::ofstream(p) << "{";

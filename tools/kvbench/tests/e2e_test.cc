@@ -71,7 +71,7 @@ TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   EXPECT_EQ(doc["implementation"]["staging_copy"], "none");
   EXPECT_NE(ReadFile(err).find("--staging-copy kernel: no rank stages"), std::string::npos)
       << ReadFile(err);
-  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp");
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-isl8k-b1_2");  // kTiny's ladders
   std::ifstream printed(table);
   std::string title;
   while (title.find("kvbench ") != 0 && std::getline(printed, title)) {
@@ -358,7 +358,7 @@ TEST(KvbenchEndToEnd, ASecondRunSaysItReplacedTheDocument) {
   const std::string run = std::string("run --transport local --ops push ") + kTiny + " --out " +
                           out.string() + " > /dev/null 2>" + err.string();
   ASSERT_EQ(Kvbench(run), 0);
-  const std::string doc = (out / "kv-dsv4-b256-local.json").string();
+  const std::string doc = (out / "kv-dsv4-b256-local-isl8k-b1_2-push.json").string();
   EXPECT_NE(ReadFile(err).find("[kvbench] wrote " + doc + "\n"), std::string::npos)
       << ReadFile(err);
   ASSERT_EQ(Kvbench(run), 0);
@@ -396,7 +396,7 @@ TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
   EXPECT_EQ(doc["implementation"]["lanes"], 3);
   EXPECT_EQ(doc["implementation"]["policy"], "global-fifo");
   // Named by the initiator's settings that are not the defaults (DefaultCaseName).
-  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-shm-global-fifo-lanes3");
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-shm-global-fifo-lanes3-isl8k-b1-push");
   // Provenance: the initiator's command line and host (common/environment.h).
   EXPECT_EQ(doc["command"].get<std::string>().rfind("kvbench run ", 0), 0u) << doc["command"];
   EXPECT_NE(doc["command"].get<std::string>().find("--policy global-fifo"), std::string::npos);

@@ -60,7 +60,7 @@ TEST_F(GpuRun, TcpMovesDevicePoolsStagedThroughPinnedHost) {
     EXPECT_EQ(impl["per_rank"][role]["staging"], "pinned-host") << role;
     EXPECT_EQ(impl["per_rank"][role]["device"], 0) << role;
   }
-  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-cuda");
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-cuda-isl8k-b1_2");
   for (const auto& row : doc["rows"]) {
     EXPECT_EQ(row["reference"]["method"], "socket-staged") << row["op"];
     EXPECT_GT(row["reference"]["gbps_p50"].get<double>(), 0) << row["op"];
@@ -111,7 +111,7 @@ TEST_P(GpuMixedRun, TcpMovesBetweenAHostPoolAndADevicePool) {
   EXPECT_FALSE(impl["per_rank"][m.host_role].contains("device"));
   std::string label = m.memory;
   label[label.find(',')] = '-';
-  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-" + label);
+  EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-" + label + "-isl8k-b1_2");
   for (const auto& row : doc["rows"]) {
     EXPECT_EQ(row["reference"]["method"], m.method) << row["op"];
     EXPECT_GT(row["reference"]["gbps_p50"].get<double>(), 0) << row["op"];

@@ -23,7 +23,7 @@ common=(--transport shm --isl 8192 --batches 1 --ops push --warmup 0 --samples 1
 "$script" "${common[@]}" --out rel-out >run1.txt 2>&1
 rc=$?
 [ "$rc" = 0 ] || fail "a valid run: exit $rc"
-[ -f "$tmp/rel-out/kv-dsv4-b256-shm.json" ] || fail "--out rel-out: no document in the caller's directory"
+[ -f "$tmp/rel-out/kv-dsv4-b256-shm-isl8k-b1-push.json" ] || fail "--out rel-out: no document in the caller's directory"
 grep -q '^\[kvbench.sh\] tables: ' run1.txt || fail "a valid run: no tables line"
 [ "$status" = 0 ] || cat run1.txt
 
@@ -44,7 +44,7 @@ rc=$?
 [ "$rc" = 0 ] || fail "a run into a symlinked --out: exit $rc"
 grep -q 'wrote no document' run3.txt && fail "a run into a symlinked --out says it wrote no document"
 grep -q '^\[kvbench.sh\] tables: ' run3.txt || fail "a run into a symlinked --out: no tables line"
-grep -q 'this run wrote kv-dsv4-b256-shm.json)' run3.txt ||
+grep -q 'this run wrote kv-dsv4-b256-shm-isl8k-b1-push.json)' run3.txt ||
   fail "a run into a symlinked --out does not name the document it rewrote"
 [ "$status" = 0 ] || cat run3.txt
 

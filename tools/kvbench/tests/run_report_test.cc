@@ -10,6 +10,8 @@
 #include <iterator>
 #include <sstream>
 
+#include "session_pair.h"
+
 namespace kvbench {
 namespace {
 
@@ -159,6 +161,27 @@ TEST(RunReport, OutputDirIsCheckedBeforeTheRun) {
     fs::permissions(base / "ro", fs::perms::owner_all);
   }
   fs::remove_all(base);
+}
+
+// The initiator's grid and ops name its case; a ladder the preset measures too, in
+// any order, and both ops in either order, do not (session_pair.h adds --isl 8192
+// --batches 1 where the flags give no ladder).
+TEST(RunReport, TheCaseNamesTheGridAndTheOps) {
+  struct Named {
+    std::vector<std::string> flags;
+    std::string name;
+  };
+  for (const Named& n : std::vector<Named>{
+           {{"--ops", "push,pull", "--isl", "32768,8192", "--batches", "4,1,2"},
+            "kv-dsv4-b256-tcp"},
+           {{"--ops", "pull", "--batches", "2,1"}, "kv-dsv4-b256-tcp-isl8k-b1_2-pull"},
+           {{"--grid", "full", "--ops", "push"}, "kv-dsv4-b256-tcp-full-isl8k-b1-push"}}) {
+    std::vector<std::string> flags = {"--transport", "tcp"};
+    flags.insert(flags.end(), n.flags.begin(), n.flags.end());
+    testing::SessionPair pair = testing::OpenBoth(flags, flags);
+    ASSERT_TRUE(pair.initiator.ok()) << pair.initiator.status().message();
+    EXPECT_EQ(CaseName(*pair.initiator.value()), n.name);
+  }
 }
 
 }  // namespace
