@@ -14,6 +14,8 @@
 #include <cstring>
 #include <thread>
 
+#include "json_field.h"
+
 namespace kvbench {
 namespace {
 
@@ -383,7 +385,7 @@ kvlane::Result<nlohmann::json> ControlChannel::ExpectOneOf(const std::vector<std
   KVLANE_ASSIGN_OR_RETURN(nlohmann::json j, Receive(stop));
   std::string got = j.value("type", "");
   if (got == "error") {
-    return kvlane::Status::Backend("peer reported: " + j.value("message", std::string("?")));
+    return kvlane::Status::Backend("peer reported: " + PeerText(j, "message", 512, "?"));
   }
   if (std::find(types.begin(), types.end(), got) == types.end()) {
     std::string wanted;

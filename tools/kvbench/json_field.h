@@ -34,16 +34,34 @@ std::optional<T> TypedField(const nlohmann::json& m, const char* key) {
 // A peer's free text (a signal's name) fit to quote in a message or a document:
 // m[key] when it is a string, each byte that is not printable ASCII replaced by '?'
 // and cut to `max_bytes` ("..." then ends it); `absent` when missing or not a string.
-inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max_bytes,
-                            const std::string& absent) {
-  std::optional<std::string> text = TypedField<std::string>(m, key);
-  if (!text.has_value()) return absent;
+// `text` with each byte that is not printable ASCII replaced by '?', cut to
+// `max_bytes` ("..." then ends it).
+inline std::string Printable(const std::string& text, size_t max_bytes) {
   std::string out;
-  for (char c : *text) {
+  for (char c : text) {
     if (out.size() == max_bytes) return out + "...";
     out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
   }
   return out;
+}
+
+inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max_bytes,
+                            const std::string& absent) {
+  std::optional<std::string> text = TypedField<std::string>(m, key);
+  return text.has_value() ? Printable(*text, max_bytes) : absent;
+}
+
+// A peer's JSON value fit to quote: its compact text as Printable.
+inline std::string PeerJson(const nlohmann::json& v, size_t max_bytes) {
+  return Printable(v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace), max_bytes);
+}
+
+// m[key] when m is an object holding it, else null (never throws, never inserts).
+inline const nlohmann::json& FieldOrNull(const nlohmann::json& m, const char* key) {
+  static const nlohmann::json kNull;
+  if (!m.is_object()) return kNull;
+  auto it = m.find(key);
+  return it == m.end() ? kNull : *it;
 }
 
 // The signal a peer's "stopped" message `m` names (it goes to the document's

@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "device_memory.h"
 #include "hello.h"
 #include "host_memory.h"
 #include "host_pools.h"
+#include "json_field.h"
 #include "plan_report.h"
 #include "slurm.h"
 
@@ -52,8 +54,10 @@ kvlane::Result<kvlane::ProgressPolicy> Policy(const std::string& name) {
 // its GPU's free memory for a device pool ("device" >= 0; half when `shared_gpu`),
 // else its host budget.
 uint64_t AnnouncedBudget(const json& m, bool shared_gpu, uint64_t fallback) {
-  if (m.value("device", -1) < 0) return m.value("host_budget", uint64_t{0});
-  return DevicePoolBudget(fallback, m.value("device_free", uint64_t{0}), shared_gpu ? 2 : 1);
+  if (TypedField<int64_t>(m, "device").value_or(-1) < 0)
+    return TypedField<uint64_t>(m, "host_budget").value_or(0);
+  return DevicePoolBudget(fallback, TypedField<uint64_t>(m, "device_free").value_or(0),
+                          shared_gpu ? 2 : 1);
 }
 
 // What a rank announces of its resolved path: the transport, its own pool's memory
@@ -68,11 +72,10 @@ json Announce(const DataPath& path, int rank, const std::string& staging_copy) {
 // Whether the peer's announcement `theirs` matches `mine`: the same transport and
 // staging copy (the document records one), its pool where this rank's flags put
 // it, and this rank's pool where its flags do.
-bool Agree(const json& mine, const json& theirs) {
-  return theirs.value("transport", "") == mine["transport"] &&
-         theirs.value("staging_copy", "") == mine["staging_copy"] &&
-         theirs.value("memory", "") == mine["peer_memory"] &&
-         theirs.value("peer_memory", "") == mine["memory"];
+bool Agree(const json& mine, const json& theirs) {  // theirs: untrusted, any JSON
+  const auto said = [&](const char* key) { return TypedField<std::string>(theirs, key); };
+  return said("transport") == mine["transport"] && said("staging_copy") == mine["staging_copy"] &&
+         said("memory") == mine["peer_memory"] && said("peer_memory") == mine["memory"];
 }
 
 }  // namespace
@@ -203,11 +206,12 @@ kvlane::Status Session::SettleBudget() {
   KVLANE_ASSIGN_OR_RETURN(json peer, control_->Expect("budget"));
   budget_source_ = "--pool-budget / KVBENCH_POOL_BUDGET";
   if (!config_.pool_budget_auto) return kvlane::Status::Ok();
-  const bool shared =
-      on_gpu && self_.hostname == peer_info_.hostname && peer.value("device", -1) == device_;
+  const bool shared = on_gpu && self_.hostname == peer_info_.hostname &&
+                      TypedField<int64_t>(peer, "device").value_or(-1) == device_;
   const uint64_t fallback = config_.plan_defaults.pool_budget;
   uint64_t budget = AnnouncedBudget(mine, shared, fallback);
-  if (peer.value("auto", false)) budget = std::min(budget, AnnouncedBudget(peer, shared, fallback));
+  if (TypedField<bool>(peer, "auto").value_or(false))
+    budget = std::min(budget, AnnouncedBudget(peer, shared, fallback));
   budget_source_ = !on_gpu  ? "host memory / 4 (MemAvailable, or a cgroup's headroom if smaller)"
                    : shared ? "GPU free memory x 0.8 / 2 (one GPU, two ranks)"
                             : "GPU free memory x 0.8";
@@ -230,17 +234,18 @@ kvlane::Status Session::AgreeOnPlan() {
   mine.update(HostMemoryFields(host));
   KVLANE_RETURN_IF_ERROR(control_->Send(mine));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("plan"));
-  if (theirs["plan"] != plan) {
+  const json& their_plan = FieldOrNull(theirs, "plan");
+  if (their_plan != plan) {
     return kvlane::Status::InvalidArgument(
         "the ranks disagree on the plan (pass the same grid flags and budgets to both); "
         "this rank: " +
-        plan["options"].dump() + ", peer: " + theirs["plan"]["options"].dump());
+        plan["options"].dump() + ", peer: " + PeerJson(FieldOrNull(their_plan, "options"), 512));
   }
-  const uint64_t peer_seed = theirs.value("seed", config_.seed);
+  const std::optional<uint64_t> peer_seed = TypedField<uint64_t>(theirs, "seed");
   if (peer_seed != config_.seed) {
     return kvlane::Status::InvalidArgument(
         fmt::format("the ranks disagree on --seed (this rank {}, peer {}): pass the same to both",
-                    config_.seed, peer_seed));
+                    config_.seed, peer_seed.has_value() ? std::to_string(*peer_seed) : "none"));
   }
   return CheckHostMemory(theirs, boot_id, host);
 }
@@ -316,11 +321,12 @@ kvlane::Status Session::AgreeOnPath(const kvlane::Status& resolved) {
   json mine = Announce(path_, config_.rank, config_.staging_copy);
   KVLANE_RETURN_IF_ERROR(control_->Send({{"type", "path"}, {"path", mine}}));
   KVLANE_ASSIGN_OR_RETURN(json theirs, control_->Expect("path"));
-  if (!Agree(mine, theirs["path"])) {
+  const json& their_path = FieldOrNull(theirs, "path");
+  if (!Agree(mine, their_path)) {
     return kvlane::Status::InvalidArgument(
         "the ranks disagree on the data path (pass the same --transport, --memory and "
         "--staging-copy to both; a pair names the target's memory first); this rank (" +
-        self_.role + "): " + mine.dump() + ", peer: " + theirs["path"].dump());
+        self_.role + "): " + mine.dump() + ", peer: " + PeerJson(their_path, 512));
   }
   return kvlane::Status::Ok();
 }
@@ -368,10 +374,18 @@ kvlane::Status Session::ExchangeMetadata() {
                                          {"device", device_},
                                          {"devices", self_.devices}}));
   KVLANE_ASSIGN_OR_RETURN(json m, control_->Expect("metadata"));
-  remote_base_ = m.value("pool_base", uint64_t{0});
-  remote_device_ = m.value("device", 0);
-  peer_info_.devices = m.value("devices", peer_info_.devices);
-  KVLANE_ASSIGN_OR_RETURN(peer_name_, agent_->LoadPeer(FromHex(m.value("blob", ""))));
+  // Untrusted: read field by field; the engine checks every remote range against
+  // the peer's registered pieces.
+  remote_base_ = TypedField<uint64_t>(m, "pool_base").value_or(0);
+  remote_device_ = static_cast<int>(std::clamp<int64_t>(
+      TypedField<int64_t>(m, "device").value_or(0), -1, std::numeric_limits<int>::max()));
+  if (const json& devices = FieldOrNull(m, "devices"); devices.is_array()) {
+    peer_info_.devices.clear();
+    for (const json& d : devices)
+      if (d.is_string()) peer_info_.devices.push_back(Printable(d.get<std::string>(), 128));
+  }
+  KVLANE_ASSIGN_OR_RETURN(
+      peer_name_, agent_->LoadPeer(FromHex(TypedField<std::string>(m, "blob").value_or(""))));
   if (config_.rank == kInitiatorRank) {
     // Asked for this rank's kind; the agent enables one transport only, and a
     // transfer between this kind and the peer's (MakeTransfer) takes the same channel.
@@ -386,7 +400,7 @@ kvlane::Status Session::ExchangeMetadata() {
     return control_->Send({{"type", "ready"}, {"transport", transport_used_}});
   }
   KVLANE_ASSIGN_OR_RETURN(json ready, control_->Expect("ready"));
-  transport_used_ = ready.value("transport", "");
+  transport_used_ = PeerText(ready, "transport", 32, "");
   return kvlane::Status::Ok();
 }
 

@@ -14,6 +14,37 @@ namespace kvbench {
 
 using nlohmann::json;
 
+namespace {
+
+constexpr int64_t kMaxReps = int64_t{1} << 30;  // the slow-reference fault's count
+
+}  // namespace
+
+kvlane::Result<Asked> ReadAsked(const json& m, const PlanPoint& p) {
+  Asked a;
+  const std::string op = TypedField<std::string>(m, "op").value_or("");
+  if (op != "push" && op != "pull")
+    return kvlane::Status::InvalidArgument(
+        "control: the initiator asked for an op other than "
+        "push or pull");
+  a.push = op == "push";
+  const std::optional<uint64_t> batch = TypedField<uint64_t>(m, "batch");
+  if (!batch.has_value() ||
+      std::find(p.batches.begin(), p.batches.end(), *batch) == p.batches.end())
+    return kvlane::Status::InvalidArgument(fmt::format(
+        "control: the initiator asked for a batch the plan does not measure at isl {}", p.isl));
+  a.batch = *batch;
+  a.epoch = TypedField<uint64_t>(m, "epoch").value_or(0);
+  const std::optional<int64_t> reps =
+      FieldOrNull(m, "reps").is_null() ? 1 : TypedField<int64_t>(m, "reps");
+  if (!reps.has_value() || *reps < 0 || *reps > kMaxReps)
+    return kvlane::Status::InvalidArgument(
+        "control: the initiator asked for a reference rep "
+        "count out of range");
+  a.reps = static_cast<int>(*reps);
+  return a;
+}
+
 std::chrono::milliseconds BusyEvery(const json& row, std::chrono::milliseconds own) {
   const int64_t theirs = TypedField<int64_t>(row, "control_timeout_ms").value_or(0);
   if (theirs <= 0) return own / 4;
@@ -31,7 +62,8 @@ kvlane::Status TargetLoop::Run() {
       stopped_rank_ = TypedField<std::string>(m, "stopped_rank").value_or("");
       return s_->control().Send({{"type", "bye"}});
     }
-    if (type == "error") return kvlane::Status::Backend("initiator: " + m.value("message", ""));
+    if (type == "error")
+      return kvlane::Status::Backend("initiator: " + PeerText(m, "message", 512, "?"));
     if (type == "abandon") {
       KVLANE_RETURN_IF_ERROR(s_->control().Send({{"type", "abandoned"}}));
       continue;
@@ -127,7 +159,7 @@ void TargetLoop::SilentFor(std::chrono::milliseconds how_long) {
 }
 
 kvlane::Result<const PlanPoint*> TargetLoop::PointFor(const json& m) {
-  uint64_t isl = m.value("isl", uint64_t{0});
+  const uint64_t isl = TypedField<uint64_t>(m, "isl").value_or(0);
   for (const PlanPoint& p : s_->plan().points) {
     if (p.isl != isl) continue;
     std::vector<uint64_t> shape;
@@ -148,9 +180,10 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
   initiator_waits_since_ = std::chrono::steady_clock::now();
   busy_every_ = BusyEvery(m, s_->config().control_timeout_ms);
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
-  BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
-  uint64_t epoch = m.value("epoch", uint64_t{0});
-  bool push = m.value("op", "") == "push";  // push lands here; pull reads from here
+  KVLANE_ASSIGN_OR_RETURN(const Asked asked, ReadAsked(m, *p));
+  BurstMap map = MakeBurstMap(list_, p->demand, asked.batch, s_->config().seed);
+  const uint64_t epoch = asked.epoch;
+  const bool push = asked.push;
   PoolView pool = s_->pool_view();
   const StopCheck stop = [this] { return InterruptedWhileInitiatorWaits(); };
   KVLANE_RETURN_IF_ERROR(Prepare(push, map, epoch, stop));
@@ -177,12 +210,13 @@ kvlane::Status TargetLoop::HandleRow(const json& m) {
 
 kvlane::Status TargetLoop::HandleReference(const json& m) {
   KVLANE_ASSIGN_OR_RETURN(const PlanPoint* p, PointFor(m));
-  BurstMap map = MakeBurstMap(list_, p->demand, m.value("batch", uint64_t{1}), s_->config().seed);
-  kvlane::Op op = m.value("op", "") == "push" ? kvlane::Op::kWrite : kvlane::Op::kRead;
+  KVLANE_ASSIGN_OR_RETURN(const Asked asked, ReadAsked(m, *p));
+  BurstMap map = MakeBurstMap(list_, p->demand, asked.batch, s_->config().seed);
+  const kvlane::Op op = asked.push ? kvlane::Op::kWrite : kvlane::Op::kRead;
   bool stopped = false;  // then the loop tells it (Next), answering the rep in flight
   const StopCheck stop = [this, &stopped] { return stopped = StopUntold(); };
   kvlane::Status s =
-      SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, m.value("reps", 1),
+      SocketReferenceTarget(&s_->control(), s_->pool_view(), list_, map, op, asked.reps,
                             ReferenceFaultFor(s_->config().fault, "target"), stop);
   if (EndedEarly(s) && !stopped) held_ = json{{"type", "abandon"}};  // taken in place of "ref_go"
   return s;

@@ -19,6 +19,20 @@ namespace kvbench {
 // is ignored) and this rank's control timeout `own`.
 std::chrono::milliseconds BusyEvery(const nlohmann::json& row, std::chrono::milliseconds own);
 
+// What a "row" or "ref" message asks of the target, read field by field (the
+// initiator's message is untrusted input).
+struct Asked {
+  bool push = false;  // push lands on the target; pull reads from it
+  uint64_t batch = 0;
+  uint64_t epoch = 0;  // rows; absent reads 0
+  int reps = 0;        // references; absent reads 1
+};
+// The op must be "push" or "pull", the batch one the plan measures at `point`
+// (another would size the burst map past the pool), reps (when given) an integer
+// within [0, 2^30]; else
+// kInvalidArgument, naming no peer text.
+kvlane::Result<Asked> ReadAsked(const nlohmann::json& message, const PlanPoint& point);
+
 class TargetLoop {
  public:
   // REQUIRES: session is the target's and outlives the loop.

@@ -256,6 +256,69 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
   EXPECT_EQ(ReadHello(1, other, &peer).code(), kvlane::Code::kInvalidArgument);
 }
 
+// A fake rank 0: says its hello, then answers each message of rank 1 by `answer`
+// (nothing when it returns null) until rank 1 closes.
+std::future<void> FakeTarget(const std::string& peer,
+                             std::function<nlohmann::json(const nlohmann::json&)> answer) {
+  return std::async(std::launch::async, [peer, answer] {
+    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_TRUE((*c)->Send({{"type", "hello"},
+                            {"protocol", kControlProtocol},
+                            {"rank", 0},
+                            {"role", "target"},
+                            {"hostname", HostName()},
+                            {"devices", {"host"}}})
+                    .ok());
+    for (;;) {
+      auto m = (*c)->Receive();
+      if (!m.ok()) return;
+      const nlohmann::json reply = answer(*m);
+      if (!reply.is_null() && !(*c)->Send(reply).ok()) return;
+    }
+  });
+}
+
+// Rank 1 reads rank 0's path and plan messages as untrusted: a "path" or "plan"
+// of another type, a seed that is a string, budget fields of other types end the
+// open with kInvalidArgument (it used to throw from inside the JSON library), and
+// the peer's part of the error is cut and printable.
+TEST(SessionHandshake, APeersMalformedMessagesEndTheOpenWithAnError) {
+  const auto swapped = [](const nlohmann::json& mine) {
+    nlohmann::json p = mine;
+    p["memory"] = mine.value("peer_memory", "");
+    p["peer_memory"] = mine.value("memory", "");
+    return p;
+  };
+  struct Scene {
+    nlohmann::json path;  // null: rank 1's own, swapped (agreed)
+    std::string says;
+  };
+  const std::string long_text(4000, '\x01');
+  for (const Scene& scene : {Scene{7, "disagree on the data path"},
+                             Scene{{{"transport", long_text}}, "disagree on the data path"},
+                             Scene{nullptr, "disagree on the plan"}}) {
+    const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+    auto fake = FakeTarget(peer, [&](const nlohmann::json& m) -> nlohmann::json {
+      const std::string type = m.value("type", "");
+      if (type == "path")
+        return {{"type", "path"}, {"path", scene.path.is_null() ? swapped(m["path"]) : scene.path}};
+      if (type == "budget")
+        return {{"type", "budget"}, {"auto", "yes"}, {"device", "x"}, {"host_budget", -5}};
+      if (type == "plan") return {{"type", "plan"}, {"plan", 5}, {"seed", "1"}};
+      return nullptr;
+    });
+    auto opened = Session::Open(RankConfig(1, peer, {}));
+    ASSERT_FALSE(opened.ok()) << scene.says;
+    EXPECT_EQ(opened.status().code(), kvlane::Code::kInvalidArgument) << opened.status().ToString();
+    EXPECT_NE(opened.status().message().find(scene.says), std::string::npos)
+        << opened.status().message();
+    EXPECT_LT(opened.status().message().size(), 2000u) << "the peer's text was not cut";
+    EXPECT_EQ(opened.status().message().find('\x01'), std::string::npos);
+    fake.get();  // rank 1 closed its end when its open failed
+  }
+}
+
 // The row's control_timeout_ms is the initiator's, untrusted: the smaller timeout
 // sets the target's "busy" pace; a negative wrapped (value<long> of -1 read as a
 // tiny or huge wait), a float out of range was undefined. Each is ignored.
@@ -270,6 +333,57 @@ TEST(TargetLoop, BusyPaceReadsTheRowsTimeoutAsUntrusted) {
     EXPECT_EQ(BusyEvery({{"control_timeout_ms", odd}}, own), milliseconds(2000)) << odd.dump();
   }
   EXPECT_EQ(BusyEvery(nlohmann::json::object(), own), milliseconds(2000));
+}
+
+// A row's or reference's op, batch and reps are the initiator's, untrusted: a
+// batch the plan does not measure at the point (it would size the burst map past
+// the pool), an unknown op or a rep count out of range is refused; a field of
+// another type never throws.
+TEST(TargetLoop, ARowsRequestIsReadAsUntrusted) {
+  PlanPoint p;
+  p.isl = 8192;
+  p.batches = {1, 4};
+  const nlohmann::json good = {{"op", "push"}, {"batch", 4}, {"epoch", 7}, {"reps", 3}};
+  auto a = ReadAsked(good, p);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_TRUE(a->push);
+  EXPECT_EQ(a->batch, 4u);
+  EXPECT_EQ(a->epoch, 7u);
+  EXPECT_EQ(a->reps, 3);
+  a = ReadAsked({{"op", "pull"}, {"batch", 1}}, p);
+  ASSERT_TRUE(a.ok());
+  EXPECT_FALSE(a->push);
+  EXPECT_EQ(a->epoch, 0u);
+  EXPECT_EQ(a->reps, 1);
+  for (const auto& [key, odd] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"batch", 2},
+                                                           {"batch", uint64_t{1} << 40},
+                                                           {"batch", -1},
+                                                           {"batch", "4"},
+                                                           {"batch", nullptr},
+                                                           {"batch", 4.0},
+                                                           {"op", "PUSH"},
+                                                           {"op", 1},
+                                                           {"op", nlohmann::json::array()},
+                                                           {"reps", -1},
+                                                           {"reps", (int64_t{1} << 30) + 1},
+                                                           {"reps", "3"}}) {
+    nlohmann::json bad = good;
+    bad[key] = odd;
+    const auto r = ReadAsked(bad, p);
+    ASSERT_FALSE(r.ok()) << key << " " << odd.dump();
+    EXPECT_EQ(r.status().code(), kvlane::Code::kInvalidArgument);
+    if (odd.is_string())
+      EXPECT_EQ(r.status().message().find(odd.get<std::string>()), std::string::npos)
+          << "peer text in the error: " << r.status().message();
+  }
+  nlohmann::json no_batch = good;
+  no_batch.erase("batch");
+  EXPECT_FALSE(ReadAsked(no_batch, p).ok());
+  EXPECT_FALSE(ReadAsked(nlohmann::json::array(), p).ok());
+  nlohmann::json odd_epoch = good;
+  odd_epoch["epoch"] = "7";
+  EXPECT_EQ(ReadAsked(odd_epoch, p)->epoch, 0u);  // ignored: the verification then fails
 }
 
 }  // namespace
