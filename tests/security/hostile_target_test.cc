@@ -135,17 +135,39 @@ TEST(PayloadOnWrite, IsRefusedAndTheSourceStaysIntact) {
   EXPECT_TRUE(a->Release(&x).ok());
 }
 
+// A "target" that accepts connections and never says a word (no challenge):
+// a connect to it stalls in its handshake until connect_timeout.
+class SilentListener {
+ public:
+  uint16_t port() const { return listener_.port(); }
+  // Waits up to 1 s until a connection came; whether one did.
+  bool Dialed() {
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard lock(mu_);
+        if (!held_.empty()) return true;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }
+  void Stop() { listener_.Stop(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<core::Fd> held_;  // GUARDED_BY(mu_)
+  LoopbackListener listener_{[this](core::Fd c) {
+    std::lock_guard lock(mu_);
+    held_.push_back(std::move(c));
+  }};
+};
+
 // A target whose handshake stalls (it accepts and never sends its challenge)
 // holds up only calls naming it: reloading its blob while a connect to it
 // waits does not hold up calls naming another peer (LoadPeer used to wait for
 // the stalled connect's lock while holding every peer's table).
 TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
-  std::mutex mu;
-  std::vector<core::Fd> held;  // GUARDED_BY(mu)
-  LoopbackListener silent([&](core::Fd c) {
-    std::lock_guard lock(mu);
-    held.push_back(std::move(c));
-  });
+  SilentListener silent;
   const FakeTargetId id;
   const std::string blob = id.Blob("silent", silent.port());
   AgentOptions o = OptionsFor("a", "tcp");
@@ -156,7 +178,7 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
   ASSERT_EQ(a->PeerTransport("g").value(), "tcp");
   ASSERT_EQ(a->LoadPeer(blob).value(), "silent");
   auto connecting = std::async(std::launch::async, [&] { return a->PeerTransport("silent"); });
-  std::this_thread::sleep_for(300ms);  // in its handshake, holding the peer's lock
+  std::this_thread::sleep_for(300ms);  // in its handshake, holding the peer's refresh_mu
   auto reloading = std::async(std::launch::async, [&] { return a->LoadPeer(blob); });
   std::this_thread::sleep_for(300ms);  // waiting for that lock
   const auto t0 = std::chrono::steady_clock::now();
@@ -174,12 +196,7 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
 // its memory) answer while the dial waits (they used to wait out its
 // connect_timeout).
 TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
-  std::mutex mu;
-  std::vector<core::Fd> held;  // GUARDED_BY(mu)
-  LoopbackListener silent([&](core::Fd c) {
-    std::lock_guard lock(mu);
-    held.push_back(std::move(c));
-  });
+  SilentListener silent;
   const FakeTargetId id;
   constexpr uint64_t kBase = 1ull << 40;  // a fake region: nothing moves
   const std::string blob =
@@ -189,17 +206,7 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
   auto a = Agent::Create(o).value();
   ASSERT_EQ(a->LoadPeer(blob).value(), "silent");
   auto connecting = std::async(std::launch::async, [&] { return a->PeerTransport("silent"); });
-  for (int i = 0; i < 200; ++i) {  // until the dial is in its handshake
-    {
-      std::lock_guard lock(mu);
-      if (!held.empty()) break;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  {
-    std::lock_guard lock(mu);
-    ASSERT_FALSE(held.empty()) << "the connect never reached the silent target";
-  }
+  ASSERT_TRUE(silent.Dialed()) << "the connect never reached the silent target";
   DescList list;
   list.Add(kBase, 4096);
   const auto t0 = std::chrono::steady_clock::now();
