@@ -21,6 +21,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxMessage = 256u << 20;
+// Deeper than any message kvbench sends (the plan: 5 levels).
+constexpr int kMaxMessageDepth = 32;
 
 kvlane::Status Errno(const std::string& what) {
   return kvlane::Status::Backend("control: " + what + ": " + std::strerror(errno));
@@ -363,8 +365,16 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
   len = ntohl(len);
   if (len > max_message_) return kvlane::Status::InvalidArgument("control: oversized message");
-  std::string body(len, '\0');
-  KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data(), len));
+  // Grown as the bytes come: a length alone costs no more than what follows it.
+  std::string body;
+  while (body.size() < len) {
+    const size_t at = body.size(), step = std::min<size_t>(len - at, size_t{1} << 20);
+    body.resize(at + step);
+    KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data() + at, step));
+  }
+  if (JsonDepth(body) > kMaxMessageDepth) {
+    return kvlane::Status::InvalidArgument("control: a message nested too deeply");
+  }
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     return kvlane::Status::InvalidArgument("control: malformed message");
@@ -390,7 +400,8 @@ kvlane::Result<nlohmann::json> ControlChannel::ExpectOneOf(const std::vector<std
   if (std::find(types.begin(), types.end(), got) == types.end()) {
     std::string wanted;
     for (const std::string& t : types) wanted += (wanted.empty() ? "'" : " or '") + t + "'";
-    return kvlane::Status::InvalidArgument("control: expected " + wanted + ", got '" + got + "'");
+    return kvlane::Status::InvalidArgument("control: expected " + wanted + ", got '" +
+                                           Printable(got, 64) + "'");
   }
   return j;
 }

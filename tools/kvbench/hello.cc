@@ -11,7 +11,11 @@ using nlohmann::json;
 
 kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
   auto integer = [&m](const char* key) { return TypedField<int64_t>(m, key); };
-  auto text = [&m](const char* key) { return TypedField<std::string>(m, key); };
+  // Kept to printable ASCII and cut: each goes into messages and documents.
+  auto text = [&m](const char* key) -> std::optional<std::string> {
+    auto t = TypedField<std::string>(m, key);
+    return t ? std::optional(Printable(*t, 255)) : std::nullopt;
+  };
   const std::optional<int64_t> protocol = integer("protocol");
   if (protocol != kControlProtocol) {
     return kvlane::Status::InvalidArgument(fmt::format(
@@ -34,7 +38,8 @@ kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
   auto devices = m.find("devices");
   if (devices != m.end() && devices->is_array()) {
     for (const json& d : *devices) {
-      if (d.is_string()) peer->devices.push_back(d.get<std::string>());
+      if (d.is_string() && peer->devices.size() < 64)
+        peer->devices.push_back(Printable(d.get<std::string>(), 255));
     }
   }
   return kvlane::Status::Ok();

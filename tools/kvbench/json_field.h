@@ -2,10 +2,12 @@
 // field that is missing or of another type reads as absent, never throws.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 namespace kvbench {
@@ -49,6 +51,31 @@ inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max
                             const std::string& absent) {
   std::optional<std::string> text = TypedField<std::string>(m, key);
   return text.has_value() ? Printable(*text, max_bytes) : absent;
+}
+
+// The deepest nesting of arrays and objects in JSON text `text` (brackets
+// inside strings do not count), found without parsing: a peer's message nested
+// deeper than a limit is refused before nlohmann's recursive dump or copy of it
+// could overflow the stack. Linear; malformed text is the parser's to refuse.
+inline int JsonDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if (c == ']' || c == '}') --depth;
+  }
+  return deepest;
 }
 
 // A peer's JSON value fit to quote: its compact text as Printable.

@@ -124,7 +124,7 @@ bool RowRunner::Stopping() {
   if (type == "stopped") {
     peer_stop_ = PeerSignal(*m);
   } else {
-    StopRun(m.ok() ? "control: unexpected '" + type + "' from the target"
+    StopRun(m.ok() ? "control: unexpected '" + Printable(type, 64) + "' from the target"
                    : "control: " + m.status().ToString());
   }
   return true;
@@ -272,7 +272,7 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
     return json::object();
   }
   target_waits_since_ = Clock::now();  // it waits for this rank's next message from here
-  if (m->value("type", "") != "stopped") return m.value();
+  if (m->value("type", "") != "stopped") return std::move(m).value();
   peer_stop_ = PeerSignal(*m);
   return std::nullopt;
 }
@@ -347,7 +347,7 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
   if (row->verdict == Verdict::kFail) return true;
   row->verdict =
       Combine(mine, ParseLocalCheck(TypedField<std::string>(*verdict, "local").value_or("")));
-  std::string theirs = TypedField<std::string>(*verdict, "detail").value_or("");
+  std::string theirs = PeerText(*verdict, "detail", 512, "");
   row->verify_detail = detail + (detail.empty() || theirs.empty() ? "" : "; ") + theirs;
   return true;
 }

@@ -400,7 +400,13 @@ kvlane::Status Session::ExchangeMetadata() {
     return control_->Send({{"type", "ready"}, {"transport", transport_used_}});
   }
   KVLANE_ASSIGN_OR_RETURN(json ready, control_->Expect("ready"));
-  transport_used_ = PeerText(ready, "transport", 32, "");
+  // The initiator refuses any transport but the agreed one; so does this rank.
+  if (TypedField<std::string>(ready, "transport") != path_.transport) {
+    return kvlane::Status::InvalidArgument(
+        "the initiator's engine reached this rank by another transport than the agreed " +
+        path_.transport);
+  }
+  transport_used_ = path_.transport;
   return kvlane::Status::Ok();
 }
 

@@ -58,8 +58,8 @@ kvlane::Status TargetLoop::Run() {
     if (type == "done") {
       initiator_valid_ = TypedField<bool>(m, "valid").value_or(true);
       complete_ = TypedField<bool>(m, "complete").value_or(true);
-      stopped_by_ = TypedField<std::string>(m, "stopped_by").value_or("");
-      stopped_rank_ = TypedField<std::string>(m, "stopped_rank").value_or("");
+      stopped_by_ = PeerText(m, "stopped_by", 32, "");
+      stopped_rank_ = PeerText(m, "stopped_rank", 32, "");
       return s_->control().Send({{"type", "bye"}});
     }
     if (type == "error")
@@ -70,9 +70,10 @@ kvlane::Status TargetLoop::Run() {
     }
     // Sent before the initiator read our "stopped": it abandons the row instead.
     if (told_stop_ && (type == "row" || type == "ref" || type == "check")) continue;
-    kvlane::Status s = type == "row"   ? HandleRow(m)
-                       : type == "ref" ? HandleReference(m)
-                                       : kvlane::Status::InvalidArgument("unexpected " + type);
+    kvlane::Status s = type == "row" ? HandleRow(m)
+                       : type == "ref"
+                           ? HandleReference(m)
+                           : kvlane::Status::InvalidArgument("unexpected " + Printable(type, 64));
     if (s.ok() || EndedEarly(s)) continue;
     // Tells the initiator why, unless the connection was aborted.
     (void)s_->control().Send({{"type", "error"}, {"message", s.message()}});

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "json_field.h"
+
 namespace kvbench {
 namespace {
 
@@ -140,6 +142,35 @@ TEST(ControlChannel, ExpectOneOfTakesAnyOfItsTypes) {
   m = p.b->ExpectOneOf({"ready", "stopped"});
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(), "control: expected 'ready' or 'stopped', got 'verdict'");
+}
+
+// JsonDepth counts arrays and objects, not brackets inside strings.
+TEST(ControlChannel, JsonDepthCountsNestingOutsideStrings) {
+  EXPECT_EQ(JsonDepth(R"({"type":"x"})"), 1);
+  EXPECT_EQ(JsonDepth(R"({"a":[{"b":[1,2]},[]]})"), 4);
+  EXPECT_EQ(JsonDepth(R"({"a":"[[[{{{\"[[["})"), 1);
+  EXPECT_EQ(JsonDepth("7"), 0);
+}
+
+// A peer's message nested deeper than any kvbench sends is refused before it is
+// parsed: nlohmann's dump and copy of a value recurse, so [[[[...]]]] 100,000
+// levels deep would overflow the stack of whoever quoted it.
+TEST(ControlChannel, AMessageNestedTooDeeplyIsRefused) {
+  Pair p = Connect();
+  auto& a = p.a;
+  auto& b = p.b;
+  std::string deep =
+      "{\"type\":\"x\",\"v\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  const uint32_t len = htonl(static_cast<uint32_t>(deep.size()));
+  ASSERT_TRUE(a->SendRaw(&len, sizeof(len)).ok());
+  ASSERT_TRUE(a->SendRaw(deep.data(), deep.size()).ok());
+  auto got = b->Receive();
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(got.status().message().find("nested too deeply"), std::string::npos);
+  ASSERT_TRUE(
+      a->Send({{"type", "plan"}, {"plan", {{"points", {{{"demand", {{{"n", 1}}}}}}}}}}).ok());
+  EXPECT_TRUE(b->Receive().ok()) << "a message as deep as kvbench's own is taken";
 }
 
 TEST(ControlChannel, NoListenerTimesOutOnConnect) {

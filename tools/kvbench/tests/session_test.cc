@@ -230,6 +230,14 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
   odd["devices"] = "host";
   ASSERT_TRUE(ReadHello(1, odd, &peer).ok());
   EXPECT_TRUE(peer.devices.empty());
+  // Text goes into messages and documents: printable ASCII, cut at 255 bytes.
+  odd["hostname"] = "h\x1b[2J" + std::string(1000, 'x');
+  odd["devices"] = std::vector<std::string>(1000, "cuda:0\n");
+  ASSERT_TRUE(ReadHello(1, odd, &peer).ok());
+  EXPECT_EQ(peer.hostname.substr(0, 6), "h?[2Jx");
+  EXPECT_EQ(peer.hostname.size(), 255u + 3);  // and "..."
+  EXPECT_EQ(peer.devices.size(), 64u);
+  EXPECT_EQ(peer.devices[0], "cuda:0?");
 
   for (const nlohmann::json& rank : {nlohmann::json("zero"), nlohmann::json(1), nlohmann::json(-1),
                                      nlohmann::json(0.0), nlohmann::json()}) {
@@ -292,12 +300,20 @@ TEST(SessionHandshake, APeersMalformedMessagesEndTheOpenWithAnError) {
   };
   struct Scene {
     nlohmann::json path;  // null: rank 1's own, swapped (agreed)
+    nlohmann::json plan;  // null: rank 1's own (agreed)
+    std::vector<std::string> flags;
     std::string says;
   };
   const std::string long_text(4000, '\x01');
-  for (const Scene& scene : {Scene{7, "disagree on the data path"},
-                             Scene{{{"transport", long_text}}, "disagree on the data path"},
-                             Scene{nullptr, "disagree on the plan"}}) {
+  const std::vector<std::string> tcp = {"--transport", "tcp"};
+  // An empty --pool-budget leaves it automatic: the peer's budget message is read.
+  const std::vector<std::string> automatic = {"--transport", "tcp", "--pool-budget", ""};
+  for (const Scene& scene :
+       {Scene{7, nullptr, tcp, "disagree on the data path"},
+        Scene{{{"transport", long_text}}, nullptr, tcp, "disagree on the data path"},
+        Scene{nullptr, 5, tcp, "disagree on the plan"},
+        Scene{nullptr, 5, automatic, "disagree on the plan"},
+        Scene{nullptr, nullptr, tcp, "disagree on --seed (this rank 1, peer none)"}}) {
     const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
     auto fake = FakeTarget(peer, [&](const nlohmann::json& m) -> nlohmann::json {
       const std::string type = m.value("type", "");
@@ -305,10 +321,13 @@ TEST(SessionHandshake, APeersMalformedMessagesEndTheOpenWithAnError) {
         return {{"type", "path"}, {"path", scene.path.is_null() ? swapped(m["path"]) : scene.path}};
       if (type == "budget")
         return {{"type", "budget"}, {"auto", "yes"}, {"device", "x"}, {"host_budget", -5}};
-      if (type == "plan") return {{"type", "plan"}, {"plan", 5}, {"seed", "1"}};
+      if (type == "plan")
+        return {{"type", "plan"},
+                {"plan", scene.plan.is_null() ? m["plan"] : scene.plan},
+                {"seed", "1"}};
       return nullptr;
     });
-    auto opened = Session::Open(RankConfig(1, peer, {}));
+    auto opened = Session::Open(RankConfig(1, peer, scene.flags));
     ASSERT_FALSE(opened.ok()) << scene.says;
     EXPECT_EQ(opened.status().code(), kvlane::Code::kInvalidArgument) << opened.status().ToString();
     EXPECT_NE(opened.status().message().find(scene.says), std::string::npos)
