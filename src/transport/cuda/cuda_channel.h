@@ -209,6 +209,8 @@ class CudaChannel final : public Channel {
   // with) are no longer registered, and marks them revoked: revocations sent
   // before this connection was authenticated never reached it.
   Status CheckLiveKeys(const AgentMeta& peer);
+  // Makes `batch` the check in flight and sends it by `by`; its number. `awaited`:
+  // the control thread reads the answer (recorded before the send).
   Result<uint64_t> SendLiveCheck(std::span<const uint64_t> batch, bool awaited, Deadline by);
   void TakeLiveReply(const std::string& gone);
   void RetireRevoked();
