@@ -10,7 +10,12 @@
 #include <string_view>
 #include <type_traits>
 
+#include "common/json_text.h"
+
 namespace kvbench {
+
+using kvlane_tools::JsonDepth;
+using kvlane_tools::Printable;
 
 // m[key] when m is an object holding it with T's JSON type (bool, an integer, a
 // non-negative integer for uint64_t, a string), else nullopt.
@@ -36,46 +41,10 @@ std::optional<T> TypedField(const nlohmann::json& m, const char* key) {
 // A peer's free text (a signal's name) fit to quote in a message or a document:
 // m[key] when it is a string, each byte that is not printable ASCII replaced by '?'
 // and cut to `max_bytes` ("..." then ends it); `absent` when missing or not a string.
-// `text` with each byte that is not printable ASCII replaced by '?', cut to
-// `max_bytes` ("..." then ends it).
-inline std::string Printable(const std::string& text, size_t max_bytes) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() == max_bytes) return out + "...";
-    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
-  }
-  return out;
-}
-
 inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max_bytes,
                             const std::string& absent) {
   std::optional<std::string> text = TypedField<std::string>(m, key);
   return text.has_value() ? Printable(*text, max_bytes) : absent;
-}
-
-// The deepest nesting of arrays and objects in JSON text `text` (brackets
-// inside strings do not count), found without parsing: a peer's message nested
-// deeper than a limit is refused before nlohmann's recursive dump or copy of it
-// could overflow the stack. Linear; malformed text is the parser's to refuse.
-inline int JsonDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') in_string = true;
-    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    if (c == ']' || c == '}') --depth;
-  }
-  return deepest;
 }
 
 // A peer's JSON value fit to quote: its compact text as Printable.

@@ -83,7 +83,16 @@ kvlane::Result<std::string> ControlLink::Await(const std::string& peer,
   const auto deadline = Clock::now() + timeout;
   std::chrono::microseconds pause(10);
   for (;;) {
-    for (auto& n : agent_->TakeNotifications()) inbox_[n.peer].push_back(std::move(n.bytes));
+    for (auto& n : agent_->TakeNotifications()) {
+      // A peer answers one message at a time: a queue this long is a flood, and
+      // names beyond the group's are dropped (the inbox stays bounded).
+      auto it = inbox_.find(n.peer);
+      if (it == inbox_.end() && inbox_.size() >= kMaxPeers) continue;
+      auto& from = inbox_[n.peer];
+      if (from.size() >= kMaxQueued)
+        return kvlane::Status::InvalidArgument("more than 1,024 unanswered messages from a peer");
+      from.push_back(std::move(n.bytes));
+    }
     auto& q = inbox_[peer];
     if (!q.empty()) {
       std::string m = std::move(q.front());

@@ -25,8 +25,13 @@ class ControlLink {
  public:
   explicit ControlLink(kvlane::Agent* agent) : agent_(agent) {}
   kvlane::Status Send(const std::string& peer, const std::string& message);
-  // The next message from `peer`, waiting at most `timeout`.
+  // The next message from `peer`, waiting at most `timeout`. Messages of other
+  // peers are kept for their Await: from at most kMaxPeers names (others are
+  // dropped), at most kMaxQueued each (more is kInvalidArgument: a flood).
   kvlane::Result<std::string> Await(const std::string& peer, std::chrono::milliseconds timeout);
+
+  static constexpr size_t kMaxPeers = 64;
+  static constexpr size_t kMaxQueued = 1024;
 
  private:
   kvlane::Agent* agent_;

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "buffers.h"
+#include "result_check.h"
 #include "spawn.h"
 #include "stop_signal.h"
 #include "worker.h"
@@ -89,6 +90,7 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace), Stopping)}};
   const auto ran = Clock::now() - start;
   auto res = ReadJsonFile(ResultPath(dir));
+  if (res.ok()) res = CheckedResult(std::move(res).value(), spec);  // then of the expected types
   // A source exits 1 when its result says the run failed (a payload did not verify).
   const int source_expected = res.ok() && !res->value("ok", false) ? 1 : 0;
   bool clean = codes["source"] == source_expected;

@@ -1,6 +1,7 @@
 #include "source_rig.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "worker.h"
 
@@ -30,7 +31,12 @@ kvlane::Result<std::vector<uint64_t>> MeetTargets(SourceRig& rig, const std::str
                             AwaitFile(TargetAddrPath(dir, i), SpecTimeout(rig.spec)));
     KVLANE_ASSIGN_OR_RETURN(std::string name, rig.agent->LoadPeer(blob));
     if (name != TargetName(i)) return kvlane::Status::InvalidArgument("unexpected peer " + name);
-    base.push_back(std::stoull(addr));
+    uint64_t at = 0;  // the target's buffer address, as decimal digits (target.cc)
+    const auto [end, ec] = std::from_chars(addr.data(), addr.data() + addr.size(), at);
+    if (addr.empty() || ec != std::errc() || end != addr.data() + addr.size())
+      return kvlane::Status::InvalidArgument("target " + std::to_string(i) +
+                                             "'s address file is not a number");
+    base.push_back(at);
   }
   KVLANE_ASSIGN_OR_RETURN(std::string self, rig.agent->ExportMetadata());
   KVLANE_RETURN_IF_ERROR(WriteFileAtomic(SourceMetaPath(dir), self));

@@ -1,7 +1,9 @@
 #include "spec.h"
 
+#include <filesystem>
 #include <fstream>
 
+#include "common/json_text.h"
 #include "control.h"
 
 namespace lanebench {
@@ -18,9 +20,22 @@ kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::ordered_js
 }
 
 kvlane::Result<nlohmann::json> ReadJsonFile(const std::string& path) {
-  std::ifstream in(path);
+  // Written by another process: bounded before it is read (a result of 10^5
+  // iterations is a few MiB), and nested no deeper than the files lanebench
+  // writes (nlohmann's copy and dump of a value recurse).
+  constexpr uintmax_t kMaxBytes = 256u << 20;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) return kvlane::Status::NotFound("cannot open " + path);
+  if (size > kMaxBytes) return kvlane::Status::InvalidArgument(path + " is larger than 256 MiB");
+  std::ifstream in(path, std::ios::binary);
   if (!in) return kvlane::Status::NotFound("cannot open " + path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(size));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (kvlane_tools::JsonDepth(text) > 32)
+    return kvlane::Status::InvalidArgument(path + " is nested too deeply");
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return kvlane::Status::InvalidArgument("malformed JSON in " + path);
   return j;
 }

@@ -1,13 +1,13 @@
 // The target role: owns one buffer, answers the source's fill and verify
 // requests (outside the source's timed region) until told to quit.
 #include <cstdio>
-#include <sstream>
 #include <vector>
 
 #include "buffers.h"
 #include "control.h"
 #include "fault.h"
 #include "oracle.h"
+#include "request.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -20,15 +20,11 @@ struct TargetState {
   std::vector<uint8_t> staging;
 };
 
-// "fill|verify|flip <epoch> <source-rank> <offset> <len>" -> the reply to send. "flip"
-// (--inject-fault, fault.h) flips the middle byte of what landed there.
+// A request (request.h) -> the reply to send. "flip" (--inject-fault, fault.h)
+// flips the middle byte of what landed there.
 kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
-  std::istringstream in(message);
-  std::string cmd;
-  uint64_t epoch = 0, off = 0, len = 0;
-  uint32_t src = 0;
-  if (!(in >> cmd >> epoch >> src >> off >> len) || len < kMarkerBytes || off + len > t.bytes)
-    return kvlane::Status::InvalidArgument("bad control message '" + message + "'");
+  KVLANE_ASSIGN_OR_RETURN(const TargetRequest r, ParseRequest(message, t.bytes));
+  const auto& [cmd, epoch, src, off, len] = r;
   const std::string e = " " + std::to_string(epoch);
   if (cmd == "fill") {
     FillPayload(t.staging.data(), len, src, epoch);
@@ -39,7 +35,6 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
     KVLANE_RETURN_IF_ERROR(FlipByteAt(*t.space, t.buf + off, len / 2));
     return "flipped" + e;
   }
-  if (cmd != "verify") return kvlane::Status::InvalidArgument("unknown command '" + cmd + "'");
   KVLANE_RETURN_IF_ERROR(t.space->Download(t.staging.data(), t.buf + off, len));
   int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch);
   return bad < 0 ? "ok" + e : "bad" + e + " " + std::to_string(bad);
