@@ -10,6 +10,10 @@
 
 namespace kvlane_tools {
 
+// The deepest nesting a tool takes in JSON from another process: deeper than
+// any message or file the tools write (kvbench's plan: 6 levels).
+inline constexpr int kMaxJsonDepth = 32;
+
 // `text` with each byte that is not printable ASCII replaced by '?', cut to
 // `max_bytes` ("..." then ends it).
 inline std::string Printable(const std::string& text, size_t max_bytes) {

@@ -21,8 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxMessage = 256u << 20;
-// Deeper than any message kvbench sends (the plan: 5 levels).
-constexpr int kMaxMessageDepth = 32;
 
 kvlane::Status Errno(const std::string& what) {
   return kvlane::Status::Backend("control: " + what + ": " + std::strerror(errno));
@@ -372,7 +370,7 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
     body.resize(at + step);
     KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data() + at, step));
   }
-  if (JsonDepth(body) > kMaxMessageDepth) {
+  if (JsonDepth(body) > kvlane_tools::kMaxJsonDepth) {
     return kvlane::Status::InvalidArgument("control: a message nested too deeply");
   }
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);

@@ -34,14 +34,7 @@ kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
   peer->rank = 1 - my_rank;
   peer->role = text("role").value_or("");
   peer->hostname = text("hostname").value_or("");
-  peer->devices.clear();
-  auto devices = m.find("devices");
-  if (devices != m.end() && devices->is_array()) {
-    for (const json& d : *devices) {
-      if (d.is_string() && peer->devices.size() < 64)
-        peer->devices.push_back(Printable(d.get<std::string>(), 255));
-    }
-  }
+  peer->devices = PeerStrings(FieldOrNull(m, "devices"), 64, 255);
   return kvlane::Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "common/json_text.h"
 
@@ -50,6 +51,18 @@ inline std::string PeerText(const nlohmann::json& m, const char* key, size_t max
 // A peer's JSON value fit to quote: its compact text as Printable.
 inline std::string PeerJson(const nlohmann::json& v, size_t max_bytes) {
   return Printable(v.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace), max_bytes);
+}
+
+// The strings of a peer's array `list` (its other elements skipped), at most
+// `max_items` of them, each as Printable of `max_bytes`; none when not an array.
+inline std::vector<std::string> PeerStrings(const nlohmann::json& list, size_t max_items,
+                                            size_t max_bytes) {
+  std::vector<std::string> out;
+  if (!list.is_array()) return out;
+  for (const nlohmann::json& s : list)
+    if (s.is_string() && out.size() < max_items)
+      out.push_back(Printable(s.get<std::string>(), max_bytes));
+  return out;
 }
 
 // m[key] when m is an object holding it, else null (never throws, never inserts).

@@ -379,11 +379,8 @@ kvlane::Status Session::ExchangeMetadata() {
   remote_base_ = TypedField<uint64_t>(m, "pool_base").value_or(0);
   remote_device_ = static_cast<int>(std::clamp<int64_t>(
       TypedField<int64_t>(m, "device").value_or(0), -1, std::numeric_limits<int>::max()));
-  if (const json& devices = FieldOrNull(m, "devices"); devices.is_array()) {
-    peer_info_.devices.clear();
-    for (const json& d : devices)
-      if (d.is_string()) peer_info_.devices.push_back(Printable(d.get<std::string>(), 128));
-  }
+  if (const json& devices = FieldOrNull(m, "devices"); devices.is_array())
+    peer_info_.devices = PeerStrings(devices, 64, 128);
   KVLANE_ASSIGN_OR_RETURN(
       peer_name_, agent_->LoadPeer(FromHex(TypedField<std::string>(m, "blob").value_or(""))));
   if (config_.rank == kInitiatorRank) {

@@ -25,8 +25,7 @@ kvlane::Result<Asked> ReadAsked(const json& m, const PlanPoint& p) {
   const std::string op = TypedField<std::string>(m, "op").value_or("");
   if (op != "push" && op != "pull")
     return kvlane::Status::InvalidArgument(
-        "control: the initiator asked for an op other than "
-        "push or pull");
+        "control: the initiator asked for an op other than push or pull");
   a.push = op == "push";
   const std::optional<uint64_t> batch = TypedField<uint64_t>(m, "batch");
   if (!batch.has_value() ||
@@ -39,8 +38,7 @@ kvlane::Result<Asked> ReadAsked(const json& m, const PlanPoint& p) {
       FieldOrNull(m, "reps").is_null() ? 1 : TypedField<int64_t>(m, "reps");
   if (!reps.has_value() || *reps < 0 || *reps > kMaxReps)
     return kvlane::Status::InvalidArgument(
-        "control: the initiator asked for a reference rep "
-        "count out of range");
+        "control: the initiator asked for a reference rep count out of range");
   a.reps = static_cast<int>(*reps);
   return a;
 }

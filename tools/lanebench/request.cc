@@ -1,20 +1,11 @@
 #include "request.h"
 
-#include <charconv>
 #include <vector>
 
 #include "oracle.h"
 
 namespace lanebench {
 namespace {
-
-// All of `text` as plain decimal digits fitting T (no sign, no space, no rest).
-template <typename T>
-bool ParseDigits(std::string_view text, T* out) {
-  if (text.empty() || text.front() < '0' || text.front() > '9') return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
 
 std::vector<std::string_view> Fields(std::string_view s) {
   std::vector<std::string_view> out;

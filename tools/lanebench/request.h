@@ -4,6 +4,7 @@
 // inside its buffer. Pure logic; thread-safe.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -25,5 +26,14 @@ struct TargetRequest {
 // `buffer_bytes` (no sum that wraps). kInvalidArgument naming what is wrong but
 // quoting no peer text.
 kvlane::Result<TargetRequest> ParseRequest(std::string_view message, uint64_t buffer_bytes);
+
+// All of `text` as plain decimal digits fitting T (no sign, space or rest): a
+// number one lanebench process wrote for another (a request, an address file).
+template <typename T>
+bool ParseDigits(std::string_view text, T* out) {
+  if (text.empty() || text.front() < '0' || text.front() > '9') return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
 
 }  // namespace lanebench

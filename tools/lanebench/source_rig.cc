@@ -1,8 +1,8 @@
 #include "source_rig.h"
 
 #include <algorithm>
-#include <charconv>
 
+#include "request.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -32,8 +32,7 @@ kvlane::Result<std::vector<uint64_t>> MeetTargets(SourceRig& rig, const std::str
     KVLANE_ASSIGN_OR_RETURN(std::string name, rig.agent->LoadPeer(blob));
     if (name != TargetName(i)) return kvlane::Status::InvalidArgument("unexpected peer " + name);
     uint64_t at = 0;  // the target's buffer address, as decimal digits (target.cc)
-    const auto [end, ec] = std::from_chars(addr.data(), addr.data() + addr.size(), at);
-    if (addr.empty() || ec != std::errc() || end != addr.data() + addr.size())
+    if (!ParseDigits(addr, &at))
       return kvlane::Status::InvalidArgument("target " + std::to_string(i) +
                                              "'s address file is not a number");
     base.push_back(at);

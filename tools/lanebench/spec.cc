@@ -33,7 +33,7 @@ kvlane::Result<nlohmann::json> ReadJsonFile(const std::string& path) {
   std::string text(static_cast<size_t>(size), '\0');
   in.read(text.data(), static_cast<std::streamsize>(size));
   text.resize(static_cast<size_t>(in.gcount()));
-  if (kvlane_tools::JsonDepth(text) > 32)
+  if (kvlane_tools::JsonDepth(text) > kvlane_tools::kMaxJsonDepth)
     return kvlane::Status::InvalidArgument(path + " is nested too deeply");
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return kvlane::Status::InvalidArgument("malformed JSON in " + path);
