@@ -59,8 +59,7 @@ kvlane::Status CheckWritable(const std::string& path) {
   return kvlane::Status::Ok();
 }
 
-kvlane::Result<std::string> AwaitFile(const std::string& path, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+kvlane::Result<std::string> AwaitFile(const std::string& path, Clock::time_point deadline) {
   std::chrono::microseconds pause(10);
   for (;;) {
     std::ifstream in(path, std::ios::binary);
@@ -79,8 +78,7 @@ kvlane::Status ControlLink::Send(const std::string& peer, const std::string& mes
 }
 
 kvlane::Result<std::string> ControlLink::Await(const std::string& peer,
-                                               std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
+                                               Clock::time_point deadline) {
   std::chrono::microseconds pause(10);
   for (;;) {
     for (auto& n : agent_->TakeNotifications()) {

@@ -40,7 +40,7 @@ kvlane::Status FlipOneReceivedByte(SourceRig& rig, uint64_t epoch) {
                            std::to_string(x.spec.bytes);
   KVLANE_RETURN_IF_ERROR(rig.link->Send(TargetName(x.spec.peer), flip));
   KVLANE_ASSIGN_OR_RETURN(std::string reply,
-                          rig.link->Await(TargetName(x.spec.peer), SpecTimeout(rig.spec)));
+                          rig.link->Await(TargetName(x.spec.peer), rig.deadline));
   if (reply != "flipped " + e) {
     return kvlane::Status::Backend(x.spec.name + ": target replied '" + reply + "' to flip");
   }

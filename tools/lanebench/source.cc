@@ -140,7 +140,7 @@ kvlane::Result<std::string> AskTargets(SourceRig& rig, const char* cmd, uint64_t
   const std::string want = std::string(expect) + " " + std::to_string(epoch);
   for (const SourceXfer& x : rig.xfers) {
     KVLANE_ASSIGN_OR_RETURN(std::string reply,
-                            rig.link->Await(TargetName(x.spec.peer), SpecTimeout(rig.spec)));
+                            rig.link->Await(TargetName(x.spec.peer), rig.deadline));
     if (reply != want && failure.empty())
       failure = x.spec.name + ": target replied '" + reply + "'";
   }

@@ -25,10 +25,8 @@ kvlane::Status AllocateLocal(SourceRig& rig) {
 kvlane::Result<std::vector<uint64_t>> MeetTargets(SourceRig& rig, const std::string& dir) {
   std::vector<uint64_t> base;
   for (int i = 0; i < static_cast<int>(rig.spec.target_bytes.size()); ++i) {
-    KVLANE_ASSIGN_OR_RETURN(std::string blob,
-                            AwaitFile(TargetMetaPath(dir, i), SpecTimeout(rig.spec)));
-    KVLANE_ASSIGN_OR_RETURN(std::string addr,
-                            AwaitFile(TargetAddrPath(dir, i), SpecTimeout(rig.spec)));
+    KVLANE_ASSIGN_OR_RETURN(std::string blob, AwaitFile(TargetMetaPath(dir, i), rig.deadline));
+    KVLANE_ASSIGN_OR_RETURN(std::string addr, AwaitFile(TargetAddrPath(dir, i), rig.deadline));
     KVLANE_ASSIGN_OR_RETURN(std::string name, rig.agent->LoadPeer(blob));
     if (name != TargetName(i)) return kvlane::Status::InvalidArgument("unexpected peer " + name);
     uint64_t at = 0;  // the target's buffer address, as decimal digits (target.cc)
@@ -65,6 +63,7 @@ kvlane::Result<std::unique_ptr<SourceRig>> SetUpSource(const RunSpec& spec,
                                                        const std::string& dir) {
   auto rig = std::make_unique<SourceRig>();
   rig->spec = spec;
+  rig->deadline = RunDeadline(spec);
   rig->op = spec.op == "read" ? kvlane::Op::kRead : kvlane::Op::kWrite;
   KVLANE_ASSIGN_OR_RETURN(rig->space, MakeBufferSpace(spec.memory, /*role=*/0));
   KVLANE_ASSIGN_OR_RETURN(rig->agent, MakeAgent(spec, "source"));

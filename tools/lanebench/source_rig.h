@@ -2,6 +2,7 @@
 // run. Built once by SetUpSource; driven by source.cc.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct SourceRig {
   std::vector<SourceXfer> xfers;
   std::vector<uint8_t> staging;  // host copy for fills and checks
   std::string transport;         // what the engine chose for the peers
+  // Every wait of the run ends by it (RunDeadline, taken when the rig is set up).
+  std::chrono::steady_clock::time_point deadline;
 };
 
 // Creates the agent, registers buffers, meets the targets and prepares every

@@ -40,10 +40,11 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
   return bad < 0 ? "ok" + e : "bad" + e + " " + std::to_string(bad);
 }
 
-kvlane::Status ServeLoop(kvlane::Agent* agent, TargetState& t, std::chrono::milliseconds timeout) {
+kvlane::Status ServeLoop(kvlane::Agent* agent, TargetState& t,
+                         std::chrono::steady_clock::time_point deadline) {
   ControlLink link(agent);
   for (;;) {
-    KVLANE_ASSIGN_OR_RETURN(std::string m, link.Await("source", timeout));
+    KVLANE_ASSIGN_OR_RETURN(std::string m, link.Await("source", deadline));
     if (m == "quit") return kvlane::Status::Ok();
     KVLANE_ASSIGN_OR_RETURN(std::string reply, Handle(t, m));
     KVLANE_RETURN_IF_ERROR(link.Send("source", reply));
@@ -52,6 +53,7 @@ kvlane::Status ServeLoop(kvlane::Agent* agent, TargetState& t, std::chrono::mill
 
 kvlane::Status Serve(const std::string& dir, int index) {
   KVLANE_ASSIGN_OR_RETURN(RunSpec spec, ReadSpec(dir));
+  const auto deadline = RunDeadline(spec);
   KVLANE_RETURN_IF_ERROR(EnterWorkerCpus(spec));  // before any thread starts (CUDA's too)
   if (index < 0 || index >= static_cast<int>(spec.target_bytes.size()))
     return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
@@ -66,10 +68,9 @@ kvlane::Status Serve(const std::string& dir, int index) {
                                          std::to_string(reinterpret_cast<uintptr_t>(t.buf))));
   KVLANE_ASSIGN_OR_RETURN(std::string blob, agent->ExportMetadata());
   KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetMetaPath(dir, index), blob));
-  KVLANE_ASSIGN_OR_RETURN(std::string source_blob,
-                          AwaitFile(SourceMetaPath(dir), SpecTimeout(spec)));
+  KVLANE_ASSIGN_OR_RETURN(std::string source_blob, AwaitFile(SourceMetaPath(dir), deadline));
   KVLANE_RETURN_IF_ERROR(agent->LoadPeer(source_blob).status());
-  return ServeLoop(agent.get(), t, SpecTimeout(spec));
+  return ServeLoop(agent.get(), t, deadline);
 }
 
 }  // namespace

@@ -17,6 +17,10 @@ std::chrono::milliseconds SpecTimeout(const RunSpec& spec) {
   return std::chrono::milliseconds(static_cast<int64_t>(spec.timeout_s * 1000));
 }
 
+std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec) {
+  return std::chrono::steady_clock::now() + SpecTimeout(spec);
+}
+
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name) {
   kvlane::AgentOptions o;

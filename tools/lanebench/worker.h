@@ -26,6 +26,11 @@ std::string SourceMetaPath(const std::string& dir);
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name);
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
+// When a worker started now must be done: now + SpecTimeout(spec), the moment
+// the orchestrator kills it. A worker takes this once, first thing, and every
+// wait of its run (files, control messages) ends by it: a peer answering just
+// in time each round cannot stretch the run past it.
+std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec);
 // When pinning: the calling thread (the worker's main thread, first thing)
 // and every thread started from it run on spec.worker_cpus.
 kvlane::Status EnterWorkerCpus(const RunSpec& spec);

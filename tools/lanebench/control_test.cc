@@ -1,0 +1,100 @@
+// The control plane's waits: every wait of a worker's run ends by one deadline,
+// taken when the run starts, so a peer that answers just in time each round
+// cannot stretch the run past it.
+#include "control.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "kvlane/agent.h"
+
+namespace lanebench {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+std::unique_ptr<kvlane::Agent> LocalAgent(const std::string& name) {
+  kvlane::AgentOptions o;
+  o.name = name;
+  o.transports = {"local"};
+  auto a = kvlane::Agent::Create(o);
+  EXPECT_TRUE(a.ok()) << a.status().ToString();
+  return a.ok() ? std::move(a.value()) : nullptr;
+}
+
+class ControlLinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    source_ = LocalAgent("source");
+    target_ = LocalAgent("target0");
+    ASSERT_TRUE(source_ && target_);
+    auto blob = target_->ExportMetadata();
+    ASSERT_TRUE(blob.ok());
+    ASSERT_TRUE(source_->LoadPeer(blob.value()).ok());
+    blob = source_->ExportMetadata();
+    ASSERT_TRUE(blob.ok());
+    ASSERT_TRUE(target_->LoadPeer(blob.value()).ok());
+  }
+  std::unique_ptr<kvlane::Agent> source_, target_;
+};
+
+// The second wait of a run whose deadline has passed ends at once: it does not
+// get the run's whole time again.
+TEST_F(ControlLinkTest, AWaitAfterTheRunsDeadlineEndsAtOnce) {
+  ControlLink link(source_.get());
+  const auto deadline = Clock::now() + 300ms;
+  auto first = link.Await("target0", deadline);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), kvlane::Code::kTimeout);
+  EXPECT_GE(Clock::now(), deadline);
+  const auto second_from = Clock::now();
+  auto second = link.Await("target0", deadline);
+  const auto second_took = Clock::now() - second_from;
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), kvlane::Code::kTimeout);
+  EXPECT_LT(second_took, 150ms) << "the second wait was given its own timeout";
+}
+
+// A message that came in is handed over even when the caller asks past the
+// deadline: the deadline bounds the wait, not what has already arrived.
+TEST_F(ControlLinkTest, AMessageThatCameInIsHandedOverPastTheDeadline) {
+  ControlLink link(source_.get());
+  ASSERT_TRUE(ControlLink(target_.get()).Send("source", "ready 1").ok());
+  const auto until = Clock::now() + 10s;
+  kvlane::Result<std::string> got = kvlane::Status::Timeout("not yet");
+  while (!got.ok() && Clock::now() < until) {
+    got = link.Await("target0", Clock::now() - 1ms);  // passed: a look, no wait
+    if (!got.ok()) {
+      ASSERT_EQ(got.status().code(), kvlane::Code::kTimeout) << got.status().ToString();
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value(), "ready 1");
+}
+
+TEST(AwaitFile, AMissingFileIsATimeoutOnceTheDeadlinePasses) {
+  const std::string path = ::testing::TempDir() + "/lanebench_control_test.missing";
+  std::filesystem::remove(path);
+  const auto from = Clock::now();
+  auto got = AwaitFile(path, from + 200ms);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), kvlane::Code::kTimeout);
+  EXPECT_GE(Clock::now() - from, 200ms);
+  auto again = AwaitFile(path, from + 200ms);
+  EXPECT_EQ(again.status().code(), kvlane::Code::kTimeout);
+  EXPECT_LT(Clock::now() - from, 200ms + 150ms) << "the second wait was given its own timeout";
+  ASSERT_TRUE(WriteFileAtomic(path, "meta").ok());
+  auto present = AwaitFile(path, from);  // long past: an existing file is still read
+  ASSERT_TRUE(present.ok()) << present.status().ToString();
+  EXPECT_EQ(present.value(), "meta");
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace lanebench
