@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -66,21 +67,44 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     auto name = agent_->LoadPeer(Unhex(target_.Call("meta")));
     ASSERT_TRUE(name.ok()) << name.status().ToString();
   }
+  // The target's reply to the command line "<cmd> <addr> <len> <arg>".
+  std::string RemoteCall(const char* cmd, uint64_t addr, uint64_t len, uint64_t arg) {
+    return target_.Call(std::string(cmd) + " " + std::to_string(addr) + " " + std::to_string(len) +
+                        " " + std::to_string(arg));
+  }
   // Fills the target's [addr, addr + len) with the pattern of `seed`; "ok"
   // once the bytes landed there.
   std::string RemoteFill(uint64_t addr, uint64_t len, uint64_t seed) {
-    return target_.Call("fill " + std::to_string(addr) + " " + std::to_string(len) + " " +
-                        std::to_string(seed));
+    return RemoteCall("fill", addr, len, seed);
   }
   int64_t RemoteCheck(uint64_t addr, uint64_t len, uint64_t seed) {
-    return std::stoll(target_.Call("check " + std::to_string(addr) + " " + std::to_string(len) +
-                                   " " + std::to_string(seed)));
+    return std::stoll(RemoteCall("check", addr, len, seed));
+  }
+  // Sets the target's [addr, addr + len) to `byte`; "ok" once done.
+  std::string RemoteMemset(uint64_t addr, uint64_t len, uint8_t byte) {
+    return RemoteCall("memset", addr, len, byte);
+  }
+  // The first offset in the target's [addr, addr + len) not equal to `byte`; -1: none.
+  int64_t RemoteCheckByte(uint64_t addr, uint64_t len, uint8_t byte) {
+    return std::stoll(RemoteCall("checkbyte", addr, len, byte));
   }
   uint8_t* DevAlloc(uint64_t bytes) {
     void* p = nullptr;
     EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess);
     bufs_.push_back(p);
     return static_cast<uint8_t*>(p);
+  }
+  // Registers device memory [p, p + bytes) with agent_; call under ASSERT_NO_FATAL_FAILURE.
+  void Register(void* p, uint64_t bytes) {
+    auto region = agent_->RegisterMemory(p, bytes, MemoryKind::kCuda);
+    ASSERT_TRUE(region.ok()) << region.status().ToString();
+  }
+  // *p = DevAlloc(bytes), filled from `seed` if given, then registered; call under
+  // ASSERT_NO_FATAL_FAILURE.
+  void DevAllocRegistered(uint8_t** p, uint64_t bytes, std::optional<uint64_t> seed = {}) {
+    *p = DevAlloc(bytes);
+    if (seed) FillDevice(*p, bytes, *seed);
+    ASSERT_NO_FATAL_FAILURE(Register(*p, bytes));
   }
   XferHandle Make(Op op, const DescList& l, const DescList& r, std::string_view notif = {},
                   XferOptions xo = {}, const std::string& peer = "target") {
@@ -90,6 +114,19 @@ class CudaTransferTest : public ::testing::TestWithParam<std::string> {
     auto h = agent_->MakeTransfer(op, pl.value(), {}, pr.value(), {}, notif, xo);
     EXPECT_TRUE(h.ok()) << h.status().ToString();
     return h.ok() ? h.value() : XferHandle{};
+  }
+  // A list of the one descriptor [at, at + len); `at` is a pointer or an address.
+  template <typename At>
+  static DescList Contig(At at, uint64_t len, MemoryKind kind = MemoryKind::kCuda) {
+    DescList d{kind, {}};
+    d.Add(at, len);
+    return d;
+  }
+  // Make() over `len` bytes at device memory `local` and at the peer's `remote`.
+  XferHandle MakeOne(Op op, const void* local, uint64_t remote, uint64_t len,
+                     std::string_view notif = {}, XferOptions xo = {},
+                     const std::string& peer = "target") {
+    return Make(op, Contig(local, len), Contig(remote, len), notif, xo, peer);
   }
   std::string transport() const { return GetParam().starts_with("tcp_") ? "tcp" : "cuda"; }
   Status PostWait(XferHandle* h) {

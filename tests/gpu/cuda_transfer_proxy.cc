@@ -79,10 +79,7 @@ class CudaProxyTest : public CudaTransferTest {
     EXPECT_TRUE(agent_->RegisterMemory(w.src, bytes, MemoryKind::kCuda).ok());
     w.dst = Alloc(bytes);
     Load();
-    DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-    l.Add(w.src, bytes);
-    r.Add(w.dst.addr, bytes);
-    w.h = Make(Op::kWrite, l, r);
+    w.h = MakeOne(Op::kWrite, w.src, w.dst.addr, bytes);
     return w;
   }
 };
@@ -115,11 +112,9 @@ TEST_P(CudaProxyTest, SmallTransfersAreExactWithOneBlockAndFastRenewal) {
 void CudaProxyTest::ExactSmallTransfers(AgentOptions o, uint64_t min_launches) {
   MakeAgent(o);
   constexpr uint64_t kBytes = 1 << 20;
-  uint8_t* src = DevAlloc(kBytes);
-  uint8_t* back = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 21);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, kBytes, MemoryKind::kCuda).ok());
+  uint8_t *src = nullptr, *back = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 21));
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&back, kBytes));
   Remote dst = Alloc(kBytes);
   Load();
   const uint64_t sizes[] = {1, 15, 16, 17, 4096, 4099, 12345, 65536};
@@ -159,18 +154,12 @@ void CudaProxyTest::ExactSmallTransfers(AgentOptions o, uint64_t min_launches) {
 TEST_P(CudaProxyTest, SmallBehindBulkOnOneLaneRetiresInOrder) {
   MakeAgent(OneLane());
   constexpr uint64_t kBulk = 256 << 20, kSmall = 4096;
-  uint8_t* src = DevAlloc(kBulk + kSmall);
-  FillDevice(src, kBulk + kSmall, 33);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBulk + kSmall, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBulk + kSmall, 33));
   Remote dst = Alloc(kBulk + kSmall);
   Load();
-  DescList lb{MemoryKind::kCuda, {}}, rb{MemoryKind::kCuda, {}}, ls{MemoryKind::kCuda, {}},
-      rs{MemoryKind::kCuda, {}};
-  lb.Add(src, kBulk);
-  rb.Add(dst.addr, kBulk);
-  ls.Add(src + kBulk, kSmall);
-  rs.Add(dst.addr + kBulk, kSmall);
-  XferHandle hb = Make(Op::kWrite, lb, rb), hs = Make(Op::kWrite, ls, rs);
+  XferHandle hb = MakeOne(Op::kWrite, src, dst.addr, kBulk);
+  XferHandle hs = MakeOne(Op::kWrite, src + kBulk, dst.addr + kBulk, kSmall);
   for (int round = 0; round < 5; ++round) {
     ASSERT_FALSE(agent_->Post(&hb).is_error());
     ASSERT_FALSE(agent_->Post(&hs).is_error());
@@ -194,28 +183,22 @@ TEST_P(CudaProxyTest, SmallPostsAvoidTheLaneMovingABulkPost) {
   o.cuda_proxy_idle_exit = std::chrono::seconds(1);
   MakeAgent(o);
   constexpr uint64_t kBulk = 1ull << 30, kSmall = 4096;
-  uint8_t* src = DevAlloc(kBulk + kSmall);
-  FillDevice(src, kBulk + kSmall, 44);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBulk + kSmall, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBulk + kSmall, 44));
   Remote dst = Alloc(kBulk + kSmall);
   Load();
-  auto contig = [](uint64_t addr, uint64_t len) {
-    DescList d{MemoryKind::kCuda, {}};
-    d.Add(addr, len);
-    return d;
-  };
-  const uint64_t small_src = reinterpret_cast<uint64_t>(src) + kBulk, small_dst = dst.addr + kBulk;
+  const uint8_t* small_src = src + kBulk;
+  const uint64_t small_dst = dst.addr + kBulk;
   // Both lanes' proxies running first (a proxy's first launch may queue
   // behind copy-engine work).
   for (int lane = 0; lane < 2; ++lane) {
-    XferHandle warm = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall), {},
-                           XferOptions{lane, false});
+    XferHandle warm =
+        MakeOne(Op::kWrite, small_src, small_dst, kSmall, {}, XferOptions{lane, false});
     ASSERT_TRUE(PostWait(&warm).ok());
     EXPECT_TRUE(agent_->Release(&warm).ok());
   }
-  XferHandle hb = Make(Op::kWrite, contig(reinterpret_cast<uint64_t>(src), kBulk),
-                       contig(dst.addr, kBulk), {}, XferOptions{-1, false});
-  XferHandle hs = Make(Op::kWrite, contig(small_src, kSmall), contig(small_dst, kSmall));
+  XferHandle hb = MakeOne(Op::kWrite, src, dst.addr, kBulk, {}, XferOptions{-1, false});
+  XferHandle hs = MakeOne(Op::kWrite, small_src, small_dst, kSmall);
   for (int round = 0; round < 3; ++round) {
     ASSERT_FALSE(agent_->Post(&hb).is_error());
     for (int k = 0; k < 4; ++k)
@@ -242,11 +225,9 @@ TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
   while (!ch->ProxySawLatch(0) && std::chrono::steady_clock::now() < until)
     std::this_thread::yield();
   EXPECT_TRUE(ch->ProxySawLatch(0));
-  target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
+  RemoteMemset(dst.addr, kBytes, 90);
   EXPECT_EQ(agent_->Post(&h).code(), Code::kBackend);
-  EXPECT_EQ(
-      target_.Call("checkbyte " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90"),
-      "-1");
+  EXPECT_EQ(RemoteCheckByte(dst.addr, kBytes, 90), -1);
 }
 
 // An error raised on the GPU by the proxy latches the channel on the host; the
@@ -255,7 +236,7 @@ TEST_P(CudaProxyTest, GpuErrorLatchesTheChannel) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
   auto [src, dst, h] = SmallWrite(kBytes, 8);
-  target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
+  RemoteMemset(dst.addr, kBytes, 90);
   core::CudaChannel* ch = Channel();
   ASSERT_NE(ch, nullptr);
   ch->InjectProxyFault(0);  // seen by the proxy's first poll, before the entry
@@ -263,9 +244,7 @@ TEST_P(CudaProxyTest, GpuErrorLatchesTheChannel) {
   EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
   EXPECT_EQ(agent_->PeerError("target").code(), Code::kBackend);
   EXPECT_EQ(agent_->Post(&h).code(), Code::kBackend);
-  EXPECT_EQ(
-      target_.Call("checkbyte " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90"),
-      "-1");
+  EXPECT_EQ(RemoteCheckByte(dst.addr, kBytes, 90), -1);
 }
 
 // Destroying the agent while the proxy runs (small requests in flight) stops
@@ -276,14 +255,11 @@ TEST_P(CudaProxyTest, ShutdownStopsTheProxy) {
   Remote dst = Alloc(kBytes);
   for (int cycle = 0; cycle < 3; ++cycle) {
     MakeAgent();
-    ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+    ASSERT_NO_FATAL_FAILURE(Register(src, kBytes));
     Load();
     std::vector<XferHandle> hs;
     for (int k = 0; k < 16; ++k) {
-      DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-      l.Add(src + k * 4096, 4096);
-      r.Add(dst.addr + k * 4096, 4096);
-      hs.push_back(Make(Op::kWrite, l, r));
+      hs.push_back(MakeOne(Op::kWrite, src + k * 4096, dst.addr + k * 4096, 4096));
       ASSERT_FALSE(agent_->Post(&hs.back()).is_error());
     }
     auto t0 = std::chrono::steady_clock::now();
@@ -329,7 +305,9 @@ TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
     EXPECT_EQ(sync.get(), cudaSuccess);
   }
   EXPECT_EQ(stuck, 0) << "a device sync waited for an orphaned proxy after cycle " << stuck - 1;
-  if (agent_) EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 14), -1);
+  if (agent_) {
+    EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 14), -1);
+  }
 }
 
 // A caller's cudaFree holds back every launch, the successor's too, until the
@@ -359,18 +337,16 @@ TEST_P(CudaProxyTest, TwoPeersShutDownPromptly) {
   in >> at_second.addr >> at_second.region;
   for (int cycle = 0; cycle < 4; ++cycle) {
     MakeAgent(OneLane());
-    ASSERT_TRUE(agent_->RegisterMemory(src, kBulk, MemoryKind::kCuda).ok());
+    ASSERT_NO_FATAL_FAILURE(Register(src, kBulk));
     Load();
     ASSERT_TRUE(agent_->LoadPeer(Unhex(second.Call("meta"))).ok());
     const bool small_to_target = cycle % 2 == 0;
-    DescList lb{MemoryKind::kCuda, {}}, ls{MemoryKind::kCuda, {}}, rb{MemoryKind::kCuda, {}},
-        rs{MemoryKind::kCuda, {}};
-    lb.Add(src, kBulk);
-    ls.Add(src, kSmall);
-    rb.Add(small_to_target ? at_second.addr : at_target.addr, kBulk);
-    rs.Add(small_to_target ? at_target.addr : at_second.addr, kSmall);
-    XferHandle hb = Make(Op::kWrite, lb, rb, {}, {}, small_to_target ? "second" : "target");
-    XferHandle hs = Make(Op::kWrite, ls, rs, {}, {}, small_to_target ? "target" : "second");
+    const uint64_t bulk_dst = small_to_target ? at_second.addr : at_target.addr;
+    const uint64_t small_dst = small_to_target ? at_target.addr : at_second.addr;
+    XferHandle hb =
+        MakeOne(Op::kWrite, src, bulk_dst, kBulk, {}, {}, small_to_target ? "second" : "target");
+    XferHandle hs =
+        MakeOne(Op::kWrite, src, small_dst, kSmall, {}, {}, small_to_target ? "target" : "second");
     for (int k = 0; k < 50; ++k) {
       ASSERT_FALSE(agent_->Post(&hb).is_error());
       ASSERT_FALSE(agent_->Post(&hs).is_error());

@@ -31,14 +31,13 @@ TEST_P(CudaTransferTest, Moves513DescriptorsBothWays) {
   std::vector<uint64_t> lens(kDescs);
   for (int i = 0; i < kDescs; ++i) lens[i] = 64 + (i * 37) % 4000;
   uint64_t total = std::accumulate(lens.begin(), lens.end(), uint64_t{0});
-  uint8_t* src = DevAlloc(total);
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, total, 7));
   uint8_t* back = DevAlloc(total);
-  FillDevice(src, total, 7);
   cudaMemset(back, 0xCC, total);
-  cudaStreamSynchronize(
-      cudaStreamLegacy);  // async to the host; the engine's streams do not wait for it
-  ASSERT_TRUE(agent_->RegisterMemory(src, total, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, total, MemoryKind::kCuda).ok());
+  // async to the host; the engine's streams do not wait for it
+  cudaStreamSynchronize(cudaStreamLegacy);
+  ASSERT_NO_FATAL_FAILURE(Register(back, total));
   Remote dst = Alloc(total);
   Load();
   DescList ls{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
@@ -73,8 +72,8 @@ TEST_P(CudaTransferTest, MergedRunsOfPagesMoveExactly) {
   for (uint64_t p = 0; p < kRun * kRuns; ++p) FillDevice(src + p * kPage, kPage, 1000 + p);
   cudaMemset(back, 0xCC, kBytes);
   cudaStreamSynchronize(cudaStreamLegacy);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, kBytes, MemoryKind::kCuda).ok());
+  ASSERT_NO_FATAL_FAILURE(Register(src, kBytes));
+  ASSERT_NO_FATAL_FAILURE(Register(back, kBytes));
   Remote dst = Alloc(kBytes);
   Load();
   DescList ls{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
@@ -113,16 +112,13 @@ TEST_P(CudaTransferTest, FourteenOutstandingThenReuse) {
   MakeAgent(o);
   constexpr int kSlots = 14;
   constexpr uint64_t kBytes = 8192;
-  uint8_t* src = DevAlloc(kSlots * kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kSlots * kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kSlots * kBytes));
   Remote dst = Alloc(kSlots * kBytes);
   Load();
   std::vector<XferHandle> h(kSlots);
   auto make = [&](int j) {
-    DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-    l.Add(src + j * kBytes, kBytes);
-    r.Add(dst.addr + j * kBytes, kBytes);
-    return Make(Op::kWrite, l, r);
+    return MakeOne(Op::kWrite, src + j * kBytes, dst.addr + j * kBytes, kBytes);
   };
   for (int j = 0; j < kSlots; ++j) {
     FillDevice(src + j * kBytes, kBytes, 1000 + j);
@@ -148,8 +144,8 @@ TEST_P(CudaTransferTest, FourteenOutstandingThenReuse) {
 TEST_P(CudaTransferTest, RepostsWithNewPayloadAndEpoch) {
   MakeAgent();
   constexpr uint64_t kBytes = 3 << 20;  // several chunks, copy-engine path
-  uint8_t* src = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes));
   Remote dst = Alloc(kBytes);
   Load();
   DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
@@ -159,14 +155,11 @@ TEST_P(CudaTransferTest, RepostsWithNewPayloadAndEpoch) {
     l.Add(src + end, len);
     r.Add(dst.addr + end, len);
   }
-  DescList lc{MemoryKind::kCuda, {}}, rc{MemoryKind::kCuda, {}};
-  lc.Add(src, kBytes);
-  rc.Add(dst.addr, kBytes);
-  XferHandle hs = Make(Op::kWrite, l, r), hc = Make(Op::kWrite, lc, rc);
+  XferHandle hs = Make(Op::kWrite, l, r), hc = MakeOne(Op::kWrite, src, dst.addr, kBytes);
   for (uint64_t epoch = 1; epoch <= 6; ++epoch) {
     XferHandle& h = epoch % 2 ? hs : hc;
     FillDevice(src, kBytes, epoch * 77);
-    target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 0");
+    RemoteMemset(dst.addr, kBytes, 0);
     XferHandle before = h;
     ASSERT_TRUE(PostWait(&h).ok());
     EXPECT_EQ(h.gen, before.gen + 1);
@@ -178,14 +171,11 @@ TEST_P(CudaTransferTest, RepostsWithNewPayloadAndEpoch) {
 TEST_P(CudaTransferTest, NotificationsFollowTheData) {
   MakeAgent();
   constexpr uint64_t kBytes = 1 << 20;
-  uint8_t* src = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes));
   Remote dst = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r, "epoch-1");
+  XferHandle h = MakeOne(Op::kWrite, src, dst.addr, kBytes, "epoch-1");
   for (int e = 1; e <= 3; ++e) {
     FillDevice(src, kBytes, 300 + e);
     ASSERT_FALSE(agent_->Post(&h).is_error());
@@ -201,15 +191,12 @@ TEST_P(CudaTransferTest, NotificationsFollowTheData) {
 TEST_P(CudaTransferTest, DeregisteredRegionIsStale) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes));
   Remote used = Alloc(kBytes), fresh = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, ru{MemoryKind::kCuda, {}}, rf{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  ru.Add(used.addr, kBytes);
-  rf.Add(fresh.addr, kBytes);
-  XferHandle hu = Make(Op::kRead, l, ru), hf = Make(Op::kRead, l, rf);
+  XferHandle hu = MakeOne(Op::kRead, src, used.addr, kBytes);
+  XferHandle hf = MakeOne(Op::kRead, src, fresh.addr, kBytes);
   ASSERT_TRUE(PostWait(&hu).ok());  // table built and mapped before the deregistration
   EXPECT_EQ(target_.Call("dereg " + std::to_string(used.region)), "0");
   EXPECT_EQ(target_.Call("dereg " + std::to_string(fresh.region)), "0");
@@ -225,24 +212,16 @@ TEST_P(CudaTransferTest, DeregisteredRegionIsStale) {
 TEST_P(CudaTransferTest, RegionDeregisteredBeforeTheChannelOpensIsStale) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 41);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 41));
   Remote gone = Alloc(kBytes), kept = Alloc(kBytes);
-  ASSERT_EQ(
-      target_.Call("memset " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
-      "ok");
+  ASSERT_EQ(RemoteMemset(gone.addr, kBytes, 0), "ok");
   Load();  // the metadata names both
   ASSERT_EQ(target_.Call("dereg " + std::to_string(gone.region)), "0");
-  DescList l{MemoryKind::kCuda, {}}, rg{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  rg.Add(gone.addr, kBytes);
-  rk.Add(kept.addr, kBytes);
-  XferHandle hg = Make(Op::kWrite, l, rg), hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  XferHandle hg = MakeOne(Op::kWrite, src, gone.addr, kBytes);  // the channel opens here
+  XferHandle hk = MakeOne(Op::kWrite, src, kept.addr, kBytes);
   EXPECT_EQ(PostWait(&hg).code(), Code::kRemoteStale);
-  EXPECT_EQ(
-      target_.Call("checkbyte " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
-      "-1");
+  EXPECT_EQ(RemoteCheckByte(gone.addr, kBytes, 0), -1);
   ASSERT_TRUE(PostWait(&hk).ok());  // the live one still moves
   EXPECT_EQ(RemoteCheck(kept.addr, kBytes, 41), -1);
   EXPECT_TRUE(agent_->PeerError("target").ok());
@@ -257,40 +236,29 @@ TEST_P(CudaTransferTest, RegionDeregisteredBeforeTheChannelOpensIsStale) {
 TEST_P(CudaTransferTest, StaleBlobLoadedAfterTheChannelOpenedIsStale) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 43);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 43));
   Remote kept = Alloc(kBytes);
   Load();  // names `kept` only
   Remote gone = Alloc(kBytes);
-  ASSERT_EQ(
-      target_.Call("memset " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
-      "ok");
+  ASSERT_EQ(RemoteMemset(gone.addr, kBytes, 0), "ok");
   const std::string older = Unhex(target_.Call("meta"));  // names both
   ASSERT_EQ(target_.Call("dereg " + std::to_string(gone.region)), "0");
-  DescList l{MemoryKind::kCuda, {}}, rg{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  rg.Add(gone.addr, kBytes);
-  rk.Add(kept.addr, kBytes);
-  XferHandle hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  XferHandle hk = MakeOne(Op::kWrite, src, kept.addr, kBytes);  // the channel opens here
   ASSERT_TRUE(PostWait(&hk).ok());
   ASSERT_TRUE(agent_->LoadPeer(older).ok());
-  XferHandle hg = Make(Op::kWrite, l, rg);
+  XferHandle hg = MakeOne(Op::kWrite, src, gone.addr, kBytes);
   const Status stale = PostWait(&hg);
   EXPECT_EQ(stale.code(), Code::kRemoteStale);
   // Told by the target when the table was loaded (not merely never checked).
   EXPECT_NE(stale.message().find("deregistered"), std::string::npos) << stale.ToString();
-  EXPECT_EQ(
-      target_.Call("checkbyte " + std::to_string(gone.addr) + " " + std::to_string(kBytes) + " 0"),
-      "-1");
+  EXPECT_EQ(RemoteCheckByte(gone.addr, kBytes, 0), -1);
   ASSERT_TRUE(PostWait(&hk).ok());  // the live one still moves
   EXPECT_EQ(RemoteCheck(kept.addr, kBytes, 43), -1);
   // A region registered since the channel opened is asked about, found live, and moves.
   Remote fresh = Alloc(kBytes);
   Load();
-  DescList rf{MemoryKind::kCuda, {}};
-  rf.Add(fresh.addr, kBytes);
-  XferHandle hf = Make(Op::kWrite, l, rf);
+  XferHandle hf = MakeOne(Op::kWrite, src, fresh.addr, kBytes);
   ASSERT_TRUE(PostWait(&hf).ok());
   EXPECT_EQ(RemoteCheck(fresh.addr, kBytes, 43), -1);
   EXPECT_TRUE(agent_->PeerError("target").ok());
@@ -305,15 +273,11 @@ TEST_P(CudaTransferTest, RefreshWhoseTargetNeverAnswersEndsByItsDeadline) {
   o.io_timeout = std::chrono::milliseconds(500);
   MakeAgent(o);
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 44);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 44));
   Remote kept = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}}, rf{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  rk.Add(kept.addr, kBytes);
-  XferHandle hk = Make(Op::kWrite, l, rk);  // the channel opens here
+  XferHandle hk = MakeOne(Op::kWrite, src, kept.addr, kBytes);  // the channel opens here
   ASSERT_TRUE(PostWait(&hk).ok());
   Remote fresh = Alloc(kBytes);
   const std::string newer = Unhex(target_.Call("meta"));
@@ -331,8 +295,8 @@ TEST_P(CudaTransferTest, RefreshWhoseTargetNeverAnswersEndsByItsDeadline) {
   EXPECT_GE(took, std::chrono::milliseconds(3 * 500 - 100));
   EXPECT_LT(took, std::chrono::milliseconds(3 * 500 + 1000));
   EXPECT_FALSE(agent_->PeerError("target").ok());
-  rf.Add(fresh.addr, kBytes);
-  EXPECT_FALSE(agent_->PrepareRemote("target", rf).ok()) << "the new table was installed";
+  EXPECT_FALSE(agent_->PrepareRemote("target", Contig(fresh.addr, kBytes)).ok())
+      << "the new table was installed";
 }
 
 // A peer that registers, deregisters and frees memory again and again: the
@@ -341,18 +305,15 @@ TEST_P(CudaTransferTest, RefreshWhoseTargetNeverAnswersEndsByItsDeadline) {
 TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
   MakeAgent();
   constexpr uint64_t kBytes = 512ull << 20;
-  uint8_t* src = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes));
   const uint64_t free_before = std::stoull(target_.Call("meminfo"));
   ASSERT_GT(free_before, 16 * kBytes);
   for (int round = 0; round < 8; ++round) {
     Remote r = Alloc(kBytes);
     ASSERT_NE(r.region, 0u);
     Load();
-    DescList l{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
-    l.Add(src, kBytes);
-    rd.Add(r.addr, kBytes);
-    XferHandle h = Make(Op::kWrite, l, rd);
+    XferHandle h = MakeOne(Op::kWrite, src, r.addr, kBytes);
     ASSERT_TRUE(PostWait(&h).ok()) << "round " << round;  // maps the allocation
     ASSERT_TRUE(agent_->Release(&h).ok());
     ASSERT_EQ(target_.Call("dereg " + std::to_string(r.region)), "0");
@@ -367,16 +328,12 @@ TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
 TEST_P(CudaTransferTest, LatchedErrorRejectsPostAndNotification) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  FillDevice(src, kBytes, 9);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 9));
   Remote dst = Alloc(kBytes);
-  target_.Call("memset " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90");
+  RemoteMemset(dst.addr, kBytes, 90);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r, "late");
+  XferHandle h = MakeOne(Op::kWrite, src, dst.addr, kBytes, "late");
   auto ch = agent_->impl()->PeerChannel("target");
   ASSERT_TRUE(ch.ok());
   ch.value()->latch().Latch(Status::Backend("injected lane fault"));
@@ -384,23 +341,18 @@ TEST_P(CudaTransferTest, LatchedErrorRejectsPostAndNotification) {
   EXPECT_EQ(agent_->Post(&h).code(), Code::kBackend);
   EXPECT_EQ(h.gen, before.gen);  // still the caller's, unchanged
   EXPECT_EQ(agent_->SendNotification("target", "x").code(), Code::kBackend);
-  EXPECT_EQ(
-      target_.Call("checkbyte " + std::to_string(dst.addr) + " " + std::to_string(kBytes) + " 90"),
-      "-1");
+  EXPECT_EQ(RemoteCheckByte(dst.addr, kBytes, 90), -1);
   EXPECT_TRUE(agent_->Release(&h).ok());
 }
 
 TEST_P(CudaTransferTest, DeadPeerEndsWithRemoteDisconnect) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10;
-  uint8_t* src = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes));
   Remote dst = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(src, kBytes);
-  r.Add(dst.addr, kBytes);
-  XferHandle h = Make(Op::kWrite, l, r);
+  XferHandle h = MakeOne(Op::kWrite, src, dst.addr, kBytes);
   ASSERT_TRUE(PostWait(&h).ok());
   target_.Kill();
   auto until = std::chrono::steady_clock::now() + 5s;
@@ -423,9 +375,7 @@ TEST_P(CudaTransferTest, PinnedHostToDeviceBothWays) {
   ASSERT_TRUE(agent_->RegisterMemory(host, kBytes, MemoryKind::kHost).ok());
   Remote dst = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kHost, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(host, kBytes);
-  r.Add(dst.addr, kBytes);
+  const DescList l = Contig(host, kBytes, MemoryKind::kHost), r = Contig(dst.addr, kBytes);
   XferHandle w = Make(Op::kWrite, l, r);
   ASSERT_TRUE(PostWait(&w).ok());
   EXPECT_EQ(RemoteCheck(dst.addr, kBytes, 42), -1);
@@ -453,27 +403,22 @@ TEST_P(CudaTransferTest, DeviceRecordsRepostAtOnceOnEveryPath) {
   MakeAgent(o);
   constexpr uint64_t kBig = 1 << 20, kPiece = 4096;
   uint8_t* src = DevAlloc(3 * kBig);
-  uint8_t* back = DevAlloc(kBig);
+  uint8_t* back = nullptr;
   for (int k = 0; k < 3; ++k) FillDevice(src + k * kBig, kBig, 23 + k);
-  ASSERT_TRUE(agent_->RegisterMemory(src, 3 * kBig, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, kBig, MemoryKind::kCuda).ok());
+  ASSERT_NO_FATAL_FAILURE(Register(src, 3 * kBig));
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&back, kBig));
   Remote dst = Alloc(3 * kBig);
   Load();
-  DescList ls{MemoryKind::kCuda, {}}, rs{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}},
-      rb{MemoryKind::kCuda, {}}, lk{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}},
-      lback{MemoryKind::kCuda, {}};
-  ls.Add(src, kPiece);
-  rs.Add(dst.addr, kPiece);
-  lb.Add(src + kBig, kBig);
-  rb.Add(dst.addr + kBig, kBig);
+  DescList lk{MemoryKind::kCuda, {}}, rk{MemoryKind::kCuda, {}}, lback{MemoryKind::kCuda, {}};
   for (uint64_t k = 0; k < kBig / kPiece; ++k) {  // every page, in reverse order on the remote side
     lk.Add(src + 2 * kBig + k * kPiece, kPiece);
     lback.Add(back + k * kPiece, kPiece);
     rk.Add(dst.addr + 3 * kBig - (k + 1) * kPiece, kPiece);
   }
-  XferHandle hs[3] = {Make(Op::kWrite, ls, rs, {}, XferOptions{0, false}),
-                      Make(Op::kWrite, lb, rb, {}, XferOptions{1, false}),
-                      Make(Op::kWrite, lk, rk, {}, XferOptions{2, false})};
+  XferHandle hs[3] = {
+      MakeOne(Op::kWrite, src, dst.addr, kPiece, {}, XferOptions{0, false}),
+      MakeOne(Op::kWrite, src + kBig, dst.addr + kBig, kBig, {}, XferOptions{1, false}),
+      Make(Op::kWrite, lk, rk, {}, XferOptions{2, false})};
   for (int round = 0; round < 600; ++round) {
     XferHandle& h = hs[round % 3];
     for (int again = 0; again < 2; ++again) {

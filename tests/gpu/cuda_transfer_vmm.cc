@@ -90,10 +90,7 @@ class CudaVmmTest : public CudaTransferTest {
     EXPECT_EQ(CheckDevice(back, bytes, seed), -1);
     // A small request across the boundary (the proxy path).
     FillDevice(src + part_ - 2048, 4096, seed + 1);
-    DescList l1{MemoryKind::kCuda, {}}, r1{MemoryKind::kCuda, {}};
-    l1.Add(src + part_ - 2048, 4096);
-    r1.Add(remote + part_ - 2048, 4096);
-    XferHandle small = Make(Op::kWrite, l1, r1);
+    XferHandle small = MakeOne(Op::kWrite, src + part_ - 2048, remote + part_ - 2048, 4096);
     ASSERT_TRUE(PostWait(&small).ok());
     EXPECT_EQ(RemoteCheck(remote + part_ - 2048, 4096, seed + 1), -1);
     EXPECT_TRUE(agent_->Release(&w).ok());
@@ -115,10 +112,9 @@ TEST_P(CudaVmmTest, TargetVmmWriteReadExact) {
   EXPECT_EQ(e.kind, core::ExportKind::kVmm) << e.reason;
   ASSERT_EQ(e.allocs.size(), 2u) << "cuMemGetAddressRange should stop at each cuMemMap mapping";
   EXPECT_TRUE(e.allocs[0].handles & core::kVmmPosixFd);
-  uint8_t* src = DevAlloc(bytes);
-  uint8_t* back = DevAlloc(bytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, bytes, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, bytes, MemoryKind::kCuda).ok());
+  uint8_t *src = nullptr, *back = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, bytes));
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&back, bytes));
   Load();
   WriteReadExact(src, back, dst.addr, bytes, 51);
   EXPECT_EQ(agent_->PeerTransport("target").value(), "cuda");
@@ -132,8 +128,8 @@ TEST_P(CudaVmmTest, LocalVmmWriteReadExact) {
   uint8_t* src = LocalVmm(bytes, 2, kNoHandle);
   uint8_t* back = LocalVmm(bytes, 1, kNoHandle);
   ASSERT_TRUE(src != nullptr && back != nullptr);
-  ASSERT_TRUE(agent_->RegisterMemory(src, bytes, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, bytes, MemoryKind::kCuda).ok());
+  ASSERT_NO_FATAL_FAILURE(Register(src, bytes));
+  ASSERT_NO_FATAL_FAILURE(Register(back, bytes));
   Remote dst = Alloc(bytes);
   Load();
   WriteReadExact(src, back, dst.addr, bytes, 61);
@@ -146,8 +142,8 @@ TEST_P(CudaVmmTest, VmmToVmmWriteReadExact) {
   uint8_t* src = LocalVmm(bytes, 1, kPosixFd);
   uint8_t* back = LocalVmm(bytes, 2, kPosixFd);
   ASSERT_TRUE(src != nullptr && back != nullptr);
-  ASSERT_TRUE(agent_->RegisterMemory(src, bytes, MemoryKind::kCuda).ok());
-  ASSERT_TRUE(agent_->RegisterMemory(back, bytes, MemoryKind::kCuda).ok());
+  ASSERT_NO_FATAL_FAILURE(Register(src, bytes));
+  ASSERT_NO_FATAL_FAILURE(Register(back, bytes));
   Remote dst = VmmRemote(bytes, 2, kPosixFd);
   ASSERT_NE(dst.region, 0u);
   Load();
@@ -159,15 +155,12 @@ TEST_P(CudaVmmTest, VmmToVmmWriteReadExact) {
 TEST_P(CudaVmmTest, DeregisteredVmmRegionIsStaleThenReregistered) {
   MakeAgent();
   const uint64_t bytes = part_;
-  uint8_t* src = DevAlloc(bytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, bytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, bytes));
   Remote used = VmmRemote(bytes, 1, kPosixFd), fresh = VmmRemote(bytes, 1, kPosixFd);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, ru{MemoryKind::kCuda, {}}, rf{MemoryKind::kCuda, {}};
-  l.Add(src, bytes);
-  ru.Add(used.addr, bytes);
-  rf.Add(fresh.addr, bytes);
-  XferHandle hu = Make(Op::kWrite, l, ru), hf = Make(Op::kRead, l, rf);
+  XferHandle hu = MakeOne(Op::kWrite, src, used.addr, bytes);
+  XferHandle hf = MakeOne(Op::kRead, src, fresh.addr, bytes);
   FillDevice(src, bytes, 81);
   ASSERT_TRUE(PostWait(&hu).ok());  // imported and mapped before the deregistration
   EXPECT_EQ(RemoteCheck(used.addr, bytes, 81), -1);
@@ -181,7 +174,7 @@ TEST_P(CudaVmmTest, DeregisteredVmmRegionIsStaleThenReregistered) {
   EXPECT_NE(target_.Call("reg " + std::to_string(used.addr) + " " + std::to_string(bytes)), "0");
   Load();
   FillDevice(src, bytes, 82);
-  XferHandle again = Make(Op::kWrite, l, ru);
+  XferHandle again = MakeOne(Op::kWrite, src, used.addr, bytes);
   ASSERT_TRUE(PostWait(&again).ok());
   EXPECT_EQ(RemoteCheck(used.addr, bytes, 82), -1);
 }
@@ -191,24 +184,20 @@ TEST_P(CudaVmmTest, DeregisteredVmmRegionIsStaleThenReregistered) {
 TEST_P(CudaVmmTest, UnexportableVmmIsAClearError) {
   MakeAgent();
   const uint64_t bytes = part_;
-  uint8_t* src = DevAlloc(bytes);
-  ASSERT_TRUE(agent_->RegisterMemory(src, bytes, MemoryKind::kCuda).ok());
+  uint8_t* src = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, bytes));
   Remote bad = VmmRemote(bytes, 1, kNoHandle), good = Alloc(bytes);
   ASSERT_NE(bad.region, 0u);
   EXPECT_EQ(ExportOf(bad.addr).kind, core::ExportKind::kNone);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, rb{MemoryKind::kCuda, {}}, rg{MemoryKind::kCuda, {}};
-  l.Add(src, bytes);
-  rb.Add(bad.addr, bytes);
-  rg.Add(good.addr, bytes);
-  XferHandle hb = Make(Op::kWrite, l, rb);
+  XferHandle hb = MakeOne(Op::kWrite, src, bad.addr, bytes);
   Status s = PostWait(&hb);
   EXPECT_EQ(s.code(), Code::kNotSupported) << s.ToString();
   EXPECT_NE(s.message().find("CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR"), std::string::npos)
       << s.ToString();
   EXPECT_TRUE(agent_->PeerError("target").ok());
   FillDevice(src, bytes, 91);
-  XferHandle hg = Make(Op::kWrite, l, rg);
+  XferHandle hg = MakeOne(Op::kWrite, src, good.addr, bytes);
   ASSERT_TRUE(PostWait(&hg).ok());
   EXPECT_EQ(RemoteCheck(good.addr, bytes, 91), -1);
 }

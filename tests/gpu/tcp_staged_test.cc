@@ -25,8 +25,8 @@ TEST_P(TcpStagedTest, ScatteredDeviceToDeviceBothWays) {
   constexpr uint32_t kDescs = 513;
   constexpr uint64_t kLen = 4104;  // not a multiple of the staging half
   constexpr uint64_t kBytes = kDescs * kLen;
-  uint8_t* local = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* local = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&local, kBytes));
   Remote remote = Alloc(kBytes);
   ASSERT_NE(remote.region, 0u);
   Load();
@@ -75,8 +75,8 @@ TEST_P(TcpStagedTest, ShortAndLongRangesLandInPlace) {
       SCOPED_TRACE(std::string(StagingCopyName(how)) + ", " + shape.name);
       uint64_t bytes = 0;
       for (uint64_t n : shape.lens) bytes += n;
-      uint8_t* local = DevAlloc(bytes);
-      ASSERT_TRUE(agent_->RegisterMemory(local, bytes, MemoryKind::kCuda).ok());
+      uint8_t* local = nullptr;
+      ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&local, bytes));
       Remote remote = Alloc(bytes);
       ASSERT_NE(remote.region, 0u);
       Load();
@@ -108,14 +108,11 @@ TEST_P(TcpStagedTest, ShortAndLongRangesLandInPlace) {
 TEST_P(TcpStagedTest, LargeTransferAcrossWindowsAndLanes) {
   MakeAgent();
   constexpr uint64_t kBytes = 48ull << 20;
-  uint8_t* local = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* local = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&local, kBytes));
   Remote remote = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(local, kBytes);
-  r.Add(remote.addr, kBytes);
-  XferHandle w = Make(Op::kWrite, l, r);
+  XferHandle w = MakeOne(Op::kWrite, local, remote.addr, kBytes);
   FillDevice(local, kBytes, 71);
   ASSERT_TRUE(PostWait(&w).ok());
   EXPECT_EQ(RemoteCheck(remote.addr, kBytes, 71), -1);
@@ -130,10 +127,8 @@ TEST_P(TcpStagedTest, HostToDeviceWithNotification) {
   ASSERT_TRUE(agent_->RegisterMemory(host.data(), kBytes, MemoryKind::kHost).ok());
   Remote remote = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kHost, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(host.data(), kBytes);
-  r.Add(remote.addr, kBytes);
-  XferHandle w = Make(Op::kWrite, l, r, "landed");
+  XferHandle w = Make(Op::kWrite, Contig(host.data(), kBytes, MemoryKind::kHost),
+                      Contig(remote.addr, kBytes), "landed");
   for (int e = 1; e <= 3; ++e) {
     Fill(host, 800 + e);
     ASSERT_FALSE(agent_->Post(&w).is_error());
@@ -149,23 +144,16 @@ TEST_P(TcpStagedTest, HostToDeviceWithNotification) {
 TEST_P(TcpStagedTest, DeregisteredDeviceRegionIsStale) {
   MakeAgent();
   constexpr uint64_t kBytes = 1 << 20;
-  uint8_t* local = DevAlloc(kBytes);
-  ASSERT_TRUE(agent_->RegisterMemory(local, kBytes, MemoryKind::kCuda).ok());
+  uint8_t* local = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&local, kBytes));
   Remote remote = Alloc(kBytes);
   Load();
-  DescList l{MemoryKind::kCuda, {}}, r{MemoryKind::kCuda, {}};
-  l.Add(local, kBytes);
-  r.Add(remote.addr, kBytes);
-  XferHandle w = Make(Op::kWrite, l, r);
-  ASSERT_EQ(
-      target_.Call("memset " + std::to_string(remote.addr) + " " + std::to_string(kBytes) + " 0"),
-      "ok");
+  XferHandle w = MakeOne(Op::kWrite, local, remote.addr, kBytes);
+  ASSERT_EQ(RemoteMemset(remote.addr, kBytes, 0), "ok");
   ASSERT_EQ(target_.Call("dereg " + std::to_string(remote.region)), "0");
   FillDevice(local, kBytes, 91);
   EXPECT_EQ(PostWait(&w).code(), Code::kRemoteStale);
-  EXPECT_EQ(target_.Call("checkbyte " + std::to_string(remote.addr) + " " + std::to_string(kBytes) +
-                         " 0"),
-            "-1");
+  EXPECT_EQ(RemoteCheckByte(remote.addr, kBytes, 0), -1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tcp, TcpStagedTest, ::testing::Values("tcp_one_gpu", "tcp_two_gpus"));
