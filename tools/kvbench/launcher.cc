@@ -8,12 +8,16 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "atomic_file.h"
 #include "common/die_by.h"
 #include "common/stop_signal.h"
 #include "control_channel.h"
+#include "control_secret.h"
 #include "rank.h"
 
 namespace kvbench {
@@ -112,6 +116,20 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   std::vector<std::string> args = {"kvbench", "run"};
   for (std::string& a : config.ForwardArgs()) args.push_back(std::move(a));
   args.insert(args.end(), {"--rank", std::to_string(rank), "--peer", peer, "--spawned"});
+  // The environment for exec, built before the fork (the child only execs): this
+  // process's, with the ranks' control secret (RunConfig::secret) handed over.
+  std::vector<std::string> env;
+  const std::string secret_var = std::string(kSpawnedSecretEnv) + "=";
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).substr(0, secret_var.size()) != secret_var) env.emplace_back(*e);
+  }
+  env.push_back(secret_var + ToHex(config.secret));
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t launcher = getpid();
   pid_t pid = fork();
   if (pid != 0) return pid;
@@ -119,10 +137,7 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != launcher) _exit(kExitError);
   forwarding.RestoreInChild();
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
+  execve("/proc/self/exe", argv.data(), envp.data());
   fmt::print(stderr, "kvbench: cannot exec /proc/self/exe for rank {}\n", rank);
   _exit(kExitError);
 }
@@ -188,7 +203,16 @@ int SpawnAndWait(const RunConfig& config, const std::string& peer) {
 
 }  // namespace
 
-int SpawnRanks(const RunConfig& config) {
+int SpawnRanks(const RunConfig& given) {
+  RunConfig config = given;
+  if (config.secret.empty()) {  // ranks of one launcher share a fresh secret
+    auto fresh = RandomBytes(32);
+    if (!fresh.ok()) {
+      fmt::print(stderr, "kvbench: {}\n", fresh.status().message());
+      return kExitError;
+    }
+    config.secret = std::move(fresh).value();
+  }
   auto port = PickFreePort();
   if (!port.ok()) {
     fmt::print(stderr, "kvbench: {}\n", port.status().message());

@@ -17,6 +17,9 @@ namespace kvbench {
 // the document: the temporary file it left in --out is removed before the rank is
 // reaped (atomic_file.h: RemoveTemporaryFiles).
 // With the local transport (two threads) the caller dies by the stop instead.
+// The two ranks prove a shared control secret to each other (control_secret.h):
+// config.secret (--secret-file), else a fresh random one; spawned ranks are handed
+// it in their environment (kSpawnedSecretEnv), never on their command line.
 int SpawnRanks(const RunConfig& config);
 
 }  // namespace kvbench

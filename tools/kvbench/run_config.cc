@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "control_channel.h"
+#include "control_secret.h"
 #include "kvlane/options.h"
 #include "path_choice.h"
 #include "slurm.h"
@@ -153,12 +154,35 @@ kvlane::Status RunConfig::Resolve() {
     }
     control_timeout_ms = ms.value();
   }
+  KVLANE_RETURN_IF_ERROR(ResolveSecret());
   auto every = ParseDuration(progress_every);
   if (!every.ok()) {
     return kvlane::Status::InvalidArgument("--progress-every: " + every.status().message());
   }
   progress_every_ms = every.value();
   return ValidateChoices(*this);
+}
+
+kvlane::Status RunConfig::ResolveSecret() {
+  if (spawned) {  // the launcher's, whatever the flags or environment say
+    const char* hex = std::getenv(kSpawnedSecretEnv);
+    secret.clear();
+    if (hex != nullptr && (!FromHex(hex, &secret) || secret.size() < kMinSecretBytes))
+      return kvlane::Status::InvalidArgument(std::string(kSpawnedSecretEnv) + " is malformed");
+    unsetenv(kSpawnedSecretEnv);
+    return kvlane::Status::Ok();
+  }
+  const char* env = std::getenv("KVBENCH_SECRET_FILE");
+  const std::string file = secret_file.empty() && env ? env : secret_file;
+  if (file.empty()) return kvlane::Status::Ok();
+  auto read = ReadSecretFile(file);
+  if (!read.ok()) {  // names where the path came from when not the flag
+    return kvlane::Status::InvalidArgument(
+        (secret_file.empty() ? "KVBENCH_SECRET_FILE=" : "--secret-file ") +
+        read.status().message());
+  }
+  secret = std::move(read).value();
+  return kvlane::Status::Ok();
 }
 
 std::vector<std::string> RunConfig::ForwardArgs() const {
@@ -241,6 +265,10 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
       ->capture_default_str();
   app->add_option("--control-timeout", c->control_timeout,
                   "control-plane timeout, e.g. 300s (env KVBENCH_CONTROL_TIMEOUT; default 300s)");
+  app->add_option("--secret-file", c->secret_file,
+                  "a file (mode 600, 16..4096 bytes) holding a secret both ranks share: each "
+                  "proves it holds it before any plan or metadata goes to the other (env "
+                  "KVBENCH_SECRET_FILE; ranks spawned on one host share a fresh one)");
   app->add_option("--progress-every", c->progress_every,
                   "while a row runs longer, the initiator says every this long where it is "
                   "(its phase, the timed bursts done, the time left in it), e.g. 30s; 0: never")

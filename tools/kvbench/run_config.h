@@ -36,6 +36,10 @@ struct RunConfig {
   // the interface that reaches the other rank).
   std::string listen_host = "auto";
   std::string control_timeout;         // empty: env KVBENCH_CONTROL_TIMEOUT, else 300s
+  // A file holding the ranks' shared control secret (control_secret.h); empty: env
+  // KVBENCH_SECRET_FILE, else none. Never forwarded: the launcher hands the secret
+  // itself to the ranks it spawns (kSpawnedSecretEnv).
+  std::string secret_file;
   std::string policy = "independent";  // independent | global-fifo
   std::string staging_copy = "batch";  // batch | each | kernel (AgentOptions::staging_copy)
   int lanes = 0;                       // data lanes per peer; 0: the engine default
@@ -61,6 +65,10 @@ struct RunConfig {
   // spawned ranks, which derive their own.
   bool pool_budget_auto = false;
   std::chrono::milliseconds control_timeout_ms{300000};
+  // The control secret's bytes (empty: none): read from secret_file, or in a
+  // spawned rank from kSpawnedSecretEnv, which Resolve then unsets. Never
+  // written anywhere (documents record only whether there was one).
+  std::string secret;
   // --progress-every: how often the initiator says where a long row is (0: never).
   std::string progress_every = "10s";
   std::chrono::milliseconds progress_every_ms{10000};
@@ -68,11 +76,17 @@ struct RunConfig {
   // Applies the preset, environment and the free-memory pool cap; validates (a
   // negative --warmup, or --samples or --trials below 1, is InvalidArgument naming it).
   kvlane::Status Resolve();
+  // The control secret (part of Resolve): see `secret`.
+  kvlane::Status ResolveSecret();
   // The arguments that reproduce this config (for spawned ranks).
   std::vector<std::string> ForwardArgs() const;
 };
 
 void AddRunFlags(CLI::App* app, RunConfig* config);
+
+// The environment variable through which the launcher hands the ranks it spawns
+// their control secret (hex): its own --secret-file's, else a fresh random one.
+inline constexpr char kSpawnedSecretEnv[] = "KVBENCH_SPAWNED_SECRET";
 
 // The automatic pool budget of a rank whose pool is on a GPU with `free_bytes`
 // free (cudaMemGetInfo): 80 % of it, the rest left to the CUDA context and the

@@ -99,7 +99,10 @@ json Implementation(const Session& s, const RunResult& result) {
           {"device_filter", DeviceFilter(s)},
           {"pool", Pool(s)},
           {"list_prep_ms", result.list_prep_ms},
-          {"seed", s.config().seed}};
+          {"seed", s.config().seed},
+          // Whether the ranks proved a shared control secret (--secret-file, or the
+          // launcher's own for ranks it spawned); never the secret.
+          {"control_auth", s.config().secret.empty() ? "none" : "shared secret"}};
 }
 
 std::string Link(const Session& s) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <thread>
 
+#include "control_secret.h"
 #include "device_memory.h"
 #include "hello.h"
 #include "host_memory.h"
@@ -21,20 +22,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string ToHex(const std::string& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) out += {kDigits[c >> 4], kDigits[c & 15]};
-  return out;
-}
-
-std::string FromHex(const std::string& hex) {
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  std::string out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<char>(nibble(hex[i]) << 4 | nibble(hex[i + 1])));
-  }
-  return out;
+// The peer's metadata blob from its hex text (untrusted): empty, which LoadPeer
+// refuses, when it is not hex.
+std::string PeerBlob(const std::string& hex) {
+  std::string blob;
+  return FromHex(hex, &blob) ? blob : std::string();
 }
 
 // Sends this rank's hello `mine` and reads the peer's (any message but a hello,
@@ -124,22 +116,27 @@ kvlane::Status Session::Handshake() {
                waited.count(), c.control_timeout_ms.count() / 1000);
   }};
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
+  KVLANE_ASSIGN_OR_RETURN(nonce_, NewNonce());
   const json mine = {{"type", "hello"},
                      {"protocol", kControlProtocol},
                      {"version", kvlane::VersionString()},
                      {"rank", c.rank},
                      {"hostname", self_.hostname},
                      {"role", self_.role},
-                     {"devices", self_.devices}};
+                     {"devices", self_.devices},
+                     {"nonce", nonce_},
+                     {"auth", c.secret.empty() ? "none" : "secret"}};
   if (c.rank != kTargetRank) {
     KVLANE_ASSIGN_OR_RETURN(control_,
                             ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
     // The whole control timeout: rank 0 may first be dropping a stray connection.
     control_->Bound(std::chrono::steady_clock::now() + c.control_timeout_ms, kMaxHelloBytes);
     auto hello = ExchangeHellos(control_.get(), mine);
-    control_->Unbound();
     if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
-    return ReadHello(c.rank, hello.value(), &peer_info_);
+    KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
+    KVLANE_RETURN_IF_ERROR(Authenticate(hello.value()));
+    control_->Unbound();
+    return kvlane::Status::Ok();
   }
   // Rank 0 takes whatever connects first: a stray connection (a port scan, a
   // client of another service) must not end the run. One that sends no kvbench
@@ -159,10 +156,11 @@ kvlane::Status Session::Handshake() {
       return kvlane::Status::Timeout(fmt::format(
           "control: no kvbench rank 1 said hello on {} within {} ms{}", c.peer,
           c.control_timeout_ms.count(),
-          drops == 0 ? std::string()
-                     : fmt::format(" ({} connection(s) dropped that were no kvbench rank; the "
-                                   "last: {})",
-                                   drops, last_drop)));
+          drops == 0
+              ? std::string()
+              : fmt::format(" ({} connection(s) dropped that were no kvbench rank of this run; the "
+                            "last: {})",
+                            drops, last_drop)));
     }
     std::string from = "?";
     kvlane::Status why;
@@ -172,9 +170,18 @@ kvlane::Status Session::Handshake() {
       control_->Bound(std::min(std::chrono::steady_clock::now() + kHelloWait, deadline),
                       kMaxHelloBytes);
       auto hello = ExchangeHellos(control_.get(), mine);
-      control_->Unbound();
-      if (hello.ok()) return ReadHello(c.rank, hello.value(), &peer_info_);
-      why = NotAPeer(c.rank, c.peer, hello.status());
+      // With a secret, what has not proved it is dropped before its hello is read:
+      // an unproven client cannot end the run by claiming another build.
+      why = hello.ok() ? (c.secret.empty() ? kvlane::Status::Ok() : Authenticate(hello.value()))
+                       : NotAPeer(c.rank, c.peer, hello.status());
+      if (why.ok()) {
+        control_->Unbound();
+        KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
+        // Proved above with a secret; without one, this refuses a peer that has one.
+        return c.secret.empty() ? Authenticate(hello.value()) : kvlane::Status::Ok();
+      }
+      // A kvbench rank without the secret (or with another) learns why it is dropped.
+      if (hello.ok()) (void)control_->Send({{"type", "error"}, {"message", why.message()}});
       control_.reset();
     } else {  // a connection that ended before it was taken (ECONNABORTED), no fd left (EMFILE)
       why = accepted.status();
@@ -185,6 +192,43 @@ kvlane::Status Session::Handshake() {
     fmt::print(stderr, "kvbench rank 0: dropped a connection from {}: {}; listening on {} again\n",
                from, why.message(), c.peer);
   }
+}
+
+// Both ranks hold a control secret or neither does (the hello's "auth"); with one,
+// rank 1 sends its proof first and rank 0 answers with its own once rank 1's
+// matched, so neither sends anything more to what has not proved the secret.
+kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
+  const RunConfig& c = config_;
+  const int other = 1 - c.rank;
+  // Rank 0's drop notice names the connection's address; rank 1 names --peer.
+  const std::string who = c.rank == kTargetRank ? fmt::format("rank {}", other)
+                                                : fmt::format("rank {} ({})", other, c.peer);
+  const bool mine = !c.secret.empty();
+  const bool theirs = TypedField<std::string>(hello, "auth").value_or("none") == "secret";
+  if (mine != theirs) {
+    return kvlane::Status::InvalidArgument(fmt::format(
+        "{}: pass the same --secret-file (or KVBENCH_SECRET_FILE) to both ranks",
+        mine ? fmt::format("this rank holds a control secret and {} sent no proof of one (no "
+                           "--secret-file, or a kvbench older than the option)",
+                           who)
+             : fmt::format("{} holds a control secret and this rank has none", who)));
+  }
+  if (!mine) return kvlane::Status::Ok();
+  const std::string their_nonce = TypedField<std::string>(hello, "nonce").value_or("");
+  std::string unused;
+  if (their_nonce.size() != 64 || !FromHex(their_nonce, &unused))
+    return kvlane::Status::InvalidArgument(fmt::format("rank {}'s hello carries no nonce", other));
+  const std::string& n0 = c.rank == kTargetRank ? nonce_ : their_nonce;
+  const std::string& n1 = c.rank == kTargetRank ? their_nonce : nonce_;
+  const json proof = {{"type", "proof"}, {"proof", ControlProof(c.secret, c.rank, n0, n1)}};
+  if (c.rank != kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
+  KVLANE_ASSIGN_OR_RETURN(json m, control_->Expect("proof"));
+  if (!ProofMatches(c.secret, other, n0, n1, TypedField<std::string>(m, "proof").value_or(""))) {
+    return kvlane::Status::InvalidArgument(
+        fmt::format("{} did not prove the control secret: it holds another one", who));
+  }
+  if (c.rank == kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
+  return kvlane::Status::Ok();
 }
 
 // An automatic budget comes from free memory where the pool lives: the host's
@@ -382,7 +426,7 @@ kvlane::Status Session::ExchangeMetadata() {
   if (const json& devices = FieldOrNull(m, "devices"); devices.is_array())
     peer_info_.devices = PeerStrings(devices, 64, 128);
   KVLANE_ASSIGN_OR_RETURN(
-      peer_name_, agent_->LoadPeer(FromHex(TypedField<std::string>(m, "blob").value_or(""))));
+      peer_name_, agent_->LoadPeer(PeerBlob(TypedField<std::string>(m, "blob").value_or(""))));
   if (config_.rank == kInitiatorRank) {
     // Asked for this rank's kind; the agent enables one transport only, and a
     // transfer between this kind and the peer's (MakeTransfer) takes the same channel.

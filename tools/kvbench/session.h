@@ -65,6 +65,10 @@ class Session {
  private:
   explicit Session(const RunConfig& config) : config_(config) {}
   kvlane::Status Handshake();
+  // The control secret's mutual proof after the hellos (control_secret.h); `hello`
+  // is the peer's. Without a secret on either rank: Ok. A mismatch (one rank has
+  // one) or a wrong proof: kInvalidArgument naming what to pass.
+  kvlane::Status Authenticate(const nlohmann::json& hello);
   kvlane::Status ResolveTransport();
   kvlane::Status SelectDevice(int gpus);
   kvlane::Status AgreeOnPath(const kvlane::Status& resolved);
@@ -84,6 +88,7 @@ class Session {
   std::unique_ptr<kvlane::Agent> agent_;
   std::vector<kvlane::RegionId> regions_;
   RankInfo self_, peer_info_;
+  std::string nonce_;  // this rank's hello nonce (64 hex digits)
   DataPath path_;
   std::string transport_used_, peer_name_, budget_source_;
   MemoryBound host_bound_;

@@ -69,6 +69,8 @@ TEST(KvbenchEndToEnd, TcpRunWithSocketReference) {
   EXPECT_EQ(doc["implementation"]["memory_declared"], "auto");
   EXPECT_EQ(doc["implementation"]["staging"], "none");
   EXPECT_EQ(doc["implementation"]["staging_copy"], "none");
+  // The spawned ranks proved the launcher's fresh secret to each other.
+  EXPECT_EQ(doc["implementation"]["control_auth"], "shared secret");
   EXPECT_NE(ReadFile(err).find("--staging-copy kernel: no rank stages"), std::string::npos)
       << ReadFile(err);
   EXPECT_EQ(doc["identity"]["case"], "kv-dsv4-b256-tcp-isl8k-b1_2");  // kTiny's ladders

@@ -1,0 +1,110 @@
+#include "control_secret.h"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kvbench {
+
+kvlane::Result<std::string> ReadSecretFile(const std::string& path) {
+  const std::string& named = path;
+  const int raw = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (raw < 0) return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{raw};
+  struct stat st {};
+  if (fstat(raw, &st) != 0)
+    return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return kvlane::Status::InvalidArgument(named + ": not a regular file");
+  if ((st.st_mode & 077) != 0) {
+    return kvlane::Status::InvalidArgument(
+        named + ": others may read or write it (chmod 600 it: it holds the control secret)");
+  }
+  if (st.st_size < static_cast<off_t>(kMinSecretBytes) ||
+      st.st_size > static_cast<off_t>(kMaxSecretBytes)) {
+    return kvlane::Status::InvalidArgument(named + ": a secret is 16 to 4096 bytes; it holds " +
+                                           std::to_string(st.st_size));
+  }
+  std::string secret(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < secret.size()) {
+    const ssize_t n = read(raw, secret.data() + got, secret.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      return kvlane::Status::InvalidArgument(
+          named + ": " + (n == 0 ? "shorter than it said" : std::strerror(errno)));
+    }
+    got += static_cast<size_t>(n);
+  }
+  return secret;
+}
+
+kvlane::Result<std::string> RandomBytes(size_t bytes) {
+  std::string out(bytes, '\0');
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = getrandom(out.data() + got, bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return kvlane::Status::Backend(std::string("getrandom: ") + std::strerror(errno));
+    got += static_cast<size_t>(n);
+  }
+  return out;
+}
+
+kvlane::Result<std::string> NewNonce() {
+  KVLANE_ASSIGN_OR_RETURN(std::string bytes, RandomBytes(32));
+  return ToHex(bytes);
+}
+
+std::string ControlProof(const std::string& secret, int rank, const std::string& nonce0,
+                         const std::string& nonce1) {
+  const std::string text =
+      "kvbench control proof 1 rank " + std::to_string(rank) + " " + nonce0 + " " + nonce1;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len);
+  return ToHex(std::string(reinterpret_cast<const char*>(mac), len));
+}
+
+bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
+                  const std::string& nonce1, const std::string& theirs) {
+  const std::string want = ControlProof(secret, rank, nonce0, nonce1);
+  return theirs.size() == want.size() &&
+         CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
+}
+
+std::string ToHex(const std::string& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) out += {kDigits[c >> 4], kDigits[c & 15]};
+  return out;
+}
+
+bool FromHex(const std::string& hex, std::string* bytes) {
+  auto nibble = [](char c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  };
+  if (hex.size() % 2 != 0) return false;
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out.push_back(static_cast<char>(hi << 4 | lo));
+  }
+  *bytes = std::move(out);
+  return true;
+}
+
+}  // namespace kvbench

@@ -1,0 +1,49 @@
+// The control connection's shared secret (optional): before either rank sends the
+// other its plan or its engine metadata, each proves that it holds the secret, so
+// a client that reaches rank 0's control port first, or a listener posing as rank 0,
+// learns nothing and is not taken for the peer. The proof is HMAC-SHA256 keyed by the
+// secret over both ranks' hello nonces, labelled by the rank that sends it: bound to
+// this connection, and not one rank's proof reflected back as the other's. It
+// authenticates the two ends once: the messages after it travel in the clear and
+// without a MAC, as the engine's tcp data does (docs/SECURITY.md).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "kvlane/status.h"
+
+namespace kvbench {
+
+inline constexpr size_t kMinSecretBytes = 16;
+inline constexpr size_t kMaxSecretBytes = 4096;
+
+// The secret in `path` (--secret-file): its bytes as they are, a regular file of
+// kMinSecretBytes..kMaxSecretBytes that only its owner may read or write (mode
+// & 077 == 0, as ssh asks of a private key). kInvalidArgument starting with the path and
+// what is wrong (missing, another kind of file, size, mode).
+kvlane::Result<std::string> ReadSecretFile(const std::string& path);
+
+// `bytes` random bytes from the kernel (getrandom). kBackend if none came.
+kvlane::Result<std::string> RandomBytes(size_t bytes);
+
+// A hello's nonce: 32 random bytes as 64 lowercase hex digits.
+kvlane::Result<std::string> NewNonce();
+
+// The proof rank `rank` sends: HMAC-SHA256(secret, "kvbench control proof 1 rank
+// <rank> <nonce0> <nonce1>") as 64 lowercase hex digits, where nonce0 and nonce1
+// are rank 0's and rank 1's hello nonces.
+std::string ControlProof(const std::string& secret, int rank, const std::string& nonce0,
+                         const std::string& nonce1);
+
+// Whether `theirs` (untrusted: any text) is the proof rank `rank` must send for
+// these nonces. Compared in constant time over the expected length.
+bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
+                  const std::string& nonce1, const std::string& theirs);
+
+// `bytes` as lowercase hex, and back (nullopt-like: false when `hex` is not an even
+// number of lowercase hex digits).
+std::string ToHex(const std::string& bytes);
+bool FromHex(const std::string& hex, std::string* bytes);
+
+}  // namespace kvbench

@@ -1,0 +1,182 @@
+// The control secret: the file it is read from, the proof, and the handshake in
+// which each rank proves it before the other sends it anything more.
+#include "control_secret.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+
+#include "hello.h"
+#include "session.h"
+#include "session_pair.h"
+
+namespace kvbench {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::OpenBoth;
+using testing::RankConfig;
+
+// A file of `bytes` in the test's temporary directory with `mode`; its path.
+std::string SecretFile(const std::string& name, const std::string& bytes, mode_t mode = 0600) {
+  const std::string path = ::testing::TempDir() + "/kvbench_secret_" + name;
+  fs::remove(path);
+  std::ofstream(path, std::ios::binary) << bytes;
+  chmod(path.c_str(), mode);
+  return path;
+}
+
+TEST(ControlSecret, TheFileIsTheOwnersAlone) {
+  const std::string good(32, 's');
+  auto read = ReadSecretFile(SecretFile("good", good));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read.value(), good);
+  struct Bad {
+    std::string path;
+    std::string says;
+  };
+  for (const Bad& bad : {Bad{SecretFile("open", good, 0644), "chmod 600"},
+                         Bad{SecretFile("group", good, 0620), "chmod 600"},
+                         Bad{SecretFile("short", std::string(15, 's')), "16 to 4096 bytes"},
+                         Bad{SecretFile("long", std::string(4097, 's')), "16 to 4096 bytes"},
+                         Bad{::testing::TempDir(), "not a regular file"},
+                         Bad{::testing::TempDir() + "/kvbench_secret_none", "No such file"}}) {
+    auto r = ReadSecretFile(bad.path);
+    ASSERT_FALSE(r.ok()) << bad.path;
+    EXPECT_EQ(r.status().code(), kvlane::Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(bad.says), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find(good), std::string::npos) << "the secret was quoted";
+  }
+  const std::string link = ::testing::TempDir() + "/kvbench_secret_link";
+  fs::remove(link);
+  fs::create_symlink(SecretFile("target", good), link);
+  EXPECT_FALSE(ReadSecretFile(link).ok()) << "a symbolic link was followed";
+}
+
+TEST(ControlSecret, AProofIsBoundToTheSecretTheRankAndBothNonces) {
+  const std::string secret(32, 'k'), n0 = NewNonce().value(), n1 = NewNonce().value();
+  ASSERT_EQ(n0.size(), 64u);
+  EXPECT_NE(n0, n1);
+  const std::string p1 = ControlProof(secret, 1, n0, n1);
+  EXPECT_EQ(p1.size(), 64u);
+  EXPECT_TRUE(ProofMatches(secret, 1, n0, n1, p1));
+  EXPECT_FALSE(ProofMatches(secret, 0, n0, n1, p1)) << "reflected as the other rank's";
+  EXPECT_FALSE(ProofMatches(secret, 1, n1, n0, p1)) << "nonces swapped";
+  EXPECT_FALSE(ProofMatches(secret, 1, n0, NewNonce().value(), p1)) << "another connection";
+  EXPECT_FALSE(ProofMatches(std::string(32, 'K'), 1, n0, n1, p1)) << "another secret";
+  EXPECT_FALSE(ProofMatches(secret, 1, n0, n1, p1.substr(0, 63)));
+  EXPECT_FALSE(ProofMatches(secret, 1, n0, n1, p1 + "0"));
+  EXPECT_FALSE(ProofMatches(secret, 1, n0, n1, ""));
+  std::string bytes;
+  EXPECT_TRUE(FromHex("00ff7a", &bytes));
+  EXPECT_EQ(bytes, std::string("\x00\xff\x7a", 3));
+  EXPECT_EQ(ToHex(bytes), "00ff7a");
+  for (const char* bad : {"0", "0g", "FF", "0 ", "-1"}) EXPECT_FALSE(FromHex(bad, &bytes)) << bad;
+}
+
+TEST(ControlSecret, RanksWithTheSameSecretOpenTheRun) {
+  const std::string file = SecretFile("shared", std::string(24, 'q'));
+  auto pair = OpenBoth({"--transport", "tcp", "--secret-file", file},
+                       {"--transport", "tcp", "--secret-file", file});
+  ASSERT_TRUE(pair.target.ok()) << pair.target.status().ToString();
+  ASSERT_TRUE(pair.initiator.ok()) << pair.initiator.status().ToString();
+  EXPECT_EQ((*pair.initiator)->config().secret, std::string(24, 'q'));
+}
+
+// A rank 1 with another secret is dropped by rank 0, told why, and rank 0 goes on
+// listening (until its control timeout here: no other rank 1 comes).
+TEST(ControlSecret, ARankWithAnotherSecretIsDroppedAndToldWhy) {
+  auto pair =
+      OpenBoth({"--transport", "tcp", "--control-timeout", "3s", "--secret-file",
+                SecretFile("mine", std::string(24, 'a'))},
+               {"--transport", "tcp", "--secret-file", SecretFile("theirs", std::string(24, 'b'))});
+  ASSERT_FALSE(pair.initiator.ok());
+  EXPECT_NE(pair.initiator.status().message().find("did not prove the control secret"),
+            std::string::npos)
+      << pair.initiator.status().message();
+  ASSERT_FALSE(pair.target.ok());
+  EXPECT_EQ(pair.target.status().code(), kvlane::Code::kTimeout) << pair.target.status().ToString();
+  EXPECT_NE(pair.target.status().message().find("1 connection(s) dropped"), std::string::npos)
+      << pair.target.status().message();
+}
+
+// One rank with a secret and one without: each says what to pass.
+TEST(ControlSecret, OneRankWithoutTheSecretIsToldToPassIt) {
+  const std::string file = SecretFile("one", std::string(24, 'c'));
+  auto pair = OpenBoth({"--transport", "tcp"}, {"--transport", "tcp", "--secret-file", file});
+  ASSERT_FALSE(pair.target.ok());
+  ASSERT_FALSE(pair.initiator.ok());
+  EXPECT_NE(pair.target.status().message().find("this rank has none"), std::string::npos)
+      << pair.target.status().message();
+  EXPECT_NE(pair.initiator.status().message().find("pass the same --secret-file"),
+            std::string::npos)
+      << pair.initiator.status().message();
+}
+
+// A listener posing as rank 0 that claims a secret but cannot prove it: rank 1
+// ends, and sends it nothing past its hello and its own proof (no path, plan or
+// metadata: those name this host and, later, the engine's secret).
+TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
+  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto impostor = std::async(std::launch::async, [peer] {
+    std::vector<std::string> got;
+    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+    if (!c.ok()) return got;
+    (void)(*c)->Send({{"type", "hello"},
+                      {"protocol", kControlProtocol},
+                      {"rank", 0},
+                      {"role", "target"},
+                      {"nonce", std::string(64, 'a')},
+                      {"auth", "secret"}});
+    for (;;) {
+      auto m = (*c)->Receive();
+      if (!m.ok()) return got;
+      got.push_back(m->value("type", "?"));
+      if (got.back() == "proof") (void)(*c)->Send({{"type", "proof"}, {"proof", "00"}});
+    }
+  });
+  auto opened = Session::Open(RankConfig(
+      1, peer, {"--transport", "tcp", "--secret-file", SecretFile("real", std::string(24, 'r'))}));
+  ASSERT_FALSE(opened.ok());
+  EXPECT_NE(opened.status().message().find("rank 0 (" + peer + ") did not prove"),
+            std::string::npos)
+      << opened.status().message();
+  EXPECT_EQ(impostor.get(), (std::vector<std::string>{"hello", "proof"}));
+}
+
+// A client posing as rank 1 without the secret is dropped before anything more
+// than rank 0's hello reaches it, and the real rank 1 that connects next opens the run.
+TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
+  const std::string file = SecretFile("run", std::string(24, 'z'));
+  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto target = std::async(std::launch::async, [&] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
+  });
+  std::vector<std::string> got;
+  {
+    auto c = ControlChannel::Connect(peer, std::chrono::seconds(20));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_TRUE((*c)->Send({{"type", "hello"},
+                            {"protocol", kControlProtocol},
+                            {"rank", 1},
+                            {"role", "initiator"},
+                            {"nonce", std::string(64, 'b')},
+                            {"auth", "secret"}})
+                    .ok());
+    ASSERT_TRUE((*c)->Send({{"type", "proof"}, {"proof", std::string(64, '0')}}).ok());
+    for (auto m = (*c)->Receive(); m.ok(); m = (*c)->Receive())
+      got.push_back(m->value("type", "?"));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"hello", "error"}));
+  auto initiator =
+      Session::Open(RankConfig(1, peer, {"--transport", "tcp", "--secret-file", file}));
+  auto t = target.get();
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
+}
+
+}  // namespace
+}  // namespace kvbench
