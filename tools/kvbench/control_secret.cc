@@ -25,6 +25,10 @@ kvlane::Result<std::string> ReadSecretFile(const std::string& path) {
   if (fstat(raw, &st) != 0)
     return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return kvlane::Status::InvalidArgument(named + ": not a regular file");
+  if (st.st_uid != geteuid()) {
+    return kvlane::Status::InvalidArgument(named + ": owned by another user (uid " +
+                                           std::to_string(st.st_uid) + ")");
+  }
   if ((st.st_mode & 077) != 0) {
     return kvlane::Status::InvalidArgument(
         named + ": others may read or write it (chmod 600 it: it holds the control secret)");
@@ -34,17 +38,21 @@ kvlane::Result<std::string> ReadSecretFile(const std::string& path) {
     return kvlane::Status::InvalidArgument(named + ": a secret is 16 to 4096 bytes; it holds " +
                                            std::to_string(st.st_size));
   }
-  std::string secret(static_cast<size_t>(st.st_size), '\0');
+  // Read to its end, one byte past the limit at most: a file that changed size
+  // since fstat is read as it is now, and refused past the limit.
+  std::string secret(kMaxSecretBytes + 1, '\0');
   size_t got = 0;
-  while (got < secret.size()) {
+  for (;;) {
     const ssize_t n = read(raw, secret.data() + got, secret.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      return kvlane::Status::InvalidArgument(
-          named + ": " + (n == 0 ? "shorter than it said" : std::strerror(errno)));
-    }
-    got += static_cast<size_t>(n);
+    if (n < 0) return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
+    if (n == 0 || (got += static_cast<size_t>(n)) == secret.size()) break;
   }
+  if (got < kMinSecretBytes || got > kMaxSecretBytes) {
+    return kvlane::Status::InvalidArgument(named + ": a secret is 16 to 4096 bytes; it holds " +
+                                           (got > kMaxSecretBytes ? "more" : std::to_string(got)));
+  }
+  secret.resize(got);
   return secret;
 }
 
@@ -71,15 +79,19 @@ std::string ControlProof(const std::string& secret, int rank, const std::string&
       "kvbench control proof 1 rank " + std::to_string(rank) + " " + nonce0 + " " + nonce1;
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len);
+  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac,
+           &len) == nullptr ||
+      len != 32) {
+    return {};  // no proof: ProofMatches matches nothing against it
+  }
   return ToHex(std::string(reinterpret_cast<const char*>(mac), len));
 }
 
 bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
                   const std::string& nonce1, const std::string& theirs) {
   const std::string want = ControlProof(secret, rank, nonce0, nonce1);
-  return theirs.size() == want.size() &&
+  return !want.empty() && theirs.size() == want.size() &&
          CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
 }
 

@@ -1,11 +1,14 @@
 // The control connection's shared secret (optional): before either rank sends the
 // other its plan or its engine metadata, each proves that it holds the secret, so
-// a client that reaches rank 0's control port first, or a listener posing as rank 0,
-// learns nothing and is not taken for the peer. The proof is HMAC-SHA256 keyed by the
-// secret over both ranks' hello nonces, labelled by the rank that sends it: bound to
-// this connection, and not one rank's proof reflected back as the other's. It
-// authenticates the two ends once: the messages after it travel in the clear and
-// without a MAC, as the engine's tcp data does (docs/SECURITY.md).
+// a client that reaches rank 0's control port first, or a listener posing as rank 0
+// on its own, learns nothing and is not taken for the peer. The proof is HMAC-SHA256
+// keyed by the secret over both ranks' hello nonces (fresh for each connection),
+// labelled by the rank that sends it: bound to this connection, and not one rank's
+// proof reflected back as the other's. It authenticates the two ends once: the
+// messages after it travel in the clear and without a MAC, as the engine's tcp data
+// does, so an attacker on the path who relays both ends' bytes reads what follows
+// (docs/SECURITY.md). Rank 1 proves first, to whatever answers at --peer: a secret
+// of random bytes (head -c 32 /dev/urandom) leaves nothing to guess offline.
 #pragma once
 
 #include <cstddef>
@@ -19,9 +22,10 @@ inline constexpr size_t kMinSecretBytes = 16;
 inline constexpr size_t kMaxSecretBytes = 4096;
 
 // The secret in `path` (--secret-file): its bytes as they are, a regular file of
-// kMinSecretBytes..kMaxSecretBytes that only its owner may read or write (mode
-// & 077 == 0, as ssh asks of a private key). kInvalidArgument starting with the path and
-// what is wrong (missing, another kind of file, size, mode).
+// kMinSecretBytes..kMaxSecretBytes (as read, to its end), owned by this process's
+// effective user, that only its owner may read or write (mode & 077 == 0, as ssh
+// asks of a private key); not followed through a symbolic link. kInvalidArgument starting with the
+// path and what is wrong (missing, another kind of file, size, mode).
 kvlane::Result<std::string> ReadSecretFile(const std::string& path);
 
 // `bytes` random bytes from the kernel (getrandom). kBackend if none came.
@@ -32,12 +36,13 @@ kvlane::Result<std::string> NewNonce();
 
 // The proof rank `rank` sends: HMAC-SHA256(secret, "kvbench control proof 1 rank
 // <rank> <nonce0> <nonce1>") as 64 lowercase hex digits, where nonce0 and nonce1
-// are rank 0's and rank 1's hello nonces.
+// are rank 0's and rank 1's hello nonces. Empty if libcrypto failed.
 std::string ControlProof(const std::string& secret, int rank, const std::string& nonce0,
                          const std::string& nonce1);
 
 // Whether `theirs` (untrusted: any text) is the proof rank `rank` must send for
-// these nonces. Compared in constant time over the expected length.
+// these nonces. Compared in constant time over the expected length; false when
+// the expected proof could not be made.
 bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
                   const std::string& nonce1, const std::string& theirs);
 

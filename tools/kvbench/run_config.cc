@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "control_channel.h"
@@ -165,11 +166,20 @@ kvlane::Status RunConfig::Resolve() {
 
 kvlane::Status RunConfig::ResolveSecret() {
   if (spawned) {  // the launcher's, whatever the flags or environment say
-    const char* hex = std::getenv(kSpawnedSecretEnv);
-    secret.clear();
-    if (hex != nullptr && (!FromHex(hex, &secret) || secret.size() < kMinSecretBytes))
-      return kvlane::Status::InvalidArgument(std::string(kSpawnedSecretEnv) + " is malformed");
+    char* hex = std::getenv(kSpawnedSecretEnv);
+    if (hex == nullptr) {  // a rank spawned by a kvbench launcher always has one
+      return kvlane::Status::InvalidArgument(std::string("--spawned is the launcher's: no ") +
+                                             kSpawnedSecretEnv + " came with it");
+    }
+    const bool taken = FromHex(hex, &secret) && secret.size() >= kMinSecretBytes;
+    // Wiped in place: /proc/<pid>/environ shows the environment block the process
+    // started with, which unsetenv alone leaves as it was.
+    explicit_bzero(hex, std::strlen(hex));
     unsetenv(kSpawnedSecretEnv);
+    if (!taken) {
+      secret.clear();
+      return kvlane::Status::InvalidArgument(std::string(kSpawnedSecretEnv) + " is malformed");
+    }
     return kvlane::Status::Ok();
   }
   const char* env = std::getenv("KVBENCH_SECRET_FILE");

@@ -66,8 +66,9 @@ struct RunConfig {
   bool pool_budget_auto = false;
   std::chrono::milliseconds control_timeout_ms{300000};
   // The control secret's bytes (empty: none): read from secret_file, or in a
-  // spawned rank from kSpawnedSecretEnv, which Resolve then unsets. Never
-  // written anywhere (documents record only whether there was one).
+  // spawned rank from kSpawnedSecretEnv (required there), which Resolve then wipes
+  // in place and unsets. Never written anywhere (documents record only whether
+  // there was one).
   std::string secret;
   // --progress-every: how often the initiator says where a long row is (0: never).
   std::string progress_every = "10s";

@@ -116,25 +116,32 @@ kvlane::Status Session::Handshake() {
                waited.count(), c.control_timeout_ms.count() / 1000);
   }};
   self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
-  KVLANE_ASSIGN_OR_RETURN(nonce_, NewNonce());
-  const json mine = {{"type", "hello"},
-                     {"protocol", kControlProtocol},
-                     {"version", kvlane::VersionString()},
-                     {"rank", c.rank},
-                     {"hostname", self_.hostname},
-                     {"role", self_.role},
-                     {"devices", self_.devices},
-                     {"nonce", nonce_},
-                     {"auth", c.secret.empty() ? "none" : "secret"}};
+  // This rank's hello, with a fresh nonce_ for each connection: a proof seen on
+  // one cannot be replayed on the next.
+  const auto hello_with_fresh_nonce = [&]() -> kvlane::Result<json> {
+    KVLANE_ASSIGN_OR_RETURN(nonce_, NewNonce());
+    return json{{"type", "hello"},
+                {"protocol", kControlProtocol},
+                {"version", kvlane::VersionString()},
+                {"rank", c.rank},
+                {"hostname", self_.hostname},
+                {"role", self_.role},
+                {"devices", self_.devices},
+                {"nonce", nonce_},
+                {"auth", c.secret.empty() ? "none" : "secret"}};
+  };
   if (c.rank != kTargetRank) {
     KVLANE_ASSIGN_OR_RETURN(control_,
                             ControlChannel::Connect(c.peer, c.control_timeout_ms, notice));
     // The whole control timeout: rank 0 may first be dropping a stray connection.
     control_->Bound(std::chrono::steady_clock::now() + c.control_timeout_ms, kMaxHelloBytes);
+    KVLANE_ASSIGN_OR_RETURN(const json mine, hello_with_fresh_nonce());
     auto hello = ExchangeHellos(control_.get(), mine);
     if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
-    KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
+    // The proof first, as rank 0 takes it: rank 0 then reads the hello and names
+    // both builds when they differ (it would only see this rank leave otherwise).
     KVLANE_RETURN_IF_ERROR(Authenticate(hello.value()));
+    KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
     control_->Unbound();
     return kvlane::Status::Ok();
   }
@@ -169,6 +176,7 @@ kvlane::Status Session::Handshake() {
       from = control_->PeerAddress();
       control_->Bound(std::min(std::chrono::steady_clock::now() + kHelloWait, deadline),
                       kMaxHelloBytes);
+      KVLANE_ASSIGN_OR_RETURN(const json mine, hello_with_fresh_nonce());
       auto hello = ExchangeHellos(control_.get(), mine);
       // With a secret, what has not proved it is dropped before its hello is read:
       // an unproven client cannot end the run by claiming another build.
@@ -220,7 +228,9 @@ kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
     return kvlane::Status::InvalidArgument(fmt::format("rank {}'s hello carries no nonce", other));
   const std::string& n0 = c.rank == kTargetRank ? nonce_ : their_nonce;
   const std::string& n1 = c.rank == kTargetRank ? their_nonce : nonce_;
-  const json proof = {{"type", "proof"}, {"proof", ControlProof(c.secret, c.rank, n0, n1)}};
+  const std::string mac = ControlProof(c.secret, c.rank, n0, n1);
+  if (mac.empty()) return kvlane::Status::Backend("control: HMAC-SHA256 failed (libcrypto)");
+  const json proof = {{"type", "proof"}, {"proof", mac}};
   if (c.rank != kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
   KVLANE_ASSIGN_OR_RETURN(json m, control_->Expect("proof"));
   if (!ProofMatches(c.secret, other, n0, n1, TypedField<std::string>(m, "proof").value_or(""))) {

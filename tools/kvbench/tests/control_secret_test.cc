@@ -10,6 +10,7 @@
 #include <future>
 
 #include "hello.h"
+#include "run_config.h"
 #include "session.h"
 #include "session_pair.h"
 
@@ -148,7 +149,8 @@ TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
 }
 
 // A client posing as rank 1 without the secret is dropped before anything more
-// than rank 0's hello reaches it, and the real rank 1 that connects next opens the run.
+// than rank 0's hello reaches it, and the real rank 1 that connects next opens the
+// run. Its hello claims another protocol: unproven, that must not end the run.
 TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
   const std::string file = SecretFile("run", std::string(24, 'z'));
   const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
@@ -160,7 +162,7 @@ TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
     auto c = ControlChannel::Connect(peer, std::chrono::seconds(20));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     ASSERT_TRUE((*c)->Send({{"type", "hello"},
-                            {"protocol", kControlProtocol},
+                            {"protocol", kControlProtocol + 1},
                             {"rank", 1},
                             {"role", "initiator"},
                             {"nonce", std::string(64, 'b')},
@@ -176,6 +178,109 @@ TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
   auto t = target.get();
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
+}
+
+// A rank 1 of this run, on this host, knowing the secret: a raw control client
+// that says its hello (nonce `nonce`, protocol `protocol`) to rank 0 at `peer`.
+struct RawRankOne {
+  std::unique_ptr<ControlChannel> c;
+  std::string rank0_nonce;  // from rank 0's hello
+  RawRankOne(const std::string& peer, const std::string& nonce, int64_t protocol) {
+    auto connected = ControlChannel::Connect(peer, std::chrono::seconds(20));
+    EXPECT_TRUE(connected.ok()) << connected.status().ToString();
+    if (!connected.ok()) return;
+    c = std::move(connected).value();
+    EXPECT_TRUE(c->Send({{"type", "hello"},
+                         {"protocol", protocol},
+                         {"rank", 1},
+                         {"role", "initiator"},
+                         {"hostname", "h1"},
+                         {"nonce", nonce},
+                         {"auth", "secret"}})
+                    .ok());
+    auto hello = c->Expect("hello");
+    EXPECT_TRUE(hello.ok()) << hello.status().ToString();
+    if (hello.ok()) rank0_nonce = hello->value("nonce", "");
+  }
+  // The message types rank 0 sends from here until it closes.
+  std::vector<std::string> Rest() {
+    std::vector<std::string> got;
+    for (auto m = c->Receive(); m.ok(); m = c->Receive()) got.push_back(m->value("type", "?"));
+    return got;
+  }
+};
+
+// A proof for rank 0's nonce on one connection, replayed on the next, is refused:
+// rank 0 says a fresh nonce in each hello. (With one nonce for every connection, a
+// proof seen on a connection that then died would be taken on the next.)
+TEST(ControlSecret, AProofFromAnEarlierConnectionIsRefused) {
+  const std::string secret(24, 'p'), file = SecretFile("replay", secret);
+  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto target = std::async(std::launch::async, [&] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
+  });
+  const std::string n1(64, 'c');
+  std::string seen_proof, first_nonce;
+  {
+    RawRankOne first(peer, n1, kControlProtocol);  // sees rank 0's hello, then dies
+    first_nonce = first.rank0_nonce;
+    seen_proof = ControlProof(secret, 1, first.rank0_nonce, n1);
+  }
+  RawRankOne second(peer, n1, kControlProtocol);
+  EXPECT_NE(second.rank0_nonce, first_nonce);
+  ASSERT_TRUE(second.c->Send({{"type", "proof"}, {"proof", seen_proof}}).ok());
+  EXPECT_EQ(second.Rest(), std::vector<std::string>{"error"});
+  auto initiator =
+      Session::Open(RankConfig(1, peer, {"--transport", "tcp", "--secret-file", file}));
+  auto t = target.get();
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
+}
+
+// A rank 1 that proves the secret but speaks another control protocol is a kvbench
+// of another build: once proved, rank 0 reads its hello and ends, naming both builds.
+TEST(ControlSecret, AProvedPeerOfAnotherProtocolIsRefusedNamingBothBuilds) {
+  const std::string secret(24, 'v'), file = SecretFile("builds", secret);
+  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  auto target = std::async(std::launch::async, [&] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
+  });
+  const std::string n1(64, 'd');
+  RawRankOne other(peer, n1, kControlProtocol + 1);
+  ASSERT_TRUE(
+      other.c->Send({{"type", "proof"}, {"proof", ControlProof(secret, 1, other.rank0_nonce, n1)}})
+          .ok());
+  auto proof = other.c->Expect("proof");
+  ASSERT_TRUE(proof.ok()) << proof.status().ToString();
+  EXPECT_TRUE(ProofMatches(secret, 0, other.rank0_nonce, n1, proof->value("proof", "")));
+  auto t = target.get();
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("control protocol " + std::to_string(kControlProtocol + 1)),
+            std::string::npos)
+      << t.status().message();
+}
+
+// A spawned rank takes its launcher's secret from the environment, wipes and unsets
+// it, and refuses to run without one or with a malformed one.
+TEST(ControlSecret, ASpawnedRankTakesTheLaunchersSecretFromItsEnvironment) {
+  RunConfig c;
+  c.spawned = true;
+  const std::string secret(20, '\x5a');
+  setenv(kSpawnedSecretEnv, ToHex(secret).c_str(), 1);
+  ASSERT_TRUE(c.ResolveSecret().ok());
+  EXPECT_EQ(c.secret, secret);
+  EXPECT_EQ(std::getenv(kSpawnedSecretEnv), nullptr);
+  RunConfig none;
+  none.spawned = true;
+  EXPECT_EQ(none.ResolveSecret().code(), kvlane::Code::kInvalidArgument);
+  for (const char* bad : {"zz", "00", "5A5A5A5A5A5A5A5A5A5A5A5A5A5A5A5A"}) {
+    RunConfig malformed;
+    malformed.spawned = true;
+    setenv(kSpawnedSecretEnv, bad, 1);
+    EXPECT_EQ(malformed.ResolveSecret().code(), kvlane::Code::kInvalidArgument) << bad;
+    EXPECT_TRUE(malformed.secret.empty()) << bad;
+    EXPECT_EQ(std::getenv(kSpawnedSecretEnv), nullptr);
+  }
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ inline RunConfig RankConfig(int rank, const std::string& peer, std::vector<std::
                                                         {"--pool-budget", "1GiB"}}) {
     if (!given(flag)) flags.insert(flags.end(), {flag, value});
   }
+  unsetenv("KVBENCH_SECRET_FILE");  // a developer's own would change every test's handshake
   RunConfig c;
   CLI::App app;
   AddRunFlags(&app, &c);
