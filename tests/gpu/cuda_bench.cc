@@ -19,6 +19,7 @@
 #include "bench_common.h"
 #include "bench_json.h"
 #include "bench_probes.h"
+#include "bench_targets.h"
 #include "core/hop_trace.h"
 #include "kvlane/kvlane.h"
 #include "target_proc.h"
@@ -302,6 +303,17 @@ int Main(Mode mode, nlohmann::json* run) {
       b.target.Call("check " + std::to_string(b.remote) + " " + std::to_string(64 << 20) + " 5");
   std::printf("verify 64 MiB WRITE: %s\n", bad == "-1" ? "PASS" : ("FAIL at " + bad).c_str());
   (*run)["verify_64MiB_write"] = bad == "-1" ? "PASS" : "FAIL at " + bad;
+  // The verdicts inform; the exit code stays the verification's.
+  const std::vector<TargetVerdict> verdicts = CheckTargets(Rows());
+  (*run)["targets_not_met"] = PrintTargets(verdicts, ndev);
+  (*run)["targets_count"] = ndev >= 2;
+  for (const TargetVerdict& v : verdicts) {
+    (*run)["targets"].push_back({{"target", v.target},
+                                 {"measured", v.measured},
+                                 {"verdict", v.missing ? "n/a"
+                                             : v.met   ? "met"
+                                                       : "not met"}});
+  }
   b.agent.reset();
   return bad == "-1" ? 0 : 1;
 }
@@ -309,6 +321,7 @@ int Main(Mode mode, nlohmann::json* run) {
 struct Args {
   Mode mode = Mode::kFull;  // --hops, --probes2
   std::string json;         // --json PATH; empty: no JSON
+  std::string targets_from;  // --targets-from PATH: the verdicts on an earlier run's JSON
   std::string command;      // the command line, for the JSON
 };
 
@@ -322,6 +335,8 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->mode = Mode::kHops;
     } else if (arg == "--probes2") {
       a->mode = Mode::kProbes2;
+    } else if (arg == "--targets-from" && i + 1 < argc) {
+      a->targets_from = argv[++i];
     } else if (arg == "--json" && i + 1 < argc) {
       a->json = argv[++i];
       a->command += " " + a->json;
@@ -332,18 +347,42 @@ bool ParseArgs(int argc, char** argv, Args* a) {
   return true;
 }
 
+// The verdicts on issue #6's targets of an earlier run's --json document (no GPU
+// needed): 0, or 2 when the document cannot be read.
+int TargetsFrom(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("rows") || !doc["rows"].is_array()) {
+    std::fprintf(stderr, "cuda_bench: %s is no cuda_bench --json document\n", path.c_str());
+    return 2;
+  }
+  std::vector<BenchRow> rows;
+  for (const auto& r : doc["rows"]) {
+    if (!r.is_object()) continue;
+    rows.push_back({r.value("metric", ""), r.value("kvlane", 0.0), r.value("reference", 0.0),
+                    r.value("unit", "")});
+  }
+  const nlohmann::json run = doc.value("run", nlohmann::json::object());
+  const bool two = run.is_object() && run.value("target_gpu", 0) != run.value("initiator_gpu", 0);
+  std::printf("cuda_bench: verdicts of %s\n", path.c_str());
+  PrintTargets(CheckTargets(rows), two ? 2 : 1);
+  return 0;
+}
+
 }  // namespace
 }  // namespace kvlane::test
 
-// usage: cuda_bench [--hops | --probes2] [--json PATH]
+// usage: cuda_bench [--hops | --probes2] [--json PATH] | --targets-from PATH
 int main(int argc, char** argv) {
   int rc = kvlane::test::MaybeRunTarget(argc, argv);
   if (rc >= 0) return rc;
   kvlane::test::Args args;
   if (!kvlane::test::ParseArgs(argc, argv, &args)) {
-    std::fprintf(stderr, "usage: %s [--hops | --probes2] [--json PATH]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--hops | --probes2] [--json PATH] | --targets-from PATH\n",
+                 argv[0]);
     return 2;
   }
+  if (!args.targets_from.empty()) return kvlane::test::TargetsFrom(args.targets_from);
   if (!args.json.empty() && !std::ofstream(args.json)) {  // fail before the run, not after
     std::fprintf(stderr, "cuda_bench: cannot write %s\n", args.json.c_str());
     return 2;
