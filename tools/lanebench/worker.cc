@@ -18,7 +18,7 @@ std::chrono::milliseconds SpecTimeout(const RunSpec& spec) {
 }
 
 std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec) {
-  return std::chrono::steady_clock::now() + SpecTimeout(spec);
+  return std::chrono::steady_clock::now() + SpecTimeout(spec) + kWorkerGrace;
 }
 
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,

@@ -26,10 +26,15 @@ std::string SourceMetaPath(const std::string& dir);
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name);
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
-// When a worker started now must be done: now + SpecTimeout(spec), the moment
-// the orchestrator kills it. A worker takes this once, first thing, and every
-// wait of its run (files, control messages) ends by it: a peer answering just
-// in time each round cannot stretch the run past it.
+// When a worker started now must be done: now + SpecTimeout(spec) +
+// kWorkerGrace. A worker takes this once, first thing, and every wait of its run
+// (files, control messages) ends by it: a peer answering just in time each round
+// cannot stretch the run past it. The orchestrator kills the group at its own
+// start + SpecTimeout(spec), before this: the kill, which names the timeout,
+// comes first, and a target's own timeout cannot end a run the orchestrator is
+// about to report as timed out as something else; the grace bounds a worker
+// whose orchestrator is gone.
+inline constexpr std::chrono::seconds kWorkerGrace{2};
 std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec);
 // When pinning: the calling thread (the worker's main thread, first thing)
 // and every thread started from it run on spec.worker_cpus.
