@@ -14,42 +14,36 @@
 namespace kvbench {
 
 kvlane::Result<std::string> ReadSecretFile(const std::string& path) {
-  const std::string& named = path;
   const int raw = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (raw < 0) return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
+  if (raw < 0) return kvlane::Status::InvalidArgument(path + ": " + std::strerror(errno));
   struct FdCloser {
     int fd;
     ~FdCloser() { close(fd); }
   } closer{raw};
   struct stat st {};
   if (fstat(raw, &st) != 0)
-    return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return kvlane::Status::InvalidArgument(named + ": not a regular file");
+    return kvlane::Status::InvalidArgument(path + ": " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return kvlane::Status::InvalidArgument(path + ": not a regular file");
   if (st.st_uid != geteuid()) {
-    return kvlane::Status::InvalidArgument(named + ": owned by another user (uid " +
+    return kvlane::Status::InvalidArgument(path + ": owned by another user (uid " +
                                            std::to_string(st.st_uid) + ")");
   }
   if ((st.st_mode & 077) != 0) {
     return kvlane::Status::InvalidArgument(
-        named + ": others may read or write it (chmod 600 it: it holds the control secret)");
+        path + ": others may read or write it (chmod 600 it: it holds the control secret)");
   }
-  if (st.st_size < static_cast<off_t>(kMinSecretBytes) ||
-      st.st_size > static_cast<off_t>(kMaxSecretBytes)) {
-    return kvlane::Status::InvalidArgument(named + ": a secret is 16 to 4096 bytes; it holds " +
-                                           std::to_string(st.st_size));
-  }
-  // Read to its end, one byte past the limit at most: a file that changed size
-  // since fstat is read as it is now, and refused past the limit.
+  // Read to its end, one byte past the limit at most, and its size checked on
+  // what was read (not on fstat's, which the file may have left since).
   std::string secret(kMaxSecretBytes + 1, '\0');
   size_t got = 0;
   for (;;) {
     const ssize_t n = read(raw, secret.data() + got, secret.size() - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return kvlane::Status::InvalidArgument(named + ": " + std::strerror(errno));
+    if (n < 0) return kvlane::Status::InvalidArgument(path + ": " + std::strerror(errno));
     if (n == 0 || (got += static_cast<size_t>(n)) == secret.size()) break;
   }
   if (got < kMinSecretBytes || got > kMaxSecretBytes) {
-    return kvlane::Status::InvalidArgument(named + ": a secret is 16 to 4096 bytes; it holds " +
+    return kvlane::Status::InvalidArgument(path + ": a secret is 16 to 4096 bytes; it holds " +
                                            (got > kMaxSecretBytes ? "more" : std::to_string(got)));
   }
   secret.resize(got);

@@ -178,10 +178,10 @@ kvlane::Status Session::Handshake() {
                       kMaxHelloBytes);
       KVLANE_ASSIGN_OR_RETURN(const json mine, hello_with_fresh_nonce());
       auto hello = ExchangeHellos(control_.get(), mine);
+      why = hello.ok() ? kvlane::Status::Ok() : NotAPeer(c.rank, c.peer, hello.status());
       // With a secret, what has not proved it is dropped before its hello is read:
       // an unproven client cannot end the run by claiming another build.
-      why = hello.ok() ? (c.secret.empty() ? kvlane::Status::Ok() : Authenticate(hello.value()))
-                       : NotAPeer(c.rank, c.peer, hello.status());
+      if (why.ok() && !c.secret.empty()) why = Authenticate(hello.value());
       if (why.ok()) {
         control_->Unbound();
         KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));

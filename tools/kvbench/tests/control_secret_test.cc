@@ -117,11 +117,52 @@ TEST(ControlSecret, OneRankWithoutTheSecretIsToldToPassIt) {
       << pair.initiator.status().message();
 }
 
+// A raw control client posing as rank 1: says its hello (nonce `nonce`, protocol
+// `protocol`, auth "secret") to rank 0 at `peer` and takes rank 0's; `c` is null
+// when it could not connect (a failure is recorded).
+struct RawRankOne {
+  std::unique_ptr<ControlChannel> c;
+  std::string rank0_nonce;  // from rank 0's hello
+  RawRankOne(const std::string& peer, const std::string& nonce, int64_t protocol) {
+    auto connected = ControlChannel::Connect(peer, std::chrono::seconds(20));
+    EXPECT_TRUE(connected.ok()) << connected.status().ToString();
+    if (!connected.ok()) return;
+    c = std::move(connected).value();
+    EXPECT_TRUE(c->Send({{"type", "hello"},
+                         {"protocol", protocol},
+                         {"rank", 1},
+                         {"role", "initiator"},
+                         {"hostname", "h1"},
+                         {"nonce", nonce},
+                         {"auth", "secret"}})
+                    .ok());
+    auto hello = c->Expect("hello");
+    EXPECT_TRUE(hello.ok()) << hello.status().ToString();
+    if (hello.ok()) rank0_nonce = hello->value("nonce", "");
+  }
+  // The message types rank 0 sends from here until it closes.
+  std::vector<std::string> Rest() {
+    std::vector<std::string> got;
+    for (auto m = c->Receive(); m.ok(); m = c->Receive()) got.push_back(m->value("type", "?"));
+    return got;
+  }
+};
+
+// A free loopback port for rank 0's control listener, as --peer.
+std::string FreePeer() { return "127.0.0.1:" + std::to_string(PickFreePort().value()); }
+
+// Rank 0 over tcp with the control secret in `file`, opening on a thread of its own.
+std::future<testing::SessionOrError> OpenTarget(const std::string& peer, const std::string& file) {
+  return std::async(std::launch::async, [peer, file] {
+    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
+  });
+}
+
 // A listener posing as rank 0 that claims a secret but cannot prove it: rank 1
 // ends, and sends it nothing past its hello and its own proof (no path, plan or
 // metadata: those name this host and, later, the engine's secret).
 TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
-  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
+  const std::string peer = FreePeer();
   auto impostor = std::async(std::launch::async, [peer] {
     std::vector<std::string> got;
     auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
@@ -153,26 +194,15 @@ TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
 // run. Its hello claims another protocol: unproven, that must not end the run.
 TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
   const std::string file = SecretFile("run", std::string(24, 'z'));
-  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
-  auto target = std::async(std::launch::async, [&] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
-  });
-  std::vector<std::string> got;
+  const std::string peer = FreePeer();
+  auto target = OpenTarget(peer, file);
   {
-    auto c = ControlChannel::Connect(peer, std::chrono::seconds(20));
-    ASSERT_TRUE(c.ok()) << c.status().ToString();
-    ASSERT_TRUE((*c)->Send({{"type", "hello"},
-                            {"protocol", kControlProtocol + 1},
-                            {"rank", 1},
-                            {"role", "initiator"},
-                            {"nonce", std::string(64, 'b')},
-                            {"auth", "secret"}})
-                    .ok());
-    ASSERT_TRUE((*c)->Send({{"type", "proof"}, {"proof", std::string(64, '0')}}).ok());
-    for (auto m = (*c)->Receive(); m.ok(); m = (*c)->Receive())
-      got.push_back(m->value("type", "?"));
+    RawRankOne impostor(peer, std::string(64, 'b'), kControlProtocol + 1);
+    ASSERT_TRUE(impostor.c);
+    EXPECT_EQ(impostor.rank0_nonce.size(), 64u);
+    ASSERT_TRUE(impostor.c->Send({{"type", "proof"}, {"proof", std::string(64, '0')}}).ok());
+    EXPECT_EQ(impostor.Rest(), std::vector<std::string>{"error"});
   }
-  EXPECT_EQ(got, (std::vector<std::string>{"hello", "error"}));
   auto initiator =
       Session::Open(RankConfig(1, peer, {"--transport", "tcp", "--secret-file", file}));
   auto t = target.get();
@@ -180,53 +210,23 @@ TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
   EXPECT_TRUE(initiator.ok()) << initiator.status().ToString();
 }
 
-// A rank 1 of this run, on this host, knowing the secret: a raw control client
-// that says its hello (nonce `nonce`, protocol `protocol`) to rank 0 at `peer`.
-struct RawRankOne {
-  std::unique_ptr<ControlChannel> c;
-  std::string rank0_nonce;  // from rank 0's hello
-  RawRankOne(const std::string& peer, const std::string& nonce, int64_t protocol) {
-    auto connected = ControlChannel::Connect(peer, std::chrono::seconds(20));
-    EXPECT_TRUE(connected.ok()) << connected.status().ToString();
-    if (!connected.ok()) return;
-    c = std::move(connected).value();
-    EXPECT_TRUE(c->Send({{"type", "hello"},
-                         {"protocol", protocol},
-                         {"rank", 1},
-                         {"role", "initiator"},
-                         {"hostname", "h1"},
-                         {"nonce", nonce},
-                         {"auth", "secret"}})
-                    .ok());
-    auto hello = c->Expect("hello");
-    EXPECT_TRUE(hello.ok()) << hello.status().ToString();
-    if (hello.ok()) rank0_nonce = hello->value("nonce", "");
-  }
-  // The message types rank 0 sends from here until it closes.
-  std::vector<std::string> Rest() {
-    std::vector<std::string> got;
-    for (auto m = c->Receive(); m.ok(); m = c->Receive()) got.push_back(m->value("type", "?"));
-    return got;
-  }
-};
-
 // A proof for rank 0's nonce on one connection, replayed on the next, is refused:
 // rank 0 says a fresh nonce in each hello. (With one nonce for every connection, a
 // proof seen on a connection that then died would be taken on the next.)
 TEST(ControlSecret, AProofFromAnEarlierConnectionIsRefused) {
   const std::string secret(24, 'p'), file = SecretFile("replay", secret);
-  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
-  auto target = std::async(std::launch::async, [&] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
-  });
+  const std::string peer = FreePeer();
+  auto target = OpenTarget(peer, file);
   const std::string n1(64, 'c');
   std::string seen_proof, first_nonce;
   {
     RawRankOne first(peer, n1, kControlProtocol);  // sees rank 0's hello, then dies
+    ASSERT_TRUE(first.c);
     first_nonce = first.rank0_nonce;
     seen_proof = ControlProof(secret, 1, first.rank0_nonce, n1);
   }
   RawRankOne second(peer, n1, kControlProtocol);
+  ASSERT_TRUE(second.c);
   EXPECT_NE(second.rank0_nonce, first_nonce);
   ASSERT_TRUE(second.c->Send({{"type", "proof"}, {"proof", seen_proof}}).ok());
   EXPECT_EQ(second.Rest(), std::vector<std::string>{"error"});
@@ -241,12 +241,11 @@ TEST(ControlSecret, AProofFromAnEarlierConnectionIsRefused) {
 // of another build: once proved, rank 0 reads its hello and ends, naming both builds.
 TEST(ControlSecret, AProvedPeerOfAnotherProtocolIsRefusedNamingBothBuilds) {
   const std::string secret(24, 'v'), file = SecretFile("builds", secret);
-  const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
-  auto target = std::async(std::launch::async, [&] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
-  });
+  const std::string peer = FreePeer();
+  auto target = OpenTarget(peer, file);
   const std::string n1(64, 'd');
   RawRankOne other(peer, n1, kControlProtocol + 1);
+  ASSERT_TRUE(other.c);
   ASSERT_TRUE(
       other.c->Send({{"type", "proof"}, {"proof", ControlProof(secret, 1, other.rank0_nonce, n1)}})
           .ok());
