@@ -52,7 +52,9 @@ class CudaProxyTest : public CudaTransferTest {
     o.cuda_proxy_idle_exit = std::chrono::seconds(1);
     MakeAgent(o);
     constexpr uint64_t kBytes = 4096;
-    auto [src, dst, h] = SmallWrite(kBytes, seed);
+    OneWrite w;
+    ASSERT_NO_FATAL_FAILURE(SmallWrite(kBytes, seed, &w));
+    auto& [src, dst, h] = w;
     std::atomic<int> posted{0}, failed{0};
     std::thread poster([&, h = h]() mutable {
       auto until = std::chrono::steady_clock::now() + 400ms;
@@ -72,15 +74,13 @@ class CudaProxyTest : public CudaTransferTest {
     EXPECT_EQ(failed.load(), 0);
     EXPECT_EQ(RemoteCheck(dst.addr, kBytes, seed), -1);
   }
-  OneWrite SmallWrite(uint64_t bytes, uint64_t seed) {
-    OneWrite w;
-    w.src = DevAlloc(bytes);
-    FillDevice(w.src, bytes, seed);
-    EXPECT_TRUE(agent_->RegisterMemory(w.src, bytes, MemoryKind::kCuda).ok());
-    w.dst = Alloc(bytes);
+  // *w: `bytes` of device memory filled from `seed` and registered, as many at the
+  // peer, and a WRITE of the one into the other; call under ASSERT_NO_FATAL_FAILURE.
+  void SmallWrite(uint64_t bytes, uint64_t seed, OneWrite* w) {
+    ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&w->src, bytes, seed));
+    w->dst = Alloc(bytes);
     Load();
-    w.h = MakeOne(Op::kWrite, w.src, w.dst.addr, bytes);
-    return w;
+    w->h = MakeOne(Op::kWrite, w->src, w->dst.addr, bytes);
   }
 };
 
@@ -215,7 +215,9 @@ TEST_P(CudaProxyTest, SmallPostsAvoidTheLaneMovingABulkPost) {
 TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
-  auto [src, dst, h] = SmallWrite(kBytes, 8);
+  OneWrite w;
+  ASSERT_NO_FATAL_FAILURE(SmallWrite(kBytes, 8, &w));
+  auto& [src, dst, h] = w;
   ASSERT_TRUE(
       PostWait(&h).ok());  // the proxy is running now (it idles out after cuda_proxy_idle_exit)
   core::CudaChannel* ch = Channel();
@@ -235,7 +237,9 @@ TEST_P(CudaProxyTest, HostLatchIsMirroredToTheProxy) {
 TEST_P(CudaProxyTest, GpuErrorLatchesTheChannel) {
   MakeAgent(OneLane());
   constexpr uint64_t kBytes = 4096;
-  auto [src, dst, h] = SmallWrite(kBytes, 8);
+  OneWrite w;
+  ASSERT_NO_FATAL_FAILURE(SmallWrite(kBytes, 8, &w));
+  auto& [src, dst, h] = w;
   RemoteMemset(dst.addr, kBytes, 90);
   core::CudaChannel* ch = Channel();
   ASSERT_NE(ch, nullptr);
@@ -291,7 +295,9 @@ TEST_P(CudaProxyTest, ProxyStartedByAPostStillExitsWhenIdle) {
   o.cuda_proxy_idle_exit = 100us;
   MakeAgent(o);
   constexpr uint64_t kBytes = 4096;
-  auto [src, dst, h] = SmallWrite(kBytes, 14);
+  OneWrite w;
+  ASSERT_NO_FATAL_FAILURE(SmallWrite(kBytes, 14, &w));
+  auto& [src, dst, h] = w;
   int stuck = 0;
   for (int cycle = 0; cycle < 300 && stuck == 0; ++cycle) {
     std::this_thread::sleep_for(std::chrono::microseconds(100 + (cycle * 37) % 400));
