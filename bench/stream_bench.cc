@@ -15,9 +15,10 @@
 //   kvlane posts alone. Each also gives the stream's GB/s meanwhile.
 // Usage: kvlane_stream_bench [--trials N] [--bulk-mib N] [--window N] [--lanes N]
 //                            [--small-count N] [--latency-count N] [--gap-us N]
-//                            [--beside-count N] [--json FILE]
+//                            [--beside-count N] [--spin-us N] [--json FILE]
 // --latency-count 0 skips the latency rows, --beside-count 0 the beside rows;
-// --bulk-mib 0 the throughput rows.
+// --bulk-mib 0 the throughput rows. --spin-us sets AgentOptions::spin of every
+// agent, the target's too (default: the engine's).
 #include "stream_bench.h"
 
 #include <sys/utsname.h>
@@ -52,6 +53,7 @@ struct Config {
   uint64_t latency_count = 2000;  // per trial and case
   uint64_t beside_count = 2000;   // per trial and case, beside a 2 MiB stream
   int gap_us = 200;               // between latency posts: more than AgentOptions::spin
+  int spin_us = -1;               // AgentOptions::spin of every agent; < 0: the default
   std::string json;
 };
 
@@ -157,14 +159,14 @@ struct Target {
   uint64_t addr;
 };
 
-Target ForkTarget(uint64_t bytes) {
+Target ForkTarget(uint64_t bytes, int spin_us) {
   int down[2], up[2];
   if (pipe(down) != 0 || pipe(up) != 0) Die("pipe");
   pid_t pid = fork();
   if (pid == 0) {
     close(down[1]);
     close(up[0]);
-    _exit(RunTarget(down[0], up[1], bytes));
+    _exit(RunTarget(down[0], up[1], bytes, spin_us));
   }
   close(down[0]);
   close(up[1]);
@@ -198,6 +200,7 @@ std::unique_ptr<Agent> MakeInitiator(const std::string& transport, const Config&
   o.transports = {transport};
   o.lanes_per_peer = c.lanes;
   if (stripe_min_bytes != 0) o.stripe_min_bytes = stripe_min_bytes;
+  if (c.spin_us >= 0) o.spin = std::chrono::microseconds(c.spin_us);
   auto a = Agent::Create(o);
   if (!a.ok()) Die(a.status().ToString());
   auto peer = a.value()->LoadPeer(t.blob);
@@ -217,11 +220,13 @@ void PrintHeader(const Config& c, const AgentOptions& d) {
   std::printf("date      %s\n", date);
   std::printf("machine   nproc=%ld  cpu=%s  kernel=%s %s\n", sysconf(_SC_NPROCESSORS_ONLN),
               CpuModel().c_str(), u.sysname, u.release);
-  std::printf("config    trials=%d (median; 1 warm-up)  bulk=%llu MiB/trial in 2 MiB requests, "
-              "window=%d  lanes_per_peer=%d  chunk_bytes=%llu  stripe_min_bytes=%llu\n",
-              c.trials, static_cast<unsigned long long>(c.bulk_bytes >> 20), c.window, c.lanes,
-              static_cast<unsigned long long>(d.chunk_bytes),
-              static_cast<unsigned long long>(d.stripe_min_bytes));
+  std::printf(
+      "config    trials=%d (median; 1 warm-up)  bulk=%llu MiB/trial in 2 MiB requests, "
+      "window=%d  lanes_per_peer=%d  chunk_bytes=%llu  stripe_min_bytes=%llu  spin=%lld us\n",
+      c.trials, static_cast<unsigned long long>(c.bulk_bytes >> 20), c.window, c.lanes,
+      static_cast<unsigned long long>(d.chunk_bytes),
+      static_cast<unsigned long long>(d.stripe_min_bytes),
+      static_cast<long long>(c.spin_us >= 0 ? c.spin_us : d.spin.count()));
   std::printf(
       "          small: %llu x 4 KiB WRITE per trial, %d outstanding; "
       "references: one blocking TCP connection (TCP_NODELAY), one thread per side; "
@@ -386,13 +391,15 @@ int Main(int argc, char** argv) {
       c.beside_count = std::stoull(v);
     else if (k == "--gap-us")
       c.gap_us = std::stoi(v);
+    else if (k == "--spin-us")
+      c.spin_us = std::stoi(v);
     else if (k == "--json") c.json = v;
     else Die("unknown flag " + k);
   }
   const uint64_t footprint = uint64_t{kBulk} * c.window;
   // The "beside" rows' small transfers land past the bulk slots.
   const uint64_t small_off = footprint;
-  Target t = ForkTarget(footprint + kSmall);  // fork before any thread exists here
+  Target t = ForkTarget(footprint + kSmall, c.spin_us);  // fork before any thread exists here
   PrintHeader(c, AgentOptions{});
   std::vector<uint8_t> src(footprint, 7), dst(footprint, 0);
   auto tcp = MakeInitiator("tcp", c, t);

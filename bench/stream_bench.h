@@ -27,7 +27,7 @@ inline constexpr uint32_t kEchoReplyBytes = 24;  // same size as a kvlane reply 
 // The target side: runs in the forked child. Creates the kvlane target agent and
 // the reference listener, writes [u32 len][metadata][u16 ref port] to `out_fd`,
 // then serves until `in_fd` reaches EOF. Returns the exit code.
-int RunTarget(int in_fd, int out_fd, uint64_t bytes);
+int RunTarget(int in_fd, int out_fd, uint64_t bytes, int spin_us);
 
 // The reference clients (initiator side). Each returns seconds elapsed.
 double RefSink(uint16_t port, uint64_t total, uint32_t msg, uint8_t* buf, uint64_t footprint);

@@ -116,9 +116,10 @@ int Listen(uint16_t* port) {
 
 }  // namespace
 
-int RunTarget(int in_fd, int out_fd, uint64_t bytes) {
+int RunTarget(int in_fd, int out_fd, uint64_t bytes, int spin_us) {
   AgentOptions o;
   o.name = "target";
+  if (spin_us >= 0) o.spin = std::chrono::microseconds(spin_us);
   o.transports = {"shm", "tcp"};
   auto agent = Agent::Create(o);
   if (!agent.ok()) return 10;
