@@ -24,7 +24,9 @@ namespace kvbench {
 // since carried "host_memory" too (MemAvailable and the cgroup's room apart, with the
 // cgroup's identity: host_pools.h): no bump, as "mem_available" and "mem_bound" keep
 // their meaning for builds before it, and a rank whose peer sends no "host_memory"
-// decides as such a build does. The hello has since carried "nonce" and "auth", and
+// decides as such a build does. "host_memory" has since listed every limited cgroup
+// ("cgroups"): no bump, as a rank whose peer sends no list compares the tightest
+// cgroups alone, as that peer does. The hello has since carried "nonce" and "auth", and
 // with a control secret a "proof" message follows it (control_secret.h): no bump,
 // as ranks without a secret exchange what they did before (the new fields unread
 // by an older build), and a rank with one refuses a peer without, whatever its

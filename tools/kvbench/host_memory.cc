@@ -111,10 +111,9 @@ struct Hierarchy {
 };
 
 // The limit and working set at each level of `path` under hierarchy `h` (mounted at
-// root + h.shown); the one that leaves the least headroom replaces *tightest when it
-// leaves less.
-void TightestUnder(const fs::path& root, const Hierarchy& h, const std::string& path,
-                   std::optional<CgroupLimit>* tightest) {
+// root + h.shown) that has a limit, appended to *limits innermost first.
+void LimitsUnder(const fs::path& root, const Hierarchy& h, const std::string& path,
+                 std::vector<CgroupLimit>* limits) {
   const fs::path mount = root / fs::path(h.shown).relative_path();
   std::error_code ec;
   if (path.empty() || !fs::is_directory(mount, ec)) return;
@@ -123,9 +122,8 @@ void TightestUnder(const fs::path& root, const Hierarchy& h, const std::string& 
     const std::optional<uint64_t> limit = ParseBytes(FirstWord(dir / h.limit_file));
     const std::optional<uint64_t> usage = ParseBytes(FirstWord(dir / h.usage_file));
     if (!limit || !usage || *limit >= h.no_limit) continue;  // "max", unknown, or no limit
-    CgroupLimit c{(fs::path(h.shown) / level / h.limit_file).lexically_normal().string(), *limit,
-                  *usage, StatValue(dir / "memory.stat", h.inactive_key), IdOf(dir)};
-    if (!tightest->has_value() || c.Headroom() < (*tightest)->Headroom()) *tightest = c;
+    limits->push_back({(fs::path(h.shown) / level / h.limit_file).lexically_normal().string(),
+                       *limit, *usage, StatValue(dir / "memory.stat", h.inactive_key), IdOf(dir)});
   }
 }
 
@@ -161,6 +159,16 @@ std::string HostMemory::Describe() const {
                      MemAvailableText(mem_available));
 }
 
+HostMemory FromLimits(uint64_t mem_available, std::vector<CgroupLimit> limits) {
+  HostMemory m;
+  m.mem_available = mem_available;
+  for (const CgroupLimit& c : limits) {
+    if (!m.cgroup.has_value() || c.Headroom() < m.cgroup->Headroom()) m.cgroup = c;
+  }
+  m.limits = std::move(limits);
+  return m;
+}
+
 HostMemory ReadHostMemory(const fs::path& root) {
   // v2 has "max" for no limit; v1 a page-rounded LONG_MAX. v2's memory.stat counts
   // the cgroup's descendants already; v1's total_ keys do.
@@ -168,12 +176,11 @@ HostMemory ReadHostMemory(const fs::path& root) {
                              UINT64_MAX};
   static const Hierarchy kV1{"/sys/fs/cgroup/memory", "memory.limit_in_bytes",
                              "memory.usage_in_bytes", "total_inactive_file", uint64_t{1} << 62};
-  HostMemory m;
-  m.mem_available = ReadMemAvailable(root);
   const CgroupPaths paths = ReadCgroupPaths(root);
-  TightestUnder(root, kV2, paths.v2, &m.cgroup);
-  TightestUnder(root, kV1, paths.v1_memory, &m.cgroup);
-  return m;
+  std::vector<CgroupLimit> limits;
+  LimitsUnder(root, kV2, paths.v2, &limits);
+  LimitsUnder(root, kV1, paths.v1_memory, &limits);
+  return FromLimits(ReadMemAvailable(root), std::move(limits));
 }
 
 }  // namespace kvbench

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kvbench {
 
@@ -46,6 +47,10 @@ struct HostMemory {
   // The cgroup limit that leaves the least headroom, of those on the process's
   // cgroup and its ancestors (each bounds it); none: no limit ("max"), or unknown.
   std::optional<CgroupLimit> cgroup;
+  // Every limit on the process's cgroup and its ancestors (v2's, then v1's, each
+  // innermost first); `cgroup` is the one of them that leaves least. Another process
+  // under an ancestor here shares that ancestor's room (host_pools.h).
+  std::vector<CgroupLimit> limits;
 
   // Whether the cgroup's headroom is the bound that applies (smaller than
   // MemAvailable, or MemAvailable unknown).
@@ -59,6 +64,10 @@ struct HostMemory {
   // (/sys/fs/cgroup/a/memory.max; MemAvailable 23.00 GiB)".
   std::string Describe() const;
 };
+
+// A HostMemory of `mem_available` under `limits`, its `cgroup` the one of them that
+// leaves least headroom (the first of those that leave equally little).
+HostMemory FromLimits(uint64_t mem_available, std::vector<CgroupLimit> limits);
 
 // "MemAvailable 23.00 GiB", or "MemAvailable unknown" for 0.
 std::string MemAvailableText(uint64_t bytes);

@@ -20,16 +20,39 @@ std::optional<uint64_t> PeerBytes(const nlohmann::json& m, const char* key) {
   return v;
 }
 
-std::optional<PeerCgroup> ReadPeerCgroup(const nlohmann::json& host) {
-  auto it = host.find("cgroup");
-  if (it == host.end()) return std::nullopt;
-  const std::optional<uint64_t> room = PeerBytes(*it, "room");
+// One of the peer's cgroups, {"room", "dev", "ino"}: nullopt without a well-formed
+// room; its identity unknown unless both dev and ino are.
+std::optional<PeerCgroup> ReadPeerCgroup(const nlohmann::json& entry) {
+  const std::optional<uint64_t> room = PeerBytes(entry, "room");
   if (!room.has_value()) return std::nullopt;
   PeerCgroup c{*room, {}};
-  const std::optional<uint64_t> dev = TypedField<uint64_t>(*it, "dev");
-  const std::optional<uint64_t> ino = TypedField<uint64_t>(*it, "ino");
+  const std::optional<uint64_t> dev = TypedField<uint64_t>(entry, "dev");
+  const std::optional<uint64_t> ino = TypedField<uint64_t>(entry, "ino");
   if (dev.has_value() && ino.has_value()) c.id = {*dev, *ino};
   return c;
+}
+
+// The well-formed entries of the peer's "cgroups" with a known identity, the first
+// kMaxCgroups of them; none where it is not an array.
+std::vector<PeerCgroup> ReadPeerCgroups(const nlohmann::json& list) {
+  std::vector<PeerCgroup> all;
+  if (!list.is_array()) return all;
+  for (const nlohmann::json& entry : list) {
+    if (all.size() == kMaxCgroups) break;
+    std::optional<PeerCgroup> c = ReadPeerCgroup(entry);
+    if (c.has_value() && c->id.Known()) all.push_back(*c);
+  }
+  return all;
+}
+
+// Exactly the limit's fields the peer reads back with ReadPeerCgroup.
+nlohmann::json CgroupFields(const CgroupLimit& c) {
+  nlohmann::json j = {{"room", c.Headroom()}};
+  if (c.id.Known()) {
+    j["dev"] = c.id.dev;
+    j["ino"] = c.id.ino;
+  }
+  return j;
 }
 
 // The smaller known bound of a and b (a bytes of 0 is unknown); a on a tie.
@@ -38,14 +61,14 @@ MemoryBound Smaller(MemoryBound a, MemoryBound b) {
   return a;
 }
 
-// The cgroup both ranks are in, by the smaller room either reads.
+// A cgroup both ranks are under, by the smaller room either reads.
 MemoryBound SharedCgroup(const CgroupLimit& mine, const PeerCgroup& peer, int peer_rank) {
   if (mine.Headroom() <= peer.room) {
     return {std::max<uint64_t>(mine.Headroom(), 1),
-            fmt::format("{}, a cgroup both ranks are in ({})", mine.Describe(), mine.file)};
+            fmt::format("{}, a cgroup both ranks are under ({})", mine.Describe(), mine.file)};
   }
   return {std::max<uint64_t>(peer.room, 1),
-          fmt::format("the {:.2f} GiB free as rank {} reads the cgroup both ranks are in ({})",
+          fmt::format("the {:.2f} GiB free as rank {} reads the cgroup both ranks are under ({})",
                       GiB(peer.room), peer_rank, mine.file)};
 }
 
@@ -68,14 +91,12 @@ bool SameHost(const std::string& transport, const HostIdentity& mine, const Host
 nlohmann::json HostMemoryFields(const HostMemory& host) {
   nlohmann::json apart = nlohmann::json::object();
   if (host.mem_available != 0) apart["mem_available"] = host.mem_available;
-  if (host.cgroup.has_value()) {
-    nlohmann::json c = {{"room", host.cgroup->Headroom()}};
-    if (host.cgroup->id.Known()) {
-      c["dev"] = host.cgroup->id.dev;
-      c["ino"] = host.cgroup->id.ino;
-    }
-    apart["cgroup"] = std::move(c);
+  if (host.cgroup.has_value()) apart["cgroup"] = CgroupFields(*host.cgroup);
+  nlohmann::json all = nlohmann::json::array();
+  for (const CgroupLimit& c : host.limits) {
+    if (c.id.Known() && all.size() < kMaxCgroups) all.push_back(CgroupFields(c));
   }
+  apart["cgroups"] = std::move(all);
   return {{"mem_available", host.Bytes()},
           {"mem_bound", host.Describe()},
           {"host_memory", std::move(apart)}};
@@ -91,7 +112,11 @@ PeerHost ReadPeerHost(const nlohmann::json& theirs) {
   }
   p.apart = true;
   p.mem_available = PeerBytes(*host, "mem_available").value_or(0);
-  p.cgroup = ReadPeerCgroup(*host);
+  auto tightest = host->find("cgroup");
+  if (tightest != host->end()) p.cgroup = ReadPeerCgroup(*tightest);
+  auto listed = host->find("cgroups");
+  p.listed = listed != host->end();
+  if (p.listed) p.cgroups = ReadPeerCgroups(*listed);
   return p;
 }
 
@@ -106,9 +131,17 @@ MemoryBound SharedBound(const HostMemory& mine, const PeerHost& peer, int peer_r
   MemoryBound b = Smaller({mine.mem_available, MemAvailableText(mine.mem_available)},
                           {peer.mem_available, fmt::format("rank {}'s {}", peer_rank,
                                                            MemAvailableText(peer.mem_available))});
-  if (mine.cgroup.has_value() && peer.cgroup.has_value() &&
-      mine.cgroup->id.SameAs(peer.cgroup->id)) {
-    b = Smaller(b, SharedCgroup(*mine.cgroup, *peer.cgroup, peer_rank));
+  if (!peer.listed) {
+    if (mine.cgroup.has_value() && peer.cgroup.has_value() &&
+        mine.cgroup->id.SameAs(peer.cgroup->id)) {
+      b = Smaller(b, SharedCgroup(*mine.cgroup, *peer.cgroup, peer_rank));
+    }
+    return b;
+  }
+  for (const CgroupLimit& c : mine.limits) {
+    for (const PeerCgroup& theirs : peer.cgroups) {
+      if (c.id.SameAs(theirs.id)) b = Smaller(b, SharedCgroup(c, theirs, peer_rank));
+    }
   }
   return b;
 }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "host_memory.h"
 #include "kvlane/status.h"
@@ -36,8 +37,13 @@ bool SameHost(const std::string& transport, const HostIdentity& mine, const Host
 // applies (HostMemory::Bytes) and "mem_bound", its description, as builds before
 // "host_memory" read them; and "host_memory": {"mem_available": MemAvailable (absent:
 // unknown), "cgroup": {"room", "dev", "ino"} (absent: no cgroup limit; "dev" and "ino"
-// absent: its identity unknown)}, the cgroup being the one that leaves least room.
+// absent: its identity unknown), the cgroup being the one that leaves least room, and
+// "cgroups": [{"room", "dev", "ino"}, ...], every limited cgroup of HostMemory::limits
+// whose identity is known, at most kMaxCgroups of them (sent even when empty)}.
 nlohmann::json HostMemoryFields(const HostMemory& host);
+
+// Limited cgroups a rank lists, and reads of its peer's: more than any real nesting.
+inline constexpr size_t kMaxCgroups = 64;
 
 // The peer's cgroup limit as it reported it: the room it leaves, and which cgroup.
 struct PeerCgroup {
@@ -54,7 +60,12 @@ struct PeerHost {
   // it sent "mem_available" alone: the smaller of the two, which is then `mem_available`.
   bool apart = false;
   uint64_t mem_available = 0;        // B; 0: unknown
-  std::optional<PeerCgroup> cgroup;  // apart only
+  std::optional<PeerCgroup> cgroup;  // apart only: the one that leaves it least room
+  // Whether it sent "cgroups" (a build before it compared the tightest cgroups alone),
+  // and the cgroups listed there with their identities (the first kMaxCgroups
+  // well-formed entries).
+  bool listed = false;
+  std::vector<PeerCgroup> cgroups;
 };
 PeerHost ReadPeerHost(const nlohmann::json& theirs);
 
@@ -65,10 +76,13 @@ struct MemoryBound {
 };
 
 // What both ranks' host pools together are checked against, on one host: the smaller
-// of the two ranks' MemAvailable and, when both are under the same limiting cgroup
-// (its CgroupId), of the cgroup's room as either reads it (a cgroup with no room is
-// 1 B). A cgroup of one rank alone is not shared: each pool is charged to its own, and
-// PoolMemory::Allocate checks it there. A peer of an older build (!apart): the smaller
+// of the two ranks' MemAvailable and, for each limited cgroup both are under (the
+// same CgroupId in this rank's HostMemory::limits and the peer's `cgroups`: their
+// cgroup, or a common ancestor such as a pod's or a slice's), of that cgroup's room
+// as either reads it (a cgroup with no room is 1 B). A cgroup of one rank alone is not
+// shared: each pool is charged to its own, and PoolMemory::Allocate checks it there.
+// A peer that sent no "cgroups" (!listed) compared the tightest cgroups alone, so
+// that is done here too: both ranks decide alike. A peer of an older build (!apart): the smaller
 // of this rank's HostMemory::Bytes and the peer's bound, as that build decides. The
 // peer's figures are named as rank `peer_rank`'s. Both unknown: 0.
 MemoryBound SharedBound(const HostMemory& mine, const PeerHost& peer, int peer_rank);

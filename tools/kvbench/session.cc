@@ -305,8 +305,8 @@ kvlane::Status Session::AgreeOnPlan() {
 }
 
 // Two ranks on one host share its memory: both host pools are checked together against
-// the memory they share (SharedBound: the smaller MemAvailable, and a cgroup both are
-// in), so that both ranks decide alike and both refuse before either allocates.
+// the memory they share (SharedBound: the smaller MemAvailable, and each limited cgroup
+// both are under), so that both ranks decide alike and both refuse before either allocates.
 kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& boot_id,
                                         const HostMemory& host) {
   const HostIdentity mine{self_.hostname, boot_id};

@@ -141,6 +141,13 @@ TEST(HostMemory, ANestedCgroupIsBoundByItsTightestAncestor) {
                               "(/sys/fs/cgroup/kubepods/pod1/memory.max;"),
             std::string::npos)
       << m.Describe();
+  // Every limited level is kept, innermost first (another rank may share one of them).
+  ASSERT_EQ(m.limits.size(), 2u);
+  EXPECT_EQ(m.limits[0].file, "/sys/fs/cgroup/kubepods/pod1/memory.max");
+  EXPECT_EQ(m.limits[1].file, "/sys/fs/cgroup/kubepods/memory.max");
+  EXPECT_EQ(m.limits[1].Headroom(), 6 * kGiB);
+  EXPECT_TRUE(m.limits[0].id.Known());
+  EXPECT_FALSE(m.limits[0].id.SameAs(m.limits[1].id));
 }
 
 // A file that cannot be read (missing, a directory, not a number) is unknown, never

@@ -39,14 +39,14 @@ TEST(HostPools, TheErrorNamesTheBoundThatApplied) {
 
 // This rank's memory: MemAvailable and, optionally, a cgroup limit with its identity.
 HostMemory Memory(uint64_t available, std::optional<CgroupLimit> cgroup = std::nullopt) {
-  HostMemory m;
-  m.mem_available = available;
-  m.cgroup = std::move(cgroup);
-  return m;
+  std::vector<CgroupLimit> limits;
+  if (cgroup.has_value()) limits.push_back(*cgroup);
+  return FromLimits(available, std::move(limits));
 }
 
-CgroupLimit Cgroup(uint64_t limit, uint64_t usage, CgroupId id) {
-  return {"/sys/fs/cgroup/memory.max", limit, usage, 0, id};
+CgroupLimit Cgroup(uint64_t limit, uint64_t usage, CgroupId id,
+                   std::string file = "/sys/fs/cgroup/memory.max") {
+  return {std::move(file), limit, usage, 0, id};
 }
 
 // What this rank would read of a peer whose memory is `m` (its plan message's fields).
@@ -87,14 +87,14 @@ TEST(HostPools, RanksInOneCgroupShareItsRoom) {
   const kvlane::Status s = CheckBoth(4 * kGiB, mine, peer);
   ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("more than 90% of the 7.00 GiB free as rank 0 reads the cgroup both "
-                             "ranks are in (/sys/fs/cgroup/memory.max);"),
+                             "ranks are under (/sys/fs/cgroup/memory.max);"),
             std::string::npos)
       << s.message();
   MemoryBound b = SharedBound(peer, AsPeer(mine), 1);
   EXPECT_EQ(b.bytes, 7 * kGiB);
   EXPECT_EQ(b.description,
             "the 7.00 GiB free under cgroup memory.max 8.00 GiB of which 1.00 GiB used, a cgroup "
-            "both ranks are in (/sys/fs/cgroup/memory.max)");
+            "both ranks are under (/sys/fs/cgroup/memory.max)");
   EXPECT_TRUE(CheckBoth(3 * kGiB, mine, peer).ok());
   // A cgroup with no room is known (1 B), not unknown.
   const HostMemory full = Memory(200 * kGiB, Cgroup(8 * kGiB, 9 * kGiB, {40, 1001}));
@@ -104,6 +104,46 @@ TEST(HostPools, RanksInOneCgroupShareItsRoom) {
   const HostMemory unnamed = Memory(200 * kGiB, Cgroup(8 * kGiB, kGiB, {}));
   EXPECT_TRUE(CheckBoth(4 * kGiB, unnamed, unnamed).ok());
   EXPECT_TRUE(CheckBoth(4 * kGiB, mine, unnamed).ok());
+}
+
+// The finding: two ranks in sibling cgroups (two containers of one pod, two services
+// of one slice) under a limited common ancestor were each checked against their own
+// limit only, and the ancestor's, which bounds both pools together, not at all:
+// each rank listed only the cgroup that left it least room. Each lists every limited
+// level now, and a common one is shared.
+TEST(HostPools, RanksUnderOneLimitedAncestorShareItsRoom) {
+  const CgroupLimit pod = Cgroup(10 * kGiB, 2 * kGiB, {40, 10}, "/sys/fs/cgroup/pod/memory.max");
+  const HostMemory ctr1 = FromLimits(
+      200 * kGiB, {Cgroup(6 * kGiB, kGiB, {40, 11}, "/sys/fs/cgroup/pod/c1/memory.max"), pod});
+  const HostMemory ctr2 = FromLimits(
+      200 * kGiB, {Cgroup(6 * kGiB, kGiB, {40, 12}, "/sys/fs/cgroup/pod/c2/memory.max"), pod});
+  ASSERT_EQ(ctr1.cgroup->file, "/sys/fs/cgroup/pod/c1/memory.max");  // 5 GiB: the tightest
+  // 4 GiB each fits its own container's 5 GiB, not the pod's 8 GiB together.
+  const kvlane::Status s = CheckBoth(4 * kGiB, ctr1, ctr2);
+  ASSERT_EQ(s.code(), kvlane::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("more than 90% of the 8.00 GiB free under cgroup memory.max 10.00 "
+                             "GiB of which 2.00 GiB used, a cgroup both ranks are under "
+                             "(/sys/fs/cgroup/pod/memory.max);"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(CheckBoth(4 * kGiB, ctr2, ctr1).code(), kvlane::Code::kInvalidArgument);
+  EXPECT_TRUE(CheckBoth(3 * kGiB, ctr1, ctr2).ok());
+  // The smaller room either reads of the shared level counts.
+  const HostMemory busier = FromLimits(
+      200 * kGiB, {Cgroup(6 * kGiB, kGiB, {40, 12}, "/sys/fs/cgroup/pod/c2/memory.max"),
+                   Cgroup(10 * kGiB, 4 * kGiB, {40, 10}, "/sys/fs/cgroup/pod/memory.max")});
+  EXPECT_EQ(SharedBound(ctr1, AsPeer(busier), 1).bytes, 6 * kGiB);
+  // A peer of the build before "cgroups" compared the tightest cgroups alone (here the
+  // two containers): so does this rank with it, and both decide alike.
+  nlohmann::json older = HostMemoryFields(ctr2);
+  older["host_memory"].erase("cgroups");
+  EXPECT_FALSE(ReadPeerHost(older).listed);
+  EXPECT_EQ(SharedBound(ctr1, ReadPeerHost(older), 1).bytes, 200 * kGiB);
+  const HostMemory podwide = FromLimits(200 * kGiB, {pod});  // the pod is its tightest
+  older = HostMemoryFields(podwide);
+  older["host_memory"].erase("cgroups");
+  EXPECT_EQ(SharedBound(ctr1, ReadPeerHost(older), 1).bytes, 200 * kGiB);  // not ctr1's tightest
+  EXPECT_EQ(SharedBound(podwide, ReadPeerHost(older), 1).bytes, 8 * kGiB);
 }
 
 // MemAvailable: the smaller of the two, each named; a side that does not know it
@@ -251,6 +291,33 @@ TEST(HostPools, APeersHostFieldsAreReadAsUntrusted) {
     EXPECT_EQ(c.cgroup->room, kGiB);
     EXPECT_FALSE(c.cgroup->id.Known()) << id.dump();
   }
+  // "cgroups": an array of cgroups with known identities, the first kMaxCgroups read;
+  // anything else in it is passed over.
+  nlohmann::json listed = nlohmann::json::array({{{"room", kGiB}, {"dev", 1}, {"ino", 2}},
+                                                 {{"room", kGiB}, {"ino", 3}},
+                                                 "x",
+                                                 7,
+                                                 {{"room", -1}, {"dev", 1}, {"ino", 4}},
+                                                 {{"room", 0}, {"dev", 1}, {"ino", 5}}});
+  PeerHost c = ReadPeerHost({{"host_memory", {{"cgroups", listed}}}});
+  EXPECT_TRUE(c.listed);
+  ASSERT_EQ(c.cgroups.size(), 2u);
+  EXPECT_TRUE(c.cgroups[0].id.SameAs({1, 2}));
+  EXPECT_TRUE(c.cgroups[1].id.SameAs({1, 5}));
+  EXPECT_EQ(c.cgroups[1].room, 0u);
+  EXPECT_FALSE(c.cgroup.has_value());
+  for (const nlohmann::json& odd :
+       {nlohmann::json("x"), nlohmann::json::object(), nlohmann::json()}) {
+    c = ReadPeerHost({{"host_memory", {{"cgroups", odd}}}});
+    EXPECT_TRUE(c.listed);
+    EXPECT_TRUE(c.cgroups.empty()) << odd.dump();
+  }
+  nlohmann::json many = nlohmann::json::array();
+  for (uint64_t i = 1; i <= 1000; ++i) many.push_back({{"room", kGiB}, {"dev", 1}, {"ino", i}});
+  c = ReadPeerHost({{"host_memory", {{"cgroups", many}}}});
+  ASSERT_EQ(c.cgroups.size(), kMaxCgroups);
+  EXPECT_TRUE(c.cgroups.back().id.SameAs({1, kMaxCgroups}));
+  EXPECT_FALSE(ReadPeerHost({{"host_memory", {{"cgroup", {{"room", kGiB}}}}}}).listed);
   EXPECT_FALSE(ReadPeerHost({{"host_memory", 7}}).apart);  // not an object: an older build's
   EXPECT_FALSE(ReadPeerHost({{"host_memory", {{"cgroup", "x"}}}}).cgroup.has_value());
   EXPECT_EQ(ReadPeerHost({{"boot_id", 7}}).boot_id, "");
@@ -267,10 +334,21 @@ TEST(HostPools, HostMemoryFieldsReadBackAsSent) {
   ASSERT_TRUE(p.cgroup.has_value());
   EXPECT_EQ(p.cgroup->room, 5 * kGiB);
   EXPECT_TRUE(p.cgroup->id.SameAs({40, 77}));
+  ASSERT_EQ(p.cgroups.size(), 1u);
+  EXPECT_TRUE(p.cgroups[0].id.SameAs({40, 77}));
+  // Every limit with a known identity is listed, in order; one without is not.
+  m = FromLimits(23 * kGiB, {Cgroup(8 * kGiB, 3 * kGiB, {40, 77}), Cgroup(9 * kGiB, kGiB, {}),
+                             Cgroup(16 * kGiB, 2 * kGiB, {40, 70})});
+  p = AsPeer(m);
+  ASSERT_EQ(p.cgroups.size(), 2u);
+  EXPECT_EQ(p.cgroups[1].room, 14 * kGiB);
+  EXPECT_TRUE(p.cgroups[1].id.SameAs({40, 70}));
   p = AsPeer(Memory(0));
   EXPECT_TRUE(p.apart);
   EXPECT_EQ(p.mem_available, 0u);
   EXPECT_FALSE(p.cgroup.has_value());
+  EXPECT_TRUE(p.listed);  // sent even when empty: the peer knows this build lists them
+  EXPECT_TRUE(p.cgroups.empty());
   EXPECT_FALSE(HostMemoryFields(Memory(0))["host_memory"].contains("mem_available"));
 }
 
