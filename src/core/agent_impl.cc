@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "control/metadata_server.h"
@@ -128,19 +129,19 @@ Status AgentImpl::Close() {
   metadata_server_.reset();
   ctx_.registry->Close();  // peers' accesses from now on fail cleanly
   for (auto& t : transports_) t->Stop();
-  {
-    std::unique_lock lock(peers_mu_);
-    // Every channel stops (a cuda channel's resident kernels exit) before any
-    // frees: a free that synchronizes the device would wait for another
-    // channel's kernel, whose lane thread may be the one to stop it.
-    for (auto& [name, peer] : peers_) {
-      std::lock_guard plock(peer->mu);
-      peer->StopAll();
-    }
-    for (auto& [name, peer] : peers_) {
-      std::lock_guard plock(peer->mu);
-      peer->CloseAll();
-    }
+  // Every channel stops (a cuda channel's resident kernels exit, an shm lane starts
+  // its wait for the target) before any closes: a free that synchronizes the device
+  // would wait for another channel's kernel, whose lane thread may be the one to
+  // stop it, and the shm waits run together. Peers removed or replaced (RemovePeer,
+  // LoadPeer of a restarted peer) count too: their requests and lists still hold them.
+  const std::vector<std::shared_ptr<PeerState>> peers = EveryPeer();
+  for (const auto& peer : peers) {
+    std::lock_guard plock(peer->mu);
+    peer->StopAll();
+  }
+  for (const auto& peer : peers) {
+    std::lock_guard plock(peer->mu);
+    peer->CloseAll();
   }
   // Every lane has ended: a request is poisoned for good now, or never.
   bool held = false;
@@ -154,6 +155,24 @@ Status AgentImpl::Close() {
                                     "this agent's registered memory: do not free or reuse any of "
                                     "it");
   return close_status_;
+}
+
+std::vector<std::shared_ptr<PeerState>> AgentImpl::EveryPeer() {
+  std::set<std::shared_ptr<PeerState>> all;
+  {
+    std::shared_lock lock(peers_mu_);
+    for (const auto& [name, peer] : peers_) all.insert(peer);
+  }
+  {
+    std::lock_guard lock(prepared_mu_);
+    for (const auto& [id, list] : prepared_) {
+      if (list->peer) all.insert(list->peer);
+    }
+  }
+  for (const auto& r : slots_) {
+    if (r->peer) all.insert(r->peer);
+  }
+  return {all.begin(), all.end()};
 }
 
 Result<RegionId> AgentImpl::RegisterMemory(void* addr, uint64_t len, MemoryKind kind,

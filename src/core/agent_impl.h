@@ -72,6 +72,9 @@ class AgentImpl {
   // transport (in options order) that moves those kinds and reaches the peer.
   Result<Channel*> EnsureChannel(PeerState& peer, MemoryKind local, MemoryKind remote);
   Result<std::shared_ptr<PreparedList>> GetPrepared(PreparedId id) const;
+  // Every peer this agent still refers to: those loaded, and those removed or
+  // replaced that a prepared list or a request still holds. For Close.
+  std::vector<std::shared_ptr<PeerState>> EveryPeer();
   // Files `p` under a fresh id (next_prepared_).
   PreparedId AddPrepared(std::shared_ptr<PreparedList> p);
   Result<Request*> SlotOf(const XferHandle& h) const;

@@ -227,6 +227,26 @@ TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) {
   target.Release();
 }
 
+// The finding: the peer removed (RemovePeer, or replaced by LoadPeer of a restarted
+// peer) while its transfer still held the channel, Close() stopped only the channels
+// of peers still loaded, decided what was held, and only then closed the removed
+// peer's (as its last holder let go): kOk while the target might still copy. Every
+// peer a request or a list still holds is closed before Close() decides.
+TEST(ShmLetGo, CloseSaysToKeepTheMemoryAfterThePeerWasRemoved) {
+  HeldTarget target(10000ms);
+  ReadingInitiator r(target, 200ms);
+  ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
+  ASSERT_EQ(r.agent->PeerTransport("target").value(), "shm");
+  target.Hold();
+  ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
+  std::this_thread::sleep_for(100ms);  // the frame is the target's
+  ASSERT_TRUE(r.agent->RemovePeer("target").ok());
+  const Status s = r.agent->Close();
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_NE(s.message().find("do not free or reuse"), std::string::npos) << s.ToString();
+  target.Release();
+}
+
 // An agent whose transfers all ended closes with kOk: its memory may go.
 TEST(ShmLetGo, CloseIsOkWhenNothingIsHeld) {
   HeldTarget target(3000ms);
