@@ -430,6 +430,70 @@ TEST(ConnectFailureTest, ALaneOutOfRangeIsRefusedBeforeConnecting) {
   EXPECT_NE(any.status().code(), Code::kInvalidArgument) << any.status().ToString();
 }
 
+// The finding: MakeTransfer connected to the peer before it checked the pairs, so a
+// bad transfer to an unreachable peer read as a failed connect (after the connect's
+// wait), not as what was wrong with it. Every pair check, and the slot count, now
+// comes before any connection is made.
+TEST(ConnectFailureTest, BadPairsAndFullSlotsAreRefusedBeforeConnecting) {
+  std::vector<uint8_t> src(256, 1), dst(256, 0), ro(64, 0);
+  auto b = Agent::Create(OptionsFor("b", "tcp"));
+  AgentOptions co = OptionsFor("c", "tcp");
+  co.max_requests = 1;
+  auto c = Agent::Create(co);
+  ASSERT_TRUE(b.ok() && c.ok());
+  ASSERT_TRUE(b.value()->RegisterMemory(dst.data(), dst.size()).ok());
+  ASSERT_TRUE(b.value()
+                  ->RegisterMemory(ro.data(), ro.size(), MemoryKind::kHost, 0, Access::kReadOnly)
+                  .ok());
+  ASSERT_TRUE(c.value()->RegisterMemory(src.data(), src.size()).ok());
+  Connect(*c.value(), *b.value());
+  DescList l, r;
+  l.Add(src.data(), 64);
+  l.Add(src.data() + 64, 128);
+  r.Add(dst.data(), 64);
+  r.Add(dst.data() + 32, 64);  // overlaps remote 0
+  r.Add(ro.data(), 64);
+  auto lp = c.value()->PrepareLocal(l);
+  auto rp = c.value()->PrepareRemote("b", r);
+  ASSERT_TRUE(lp.ok() && rp.ok());
+  b.value().reset();  // nothing listens at b's address now
+  auto make = [&](Op op, std::vector<uint32_t> li, std::vector<uint32_t> ri) {
+    return c.value()->MakeTransfer(op, lp.value(), li, rp.value(), ri).status();
+  };
+  const std::vector<std::pair<Status, std::string>> refused = {
+      {make(Op::kWrite, {0}, {0, 1}), "lists differ in length"},
+      {make(Op::kWrite, {0}, {7}), "index out of range"},
+      {make(Op::kWrite, {1}, {0}), "local length 128 != remote length 64"},
+      {make(Op::kWrite, {0, 0}, {0, 1}), "remote destinations of the transfer overlap"},
+      {make(Op::kRead, {0, 0}, {0, 2}), "local destinations of the transfer overlap"}};
+  for (const auto& [s, why] : refused) {
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.ToString();
+  }
+  const Status into_ro = make(Op::kWrite, {0}, {2});
+  EXPECT_EQ(into_ro.code(), Code::kNotAllowed) << into_ro.ToString();
+  // c's one slot held by a transfer to a live peer d: a transfer to b is refused for
+  // the slot at once. Released, a transfer to b fails its connect and gives the slot
+  // back: d's next transfer gets it.
+  std::vector<uint8_t> ddst(64, 0);
+  auto d = Agent::Create(OptionsFor("d", "tcp"));
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d.value()->RegisterMemory(ddst.data(), ddst.size()).ok());
+  Connect(*c.value(), *d.value());
+  auto held = MakeSimple(*c.value(), "d", Op::kWrite, src.data(), ddst.data(), 64);
+  ASSERT_TRUE(held.ok()) << held.status().ToString();
+  const Status full = make(Op::kWrite, {0}, {0});
+  EXPECT_EQ(full.code(), Code::kNotAllowed) << full.ToString();
+  EXPECT_NE(full.message().find("transfer slots are in use"), std::string::npos) << full.ToString();
+  ASSERT_TRUE(c.value()->Release(&held.value()).ok());
+  const Status gone = make(Op::kWrite, {0}, {0});
+  EXPECT_FALSE(gone.ok());
+  EXPECT_NE(gone.code(), Code::kInvalidArgument) << gone.ToString();  // the failed connect
+  EXPECT_NE(gone.code(), Code::kNotAllowed) << gone.ToString();
+  auto again = MakeSimple(*c.value(), "d", Op::kWrite, src.data(), ddst.data(), 64);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
 TEST(AgentOptionsTest, OutOfRangeOptionsAreRefusedByName) {
   struct Case {
     const char* field;

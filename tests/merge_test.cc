@@ -152,6 +152,22 @@ TEST_P(MergeTest, MergedRunsStopAtChunkBytes) {
   EXPECT_EQ(info.chunks, info.segments);
 }
 
+// The finding: a striped request's share of the lanes was rounded up to 4 KiB past
+// a chunk_bytes that is not a multiple of it (5,000 B: 19,000 B on four lanes moved
+// as chunks of 8,192 B). The share never passes chunk_bytes.
+TEST_P(MergeTest, StripedChunksStayWithinChunkBytes) {
+  AgentOptions o;
+  o.chunk_bytes = 5000;
+  o.lanes_per_peer = 4;
+  o.stripe_min_bytes = 0;
+  ASSERT_NO_FATAL_FAILURE(Make(o, 64 << 10));
+  XferInfo info = WritePages(1, 19000, Same);
+  EXPECT_EQ(info.bytes, 19000u);
+  EXPECT_EQ(info.chunks, 4u) << "19,000 B in chunks of at most 5,000 B";
+  info = WritePages(1, 9000, Same);  // a 4 KiB share on each of three lanes
+  EXPECT_EQ(info.chunks, 3u);
+}
+
 // Registered in 4 KiB pieces: merging stops at every piece boundary.
 TEST_P(MergeTest, NeverAcrossPieces) {
   AgentOptions o;

@@ -141,8 +141,11 @@ class Agent {
   // kMaxTransferBytes and kMaxTransferPairs per transfer (transfer.h); past any of
   // these, an `xo.lane` that is not the peer channel's, or destinations that
   // overlap (a WRITE's remote descriptors, a READ's local ones: two pairs would
-  // write the same bytes), kInvalidArgument.
-  // kNotAllowed when options().max_requests transfers are alive already.
+  // write the same bytes), kInvalidArgument; a WRITE into a read-only remote
+  // region, kNotAllowed. kNotAllowed too when options().max_requests slots are
+  // taken (by live transfers, or poisoned ones: Release). All of these are checked
+  // before any connection is made to the peer; then the channel to it is opened
+  // if it is not yet (LoadPeer says how long that may take).
   Result<XferHandle> MakeTransfer(Op op, PreparedId local, std::span<const uint32_t> local_idx,
                                   PreparedId remote, std::span<const uint32_t> remote_idx,
                                   std::string_view notif = {}, XferOptions xo = {});
@@ -157,7 +160,8 @@ class Agent {
   // handle->gen. REQUIRES: the previous post of this handle has finished, and
   // the bytes to move are in place: for device memory, the work that wrote them
   // has completed (kvlane copies on its own streams, not the caller's).
-  // Never allocates. The handle stays valid and owned by the caller on error.
+  // Allocates nothing on the way to a queued post (a refusal's message may). The
+  // handle stays valid and owned by the caller on error.
   // Refused before anything is queued (nothing posted; Check and Wait still
   // report the previous post, kOk for one never posted: test Post's own
   // status before waiting on the handle): kNotAllowed while its previous post
@@ -178,7 +182,9 @@ class Agent {
   // REQUIRES: not concurrent with Release of the same handle.
   bool PostMayWait(const XferHandle& handle) const;
   // Acquire-load of the handle's terminal record. kInProgress, kOk or an error;
-  // kNotFound when the handle is stale (slot reposted or released). A transfer
+  // kNotFound when the handle is stale (a copy of a handle whose slot was
+  // reposted or released; kInvalidArgument for XferHandle{}, which Release
+  // leaves in the handle it was given). A transfer
   // never posted reads kOk (idle), as does Wait: only a Post moves bytes. A
   // post its lane gave up on (a wedged GPU: kTimeout) keeps its error even if
   // the GPU finishes it later; one the GPU finished as its lane gave up reads
@@ -193,9 +199,14 @@ class Agent {
   // is posted (tcp and shm send a small request at once), so a cancel right
   // after a post often finds it owned; it is for work queued behind others.
   Status Cancel(const XferHandle& handle);
-  // Frees the handle's slot. An in-flight request is canceled first; if a lane
-  // still owns it, kNotAllowed and the handle stays valid. kTimeout, the handle
-  // valid too, when the lane of a post the GPU published holds it past io_timeout.
+  // Frees the handle's slot and resets *handle to XferHandle{} (calls with that
+  // handle then read kInvalidArgument; copies of the old one kNotFound). An
+  // in-flight request is canceled first; if a lane still owns it, kNotAllowed and
+  // the handle stays valid. kTimeout, the handle valid too, when the lane of a post
+  // the GPU published holds it past io_timeout. A transfer left poisoned (its post
+  // ended with "may still copy": an shm target or a wedged GPU that held on) is
+  // released (kOk) but its slot stays taken for good, a bounded leak: MakeTransfer's
+  // kNotAllowed for full slots counts them.
   Status Release(XferHandle* handle);
 
   // Standalone notification of at most 64 KiB to a peer (ordered after this

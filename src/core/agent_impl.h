@@ -78,15 +78,20 @@ class AgentImpl {
   // Files `p` under a fresh id (next_prepared_).
   PreparedId AddPrepared(std::shared_ptr<PreparedList> p);
   Result<Request*> SlotOf(const XferHandle& h) const;
-  static Status CheckDestinationsDisjoint(const Request& r);
-  Status BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
-                       const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
+  static Status CheckPairs(Op op, const PreparedList& local, std::span<const uint32_t> li,
+                           const PreparedList& remote, std::span<const uint32_t> ri);
+  void BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
+                     const PreparedList& remote, std::span<const uint32_t> ri, uint64_t max_seg);
   uint64_t ChunkSizeFor(const Request& r) const;
   // Fills r->local_keys and r->local_removals; InvalidArgument when a local
   // piece is no longer registered (CheckLocalKeys).
   Status CollectLocalKeys(Request* r) const;
   Status CheckLocalKeys(const Request& r) const;
+  // Returns the slot to the free list, unless the request is poisoned: a target or
+  // a wedged GPU may still touch its state, so the slot is never reused.
   void FreeSlot(Request* r);
+  // MakeTransfer's refusal when no slot is free, counting the poisoned ones.
+  Status AllSlotsTaken() const;
   static Status AwaitSettled(const Request& r, uint32_t gen, std::chrono::steady_clock::time_point deadline);
   bool Striped(const Request& r) const;
   int PickLane(const Request& r, uint32_t chunk, uint32_t rotation) const;

@@ -98,17 +98,26 @@ Result<std::shared_ptr<PreparedList>> AgentImpl::GetPrepared(PreparedId id) cons
   return it->second;
 }
 
-// Walks local and remote ranges of each descriptor pair in lockstep, cutting at
-// every piece boundary of either side and at chunk_bytes. A WRITE that touches a
-// read-only remote piece anywhere fails as a whole, before any byte moves.
-Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
-                                const PreparedList& remote, std::span<const uint32_t> ri,
-                                uint64_t max_seg) {
+// The pairs of a transfer, checked before any channel is opened for it: as many
+// local as remote descriptors, at least one, every index in range, each pair's
+// two lengths equal, no WRITE into a read-only remote piece, and no two pairs
+// writing the same byte (a WRITE naming a remote descriptor twice, a READ whose
+// local descriptors overlap would leave whichever copy landed last). The
+// overlap check is one pass when the destinations ascend (the usual list), else
+// sorted.
+Status AgentImpl::CheckPairs(Op op, const PreparedList& local, std::span<const uint32_t> li,
+                             const PreparedList& remote, std::span<const uint32_t> ri) {
   size_t n = li.empty() ? local.descs.size() : li.size();
   size_t m = ri.empty() ? remote.descs.size() : ri.size();
   if (n != m) return Status::InvalidArgument("local and remote lists differ in length (" +
                                              std::to_string(n) + " vs " + std::to_string(m) + ")");
   if (n == 0) return Status::InvalidArgument("empty transfer");
+  const bool remote_dst = op == Op::kWrite;
+  auto dst_of = [&](size_t i) -> const std::vector<PieceRange>& {
+    return remote_dst ? remote.descs[ri.empty() ? i : ri[i]] : local.descs[li.empty() ? i : li[i]];
+  };
+  bool ascending = true;
+  uint64_t end = 0;  // of the last destination range
   for (size_t i = 0; i < n; ++i) {
     uint32_t a = li.empty() ? i : li[i], b = ri.empty() ? i : ri[i];
     if (a >= local.descs.size() || b >= remote.descs.size())
@@ -117,9 +126,39 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
       return Status::InvalidArgument("pair " + std::to_string(i) + ": local length " +
                                      std::to_string(local.lens[a]) + " != remote length " +
                                      std::to_string(remote.lens[b]));
+    KVLANE_RETURN_IF_ERROR(CheckRemoteAccess(op, remote.descs[b], b));
+    for (const PieceRange& pr : dst_of(i)) {
+      ascending = ascending && pr.addr >= end;
+      end = pr.addr + pr.len;
+    }
+  }
+  if (ascending) return Status::Ok();
+  std::vector<std::pair<uint64_t, uint64_t>> dst;  // start, end
+  for (size_t i = 0; i < n; ++i) {
+    for (const PieceRange& pr : dst_of(i)) dst.emplace_back(pr.addr, pr.addr + pr.len);
+  }
+  std::sort(dst.begin(), dst.end());
+  for (size_t i = 1; i < dst.size(); ++i) {
+    if (dst[i].first < dst[i - 1].second) {
+      return Status::InvalidArgument(std::string(remote_dst ? "remote" : "local") +
+                                     " destinations of the transfer overlap at " +
+                                     Hex(dst[i].first) + ": two pairs would write the same bytes");
+    }
+  }
+  return Status::Ok();
+}
+
+// Walks local and remote ranges of each descriptor pair in lockstep, cutting at
+// every piece boundary of either side and at max_seg. REQUIRES: CheckPairs
+// passed for these pairs.
+void AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span<const uint32_t> li,
+                              const PreparedList& remote, std::span<const uint32_t> ri,
+                              uint64_t max_seg) {
+  const size_t n = li.empty() ? local.descs.size() : li.size();
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t a = li.empty() ? i : li[i], b = ri.empty() ? i : ri[i];
     const auto& L = local.descs[a];
     const auto& R = remote.descs[b];
-    KVLANE_RETURN_IF_ERROR(CheckRemoteAccess(r->op, R, b));
     size_t x = 0, y = 0;
     uint64_t xo = 0, yo = 0;
     while (x < L.size() && y < R.size()) {
@@ -134,36 +173,10 @@ Status AgentImpl::BuildSegments(Request* r, const PreparedList& local, std::span
     }
   }
   r->pairs = static_cast<uint32_t>(n);
-  return CheckDestinationsDisjoint(*r);
-}
-
-// Two copies into the same byte (a WRITE naming a remote descriptor twice, a READ
-// whose local descriptors overlap) would leave whichever landed last: refused.
-// One pass when the destinations ascend (the usual list); else sorted, at
-// MakeTransfer only.
-Status AgentImpl::CheckDestinationsDisjoint(const Request& r) {
-  const bool remote = r.op == Op::kWrite;
-  auto dst = [remote](const Segment& s) { return remote ? s.remote_addr : s.local_addr; };
-  bool ascending = true;
-  for (size_t i = 1; i < r.segs.size() && ascending; ++i)
-    ascending = dst(r.segs[i]) >= dst(r.segs[i - 1]) + r.segs[i - 1].len;
-  if (ascending) return Status::Ok();
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // start, end
-  ranges.reserve(r.segs.size());
-  for (const Segment& s : r.segs) ranges.emplace_back(dst(s), dst(s) + s.len);
-  std::sort(ranges.begin(), ranges.end());
-  for (size_t i = 1; i < ranges.size(); ++i) {
-    if (ranges[i].first < ranges[i - 1].second) {
-      return Status::InvalidArgument(
-          std::string(remote ? "remote" : "local") + " destinations of the transfer overlap at " +
-          Hex(ranges[i].first) + ": two pairs would write the same bytes");
-    }
-  }
-  return Status::Ok();
 }
 
 // Bytes of the local side of a transfer (out-of-range indices are skipped here
-// and rejected by BuildSegments); UINT64_MAX past kMaxTransferBytes (an index
+// and rejected by CheckPairs); UINT64_MAX past kMaxTransferBytes (an index
 // list may name one large descriptor many times: the sum must not wrap).
 static uint64_t LocalBytes(const PreparedList& local, std::span<const uint32_t> li) {
   uint64_t total = 0;
@@ -179,13 +192,14 @@ static uint64_t LocalBytes(const PreparedList& local, std::span<const uint32_t> 
 
 // The chunk size of a transfer: chunk_bytes, or smaller for a striped request
 // that would otherwise not fill every lane (so a 2 MiB request on two lanes
-// moves as two 1 MiB chunks in parallel).
+// moves as two 1 MiB chunks in parallel): its share of the lanes rounded up to
+// 4 KiB, never past chunk_bytes (which need not be a multiple of 4 KiB).
 uint64_t AgentImpl::ChunkSizeFor(const Request& r) const {
   const uint64_t chunk = ctx_.options.chunk_bytes;
   const uint64_t lanes = static_cast<uint64_t>(r.channel->lane_count());
   if (!Striped(r) || lanes < 2 || r.total_bytes >= lanes * chunk) return chunk;
   uint64_t share = (r.total_bytes + lanes - 1) / lanes;
-  return std::max<uint64_t>(4096, (share + 4095) / 4096 * 4096);
+  return std::min(chunk, std::max<uint64_t>(4096, (share + 4095) / 4096 * 4096));
 }
 
 // Groups consecutive segments into chunks of at most chunk_bytes and
@@ -222,6 +236,19 @@ Status AgentImpl::CollectLocalKeys(Request* r) const {
   return CheckLocalKeys(*r);
 }
 
+Status AgentImpl::AllSlotsTaken() const {
+  size_t poisoned = 0;
+  for (const auto& r : slots_) poisoned += r->poisoned.load(std::memory_order_acquire) ? 1 : 0;
+  std::string why = "all " + std::to_string(slots_.size()) +
+                    " transfer slots are in use (AgentOptions.max_requests)";
+  if (poisoned > 0) {
+    why += "; " + std::to_string(poisoned) +
+           " of them held for good by transfers left poisoned (a target or GPU that may still "
+           "copy their memory)";
+  }
+  return Status::NotAllowed(why);
+}
+
 Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span<const uint32_t> li,
                                            PreparedId remote_id, std::span<const uint32_t> ri,
                                            std::string_view notif, XferOptions xo) {
@@ -238,28 +265,31 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   const uint64_t bytes = LocalBytes(*local, li);
   if (bytes > kMaxTransferBytes)
     return Status::InvalidArgument("a transfer moves at most 1 TiB (kMaxTransferBytes): split it");
-  // Every channel has lanes_per_peer lanes: the lane is checked before any
-  // connection is made for it.
+  // Every channel has lanes_per_peer lanes: the lane, the pairs and a free slot
+  // are checked before any connection is made for the transfer.
   const int lanes = ctx_.options.lanes_per_peer;
   if (xo.lane < -1 || xo.lane >= lanes)
     return Status::InvalidArgument(
         "XferOptions::lane " + std::to_string(xo.lane) + " is not a lane of the channel (0.." +
         std::to_string(lanes - 1) + ", lanes_per_peer) nor -1 (the engine picks)");
-  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
+  KVLANE_RETURN_IF_ERROR(CheckPairs(op, *local, li, *remote, ri));
   uint32_t slot;
   {
     std::lock_guard lock(free_mu_);
-    if (free_slots_.empty())
-      return Status::NotAllowed("all " + std::to_string(slots_.size()) +
-                                " transfer slots are in use (AgentOptions.max_requests)");
+    if (free_slots_.empty()) return AllSlotsTaken();
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
   Request* r = slots_[slot].get();
+  Result<Channel*> ch = EnsureChannel(*remote->peer, local->kind, remote->kind);
+  if (!ch.ok()) {
+    FreeSlot(r);
+    return ch.status();
+  }
   r->op = op;
   r->local_kind = local->kind;
   r->peer = remote->peer;
-  r->channel = ch;
+  r->channel = ch.value();
   r->notif.assign(notif);
   r->fixed_lane = xo.lane;
   r->stripe = xo.stripe;
@@ -267,13 +297,9 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
   r->total_bytes = bytes;  // decides striping and the chunk size
   const uint64_t chunk = ChunkSizeFor(*r);
   r->total_bytes = 0;
-  Status s = BuildSegments(r, *local, li, *remote, ri, chunk);
-  if (!s.ok()) {
-    FreeSlot(r);
-    return s;
-  }
+  BuildSegments(r, *local, li, *remote, ri, chunk);
   PlanChunks(r, chunk, ctx_.options.max_segments_per_chunk);
-  s = CollectLocalKeys(r);
+  Status s = CollectLocalKeys(r);
   if (!s.ok()) {
     FreeSlot(r);
     return s;

@@ -101,9 +101,12 @@ class HeldTarget {
 // An shm initiator with io_timeout `io`, its buffer registered, and a READ of
 // the target's src() into it made (over shm).
 struct ReadingInitiator {
-  ReadingInitiator(HeldTarget& target, std::chrono::milliseconds io) : dst(kLen, 0) {
+  // max_requests 0: the default.
+  ReadingInitiator(HeldTarget& target, std::chrono::milliseconds io, uint32_t max_requests = 0)
+      : dst(kLen, 0) {
     AgentOptions o = OptionsFor("init", "shm");
     o.io_timeout = io;
+    if (max_requests != 0) o.max_requests = max_requests;
     agent = Agent::Create(o).value();
     local = agent->RegisterMemory(dst.data(), kLen).value();
     Connect(*agent, target.agent());
@@ -207,6 +210,27 @@ TEST(ShmLetGo, ATargetThatHoldsOnLeavesTheRequestPoisoned) {
   const Status d = init->DeregisterMemory(local);
   EXPECT_EQ(d.code(), Code::kBackend) << d.ToString();
   EXPECT_NE(d.message().find("shm target"), std::string::npos) << d.ToString();
+}
+
+// A poisoned transfer's slot stays taken after Release (its state may still be
+// touched): with every slot so held, MakeTransfer's refusal says why.
+TEST(ShmLetGo, APoisonedTransfersSlotStaysTakenAndTheRefusalSaysSo) {
+  HeldTarget target(10000ms);
+  ReadingInitiator r(target, 200ms, /*max_requests=*/1);
+  ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
+  ASSERT_EQ(r.agent->PeerTransport("target").value(), "shm");
+  target.Hold();
+  ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
+  const Status s = r.agent->Wait(*r.x, 10s);
+  ASSERT_EQ(s.code(), Code::kTimeout) << s.ToString();
+  ASSERT_NE(s.message().find("may still copy"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(r.agent->Release(&*r.x).ok());
+  auto again = MakeSimple(*r.agent, "target", Op::kRead, r.dst.data(), target.src(), kLen);
+  EXPECT_EQ(again.status().code(), Code::kNotAllowed) << again.status().ToString();
+  EXPECT_NE(again.status().message().find("1 of them held for good by transfers left poisoned"),
+            std::string::npos)
+      << again.status().ToString();
+  target.Release();
 }
 
 // The same hold met by the agent's end: Close() waits for the target as the
