@@ -64,9 +64,12 @@ class Agent {
   // kInvalidArgument naming the first byte that is not, so a device pointer or
   // read-only memory registered as kHost is refused here.
   // kCuda memory needs the cuda transport enabled, or tcp in a CUDA build on a
-  // machine with a GPU (else kNotSupported). It must be device memory or pinned
-  // (page-locked) host memory: other memory is refused when a transfer first uses
-  // it (kNotSupported / kInvalidArgument), not here. `device` is recorded in the
+  // machine with a GPU (else kNotSupported). Where cuda is listed but idle (a
+  // host with no usable device) the registration is taken, but the metadata
+  // offers none of it over cuda and no transfer of it finds a transport. It must
+  // be device memory or pinned (page-locked) host memory: other memory is
+  // refused when a transfer first uses it (kNotSupported / kInvalidArgument),
+  // not here. `device` is recorded in the
   // metadata for the peer to read; the transports use the device the memory
   // belongs to (cudaPointerGetAttributes), so a wrong ordinal changes nothing.
   // REQUIRES: the memory outlives the registration.
@@ -106,10 +109,11 @@ class Agent {
   // then LoadPeer would: lists and transfers made before keep the old one.
   // A refresh with a cuda channel open to the peer first asks the peer about
   // the table's device pieces that channel has not checked (the blob may be
-  // older than a deregistration): one round trip on its control connection,
-  // up to io_timeout per 8,192 new pieces; a peer that does not answer in time
-  // fails that channel (PeerError) and LoadPeer answers kTimeout, the old
-  // table kept. A refresh waits for a connect to that peer in progress (up to
+  // older than a deregistration): one round trip on its control connection per
+  // 8,192 new pieces, all within io_timeout x (2 + one per 8,192; the two for a
+  // revocation the control thread may be finishing); a peer that does not
+  // answer in time fails that channel (PeerError) and LoadPeer answers
+  // kTimeout, the old table kept. A refresh waits for a connect to that peer in progress (up to
   // connect_timeout per transport tried); a new peer's load waits for nothing.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
@@ -120,7 +124,8 @@ class Agent {
   Status RemovePeer(std::string_view peer);
   // The transport that moves `kind` memory to and from a peer ("local", "shm",
   // "tcp", "cuda"): the first enabled one, in options order, that moves that kind
-  // and reaches the peer. Connects if needed.
+  // directly and reaches the peer; only where none does, the first that stages it
+  // through host memory (tcp for kCuda memory). Connects if needed.
   Result<std::string> PeerTransport(std::string_view peer, MemoryKind kind = MemoryKind::kHost);
 
   // Resolves a list once; the result is posted many times through transfers.
