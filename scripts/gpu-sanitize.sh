@@ -21,8 +21,11 @@ trap 'rm -rf "$SAN_DIR"' EXIT
 python3 -m zipfile -e "$BIN/sanitizer.whl" "$SAN_DIR" 2>/dev/null || unzip -q "$BIN/sanitizer.whl" -d "$SAN_DIR" ||
   { echo "cannot unpack $BIN/sanitizer.whl (neither python3 nor unzip)"; exit 2; }
 SAN=$(find "$SAN_DIR" -type f -name compute-sanitizer | head -1)
-chmod +x "$SAN_DIR"/nvidia/*/compute-sanitizer/* "$SAN_DIR"/nvidia/*/compute-sanitizer/x86/* 2>/dev/null
-[ -x "$SAN" ] || { echo "no compute-sanitizer in $BIN/sanitizer.whl"; exit 2; }
+[ -n "$SAN" ] || { echo "no compute-sanitizer in $BIN/sanitizer.whl"; exit 2; }
+# A wheel unpacked by python3's zipfile keeps no modes (the 13.0 wheel: nvidia/cu13/bin
+# and nvidia/cu13/lib; older ones: nvidia/*/compute-sanitizer).
+chmod -R u+x "$(dirname "$SAN")" "$SAN_DIR"/nvidia/*/lib 2>/dev/null
+[ -x "$SAN" ] || { echo "cannot make $SAN executable"; exit 2; }
 "$SAN" --version | tail -1
 status=0
 san() {  # name, seconds, tool, binary, gtest filter
