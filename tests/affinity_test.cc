@@ -92,6 +92,27 @@ TEST(AffinityOptions, CpusTheKernelRefusesOrRepeatedAreRefused) {
   EXPECT_TRUE(Agent::Create(o).ok());
 }
 
+// The kernel runs a thread on any CPU of a mask it may use and drops the
+// others: a list is checked CPU by CPU, and one the process may not run on
+// fails Create, named alone, however many usable ones it comes with.
+TEST(AffinityOptions, AListWithOneCpuTheKernelRefusesIsRefusedNamingIt) {
+  const std::vector<int> mine = CpusOf(0);
+  ASSERT_FALSE(mine.empty());
+  if (sysconf(_SC_NPROCESSORS_CONF) > 1000) GTEST_SKIP() << "CPU 1000 may exist here";
+  AgentOptions o;
+  o.name = "x";
+  o.worker_cpus = {mine[0], 1000};
+  auto r = Agent::Create(o);
+  ASSERT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("(CPU 1000)"), std::string::npos) << r.status().ToString();
+  EXPECT_EQ(CpusOf(0), mine) << "a refused Create left the caller's mask changed";
+  o.worker_cpus = {mine[0]};
+  EXPECT_TRUE(Agent::Create(o).ok());
+  o.worker_cpus = mine;  // every CPU this test may use (0 and 1 on a two-CPU host)
+  auto all = Agent::Create(o);
+  EXPECT_TRUE(all.ok()) << all.status().ToString();
+}
+
 // The documented use: the application pins its polling thread first, then
 // creates the agent with the other CPUs. The calling thread's own mask does not
 // limit worker_cpus, and it is left as it was.
@@ -107,6 +128,10 @@ TEST(AffinityOptions, WorkerCpusMayLieOutsideTheCallersMask) {
   o.worker_cpus = {mine[1]};
   auto a = Agent::Create(o);
   EXPECT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(CpusOf(0), std::vector<int>{mine[0]});
+  o.worker_cpus = mine;  // a list beyond the caller's mask, checked CPU by CPU
+  auto wide = Agent::Create(o);
+  EXPECT_TRUE(wide.ok()) << wide.status().ToString();
   EXPECT_EQ(CpusOf(0), std::vector<int>{mine[0]});
   cpu_set_t all;
   CPU_ZERO(&all);

@@ -42,6 +42,19 @@ TEST(LocalDirectory, BothTransportsInEitherOrderServeLocal) {
   }
 }
 
+// The cuda transport's entry carries no secret: published after the local
+// transport's, it leaves that entry, secret included, in place.
+TEST(LocalDirectory, TheLocalTransportsEntryKeepsItsSecret) {
+  for (bool local_first : {true, false}) {
+    auto local = Endpoint(true);
+    local->secret.fill(0x7e);
+    PublishLocal(kId, local_first ? local : Endpoint(false));
+    PublishLocal(kId, local_first ? Endpoint(false) : local);
+    EXPECT_EQ(FindLocal(kId), local) << (local_first ? "local first" : "cuda first");
+    UnpublishLocal(kId);
+  }
+}
+
 // An agent of this process that did not enable "local" (here tcp only, with a
 // cuda-style entry published for it) is not reached through local.
 TEST(LocalDirectory, APeerWithoutLocalIsNotReachedThroughIt) {

@@ -121,9 +121,9 @@ struct AgentOptions {
   // the threads they start); empty: wherever the creating thread may run.
   // Keeping them off the CPU of the thread that posts and polls stops the
   // scheduler from putting a spinning lane thread beside it (a woken thread
-  // often lands on its waker's CPU). The kernel must let this process run
-  // there (checked at Create: the calling thread's own mask does not matter);
-  // 0..1023, no repeats.
+  // often lands on its waker's CPU). The kernel must let this process run on
+  // each of them (checked at Create, which names any it refuses: kInvalidArgument;
+  // the calling thread's own mask does not matter); 0..1023, no repeats.
   std::vector<int> worker_cpus;
   // Notifications received and not yet taken (TakeNotifications) may hold at most
   // this many bytes (payload + sender name + 72 each, and sender name + 128 once per

@@ -25,10 +25,10 @@ class ScopedAffinity {
   ScopedAffinity(const ScopedAffinity&) = delete;
   ScopedAffinity& operator=(const ScopedAffinity&) = delete;
 
-  // Ok, or why the mask could not be narrowed (threads started meanwhile
-  // would run anywhere: the caller fails instead): InvalidArgument naming the
-  // CPUs when the kernel will not run this process there (offline, or outside
-  // its cpuset).
+  // Ok, or why the mask could not be narrowed to exactly `cpus` (threads
+  // started meanwhile would run elsewhere: the caller fails instead):
+  // InvalidArgument naming each CPU the kernel will not run this process on
+  // (offline, or outside its cpuset), even when it would run it on the others.
   const Status& status() const { return status_; }
 
  private:

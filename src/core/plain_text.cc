@@ -33,10 +33,10 @@ size_t PlainCharAt(std::string_view s, size_t i) {
   static constexpr uint32_t kShortest[] = {0, 0, 0x80, 0x800, 0x10000};
   if (cp < kShortest[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
   if (cp <= 0x9F) return 0;  // C1 controls (U+0080..U+009F)
-  // Line and paragraph separators, and the bidirectional embeddings,
+  // Line and paragraph separators, and the bidirectional marks, embeddings,
   // overrides and isolates: they reorder or break what a terminal shows.
   if (cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
-      (cp >= 0x2066 && cp <= 0x2069))
+      (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E || cp == 0x200F || cp == 0x061C)
     return 0;
   return n;
 }
@@ -58,7 +58,8 @@ Status CheckAgentName(std::string_view name, std::string_view what) {
                                    std::to_string(name.size()));
   if (!IsPlainText(name))
     return Status::InvalidArgument(
-        std::string(what) + ": an agent name is UTF-8 text without control characters, got '" +
+        std::string(what) +
+        ": an agent name is UTF-8 text without control or bidi characters, got '" +
         PlainTextOf(name) + "'");
   return Status::Ok();
 }

@@ -21,8 +21,7 @@ Directory& Dir() {
 void PublishLocal(uint64_t agent_id, std::shared_ptr<LocalEndpoint> ep) {
   std::lock_guard lock(Dir().mu);
   auto& slot = Dir().map[agent_id];
-  if (slot != nullptr && slot->serves_local && !ep->serves_local)
-    ep = std::make_shared<LocalEndpoint>(LocalEndpoint{ep->name, ep->registry, ep->notifs, true});
+  if (slot != nullptr && slot->serves_local && !ep->serves_local) return;  // the same agent's
   slot = std::move(ep);
 }
 

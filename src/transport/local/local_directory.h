@@ -22,10 +22,13 @@ struct LocalEndpoint {
   // to an agent of this process reaches its memory through peer access and
   // checks the pieces in its registry.
   bool serves_local = false;
+  // The agent's secret (with serves_local): a local peer must hold the blob
+  // that carries it, as a tcp or shm peer must prove it does.
+  Secret secret{};
 };
 
 // Publishes `ep` for `agent_id`; an agent published twice (by its local and
-// its cuda transport) keeps one entry that serves local if either does.
+// its cuda transport) keeps the local transport's entry.
 void PublishLocal(uint64_t agent_id, std::shared_ptr<LocalEndpoint> ep);
 // Removes the agent's entry (either transport's Stop: both end with the agent).
 void UnpublishLocal(uint64_t agent_id);

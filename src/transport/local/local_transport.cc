@@ -1,5 +1,7 @@
 #include "transport/local/local_transport.h"
 
+#include <openssl/crypto.h>
+
 #include <cstring>
 #include <thread>
 
@@ -84,7 +86,8 @@ class LocalChannel final : public Channel {
       }
       q.AdvanceIssue();
       Status s = latch().Get();
-      if (s.ok()) s = BeginChunk(*w) ? CopyChunk(*peer_, *w) : Status::Canceled("canceled before start");
+      if (s.ok())
+        s = BeginChunk(*w) ? CopyChunk(*peer_, *w) : Status::Canceled("canceled before start");
       if (s.code() == Code::kRemoteDisconnect) s = LatchGone();  // the peer's registry closed
       RetireHead(lane, s);
     }
@@ -110,10 +113,13 @@ class LocalTransport final : public Transport {
   const char* name() const override { return "local"; }
 
   Status Start() override {
-    PublishLocal(ctx_->agent_id, std::make_shared<LocalEndpoint>(LocalEndpoint{
-                                     ctx_->name, ctx_->registry, ctx_->notifs, true}));
+    PublishLocal(ctx_->agent_id,
+                 std::make_shared<LocalEndpoint>(
+                     LocalEndpoint{ctx_->name, ctx_->registry, ctx_->notifs, true, ctx_->secret}));
     return Status::Ok();
   }
+  // The secret is checked at Connect: a blob that does not hold it is
+  // refused there, said as such, rather than passed over.
   bool CanReach(const AgentMeta& peer) const override {
     if (peer.process_token != ProcessToken()) return false;
     auto ep = FindLocal(peer.agent_id);
@@ -123,6 +129,12 @@ class LocalTransport final : public Transport {
     auto ep = FindLocal(peer.agent_id);
     if (ep == nullptr || !ep->serves_local)
       return Status::RemoteDisconnect("local peer '" + peer.name + "' is gone");
+    // What tcp and shm make an initiator prove in its Hello: it holds the
+    // blob, not just the id (constant time, as there).
+    if (CRYPTO_memcmp(ep->secret.data(), peer.secret.data(), peer.secret.size()) != 0)
+      return Status::NotAllowed("local peer '" + peer.name +
+                                "': the agent of this process with its id holds another secret " +
+                                "(forged or damaged metadata)");
     return std::unique_ptr<Channel>(
         new LocalChannel(std::move(ep), ctx_->name, ctx_->options, ctx_->completer));
   }
