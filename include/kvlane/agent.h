@@ -113,8 +113,9 @@ class Agent {
   // 8,192 new pieces, all within io_timeout x (2 + one per 8,192; the two for a
   // revocation the control thread may be finishing); a peer that does not
   // answer in time fails that channel (PeerError) and LoadPeer answers
-  // kTimeout, the old table kept. A refresh waits for a connect to that peer in progress (up to
-  // connect_timeout per transport tried); a new peer's load waits for nothing.
+  // kTimeout, the old table kept. A refresh waits for a connect to that peer
+  // in progress (up to connect_timeout per transport tried, for its control
+  // connection and all its lanes together); a new peer's load waits for nothing.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
   // naming it answer kNotFound from then on. Prepared lists and transfers made

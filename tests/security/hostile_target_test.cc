@@ -223,5 +223,57 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
   silent.Stop();
 }
 
+// A "target" that answers every handshake, each only `delay` after it
+// accepted the connection: each connection alone is made within
+// connect_timeout, all of a channel's together are not.
+class LateListener {
+ public:
+  explicit LateListener(std::chrono::milliseconds delay) : delay_(delay) {}
+  uint16_t port() const { return listener_.port(); }
+  const FakeTargetId& id() const { return id_; }
+  // Connections accepted so far.
+  int accepted() const { return accepted_.load(); }
+  void Stop() { listener_.Stop(); }
+
+ private:
+  const std::chrono::milliseconds delay_;
+  const FakeTargetId id_;
+  std::atomic<int> accepted_{0};
+  std::mutex mu_;
+  std::vector<core::Fd> held_;  // GUARDED_BY(mu_)
+  LoopbackListener listener_{[this](core::Fd c) {
+    ++accepted_;
+    std::this_thread::sleep_for(delay_);
+    if (!AcceptAnyHello(c.get(), id_.agent_id, id_.secret)) return;
+    std::lock_guard lock(mu_);
+    held_.push_back(std::move(c));
+  }};
+};
+
+// Opening a channel (its control connection and every lane) ends within one
+// connect_timeout in all, however the target spends it: a target that answers
+// each handshake just inside connect_timeout used to hold the open, and the
+// peer's refresh_mu, for (lanes + 1) x connect_timeout.
+TEST(LateStreamTarget, ChannelOpenEndsWithinOneConnectTimeout) {
+  constexpr auto kConnectTimeout = 1000ms;
+  LateListener late(600ms);  // 400 ms to spare for the control connection on a loaded box
+  AgentOptions o = OptionsFor("a", "tcp");
+  o.connect_timeout = kConnectTimeout;
+  o.lanes_per_peer = 6;  // the old bound: 7 x 600 ms
+  auto a = Agent::Create(o).value();
+  ASSERT_EQ(a->LoadPeer(late.id().Blob("late", late.port())).value(), "late");
+  const auto t0 = std::chrono::steady_clock::now();
+  const Result<std::string> opened = a->PeerTransport("late");
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_FALSE(opened.ok()) << "7 handshakes of 600 ms each fit in one connect_timeout?";
+  EXPECT_EQ(opened.status().code(), Code::kRemoteDisconnect) << opened.status().ToString();
+  EXPECT_GE(late.accepted(), 2) << "the open never got past its control connection";
+  EXPECT_LT(took, 3 * kConnectTimeout)
+      << "opening the channel took "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+      << " ms with connect_timeout " << kConnectTimeout.count() << " ms";
+  late.Stop();
+}
+
 }  // namespace
 }  // namespace kvlane::test

@@ -82,7 +82,7 @@ std::string ControlSocketName(uint64_t agent_id) {
 Result<Fd> DialControl(const std::string& self_name, std::chrono::milliseconds connect_timeout,
                        const AgentMeta& peer, const std::string& socket) {
   const Deadline by = DeadlineIn(connect_timeout);
-  KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, connect_timeout));
+  KVLANE_ASSIGN_OR_RETURN(Fd fd, ConnectUnix(socket, by));  // one deadline: connect and hello
   KVLANE_RETURN_IF_ERROR(SetIoTimeout(fd.get(), connect_timeout));
   DeadlineIo io(fd.get(), by);
   KVLANE_RETURN_IF_ERROR(SayHello(self_name, peer, ConnRole::kCudaControl, io));

@@ -108,10 +108,11 @@ Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role
   return Status::Ok();
 }
 
-Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role) {
+Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role,
+                Deadline by) {
   // Bounded: a target that stalls half way through its challenge or reply
   // cannot hold the connect. The lanes then run without socket timeouts.
-  DeadlineIo io(fd, DeadlineIn(ctx.options.connect_timeout));
+  DeadlineIo io(fd, by);
   KVLANE_RETURN_IF_ERROR(SayHello(ctx.name, peer, role, io));
   return SetIoTimeout(fd, std::chrono::milliseconds(0));
 }

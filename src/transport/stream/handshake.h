@@ -70,8 +70,9 @@ Result<PeerConnLimit::Slot> AcceptHello(const AgentContext& ctx, int fd, PeerCon
 // time, a clean close (hinting at the target's reasons), or the connection's
 // own error (a reset, a timeout of tcp keepalive or TCP_USER_TIMEOUT).
 Status SayHello(std::string_view self_name, const AgentMeta& peer, ConnRole role, HelloIo& io);
-// The same on a stream connection, within connect_timeout (DeadlineIo); fd is
-// left without I/O timeouts on success.
-Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role);
+// The same on a stream connection, ending by `by` (DeadlineIo: the caller's
+// deadline for the whole connect, e.g. a channel's open); fd is left without
+// I/O timeouts on success.
+Status SayHello(const AgentContext& ctx, const AgentMeta& peer, int fd, ConnRole role, Deadline by);
 
 }  // namespace kvlane::core

@@ -9,7 +9,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
+#include <thread>
 
 #include "core/sys.h"
 
@@ -58,11 +61,26 @@ void SetNoDelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-Status WaitConnected(int fd, std::chrono::milliseconds timeout) {
-  pollfd p{fd, POLLOUT, 0};
-  int rc;
-  KVLANE_SYSCALL_RETRY(rc, poll(&p, 1, static_cast<int>(timeout.count())));
-  if (rc == 0) return Status::Timeout("connect timed out");
+// What poll may wait before `by`, rounded up to whole milliseconds (a
+// remainder under 1 ms waits rather than spins); -1: no deadline; 0: passed.
+int PollMsUntil(Deadline by) {
+  if (by == kNoDeadline) return -1;
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(by - std::chrono::steady_clock::now());
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
+}
+
+// Until the non-blocking connect in progress on `fd` completed (or failed);
+// kTimeout once `by` passed. EINTR polls again, never past `by`.
+Status WaitConnected(int fd, Deadline by) {
+  for (;;) {
+    const int ms = PollMsUntil(by);
+    if (ms == 0) return Status::Timeout("connect timed out");
+    pollfd p{fd, POLLOUT, 0};
+    const int rc = poll(&p, 1, ms);
+    if (rc > 0) break;
+    if (rc < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
+  }
   int err = 0;
   socklen_t len = sizeof(err);
   getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
@@ -85,6 +103,22 @@ sockaddr_un UnixAddr(const std::string& name, socklen_t* len) {
   std::memcpy(a.sun_path + 1, name.data(), n);  // leading NUL: abstract namespace
   *len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
   return a;
+}
+
+// One connect to `a` on a fresh socket, made blocking once connected. An
+// empty Fd when the listener's accept queue is full (EAGAIN): that socket is
+// NOT connected, although poll calls it writable and SO_ERROR holds 0.
+Result<Fd> TryConnectUnix(const sockaddr_un& a, socklen_t len, Deadline by) {
+  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
+  if (connect(fd.get(), reinterpret_cast<const sockaddr*>(&a), len) != 0) {
+    if (errno == EAGAIN || errno == EINTR) return Fd();
+    if (errno != EINPROGRESS)
+      return Status::RemoteDisconnect(std::string("connect(unix): ") + std::strerror(errno));
+    KVLANE_RETURN_IF_ERROR(WaitConnected(fd.get(), by));
+  }
+  KVLANE_RETURN_IF_ERROR(SetBlocking(fd.get(), true));
+  return fd;
 }
 
 constexpr char kPeerClosedMessage[] = "peer closed the connection";
@@ -206,7 +240,8 @@ Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout) {
 Status WaitReadable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
   int rc;
-  KVLANE_SYSCALL_RETRY(rc, poll(&p, 1, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count())));
+  KVLANE_SYSCALL_RETRY(rc,
+                       poll(&p, 1, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count())));
   if (rc < 0) return ErrnoStatus("poll", errno);
   if (rc == 0) return Status::Timeout("no data from peer within the I/O timeout");
   return Status::Ok();
@@ -236,11 +271,14 @@ Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_por
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   std::string ps = std::to_string(port);
   int rc = getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
-  if (rc != 0) return Status::InvalidArgument("cannot resolve listen host '" + host + "': " + gai_strerror(rc));
+  if (rc != 0)
+    return Status::InvalidArgument("cannot resolve listen host '" + host +
+                                   "': " + gai_strerror(rc));
   Fd fd(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
   int one = 1;
   setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  bool bad = !fd.valid() || bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 || listen(fd.get(), 128) != 0;
+  bool bad = !fd.valid() || bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 ||
+             listen(fd.get(), 128) != 0;
   int err = errno;
   freeaddrinfo(res);
   if (bad) return ErrnoStatus(("listen on " + host + ":" + ps).c_str(), err);
@@ -253,18 +291,24 @@ Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_por
 }
 
 Result<Fd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout) {
+  return ConnectTcp(host, port, DeadlineIn(timeout));
+}
+
+Result<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline by) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   std::string ps = std::to_string(port);
   int rc = getaddrinfo(host.c_str(), ps.c_str(), &hints, &res);
-  if (rc != 0) return Status::RemoteDisconnect("cannot resolve '" + host + "': " + gai_strerror(rc));
+  if (rc != 0)
+    return Status::RemoteDisconnect("cannot resolve '" + host + "': " + gai_strerror(rc));
   Fd fd(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   Status s = fd.valid() ? Status::Ok() : ErrnoStatus("socket", errno);
   if (s.ok() && connect(fd.get(), res->ai_addr, res->ai_addrlen) != 0) {
-    s = errno == EINPROGRESS ? WaitConnected(fd.get(), timeout)
-                             : Status::RemoteDisconnect(std::string("connect: ") + std::strerror(errno));
+    s = errno == EINPROGRESS
+            ? WaitConnected(fd.get(), by)
+            : Status::RemoteDisconnect(std::string("connect: ") + std::strerror(errno));
   }
   freeaddrinfo(res);
   if (!s.ok()) return Status(s.code(), s.message() + " (" + host + ":" + ps + ")");
@@ -278,7 +322,8 @@ Result<Fd> ListenUnix(const std::string& name) {
   sockaddr_un a = UnixAddr(name, &len);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
-  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0) return ErrnoStatus("bind(unix)", errno);
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0)
+    return ErrnoStatus("bind(unix)", errno);
   if (listen(fd.get(), 128) != 0) return ErrnoStatus("listen(unix)", errno);
   return fd;
 }
@@ -292,17 +337,22 @@ ucred PeerCred(int fd) {
 }
 
 Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout) {
+  return ConnectUnix(name, DeadlineIn(timeout));
+}
+
+Result<Fd> ConnectUnix(const std::string& name, Deadline by) {
   socklen_t len;
-  sockaddr_un a = UnixAddr(name, &len);
-  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
-  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0) {
-    if (errno != EINPROGRESS && errno != EAGAIN)
-      return Status::RemoteDisconnect(std::string("connect(unix): ") + std::strerror(errno));
-    KVLANE_RETURN_IF_ERROR(WaitConnected(fd.get(), timeout));
+  const sockaddr_un a = UnixAddr(name, &len);
+  std::chrono::microseconds nap{100};
+  for (;;) {
+    KVLANE_ASSIGN_OR_RETURN(Fd fd, TryConnectUnix(a, len, by));
+    if (fd.valid()) return fd;
+    const auto left = by - std::chrono::steady_clock::now();
+    if (left <= std::chrono::steady_clock::duration::zero())
+      return Status::Timeout("connect(unix) timed out: the listener's accept queue stayed full");
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(nap, left));
+    nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(5));
   }
-  KVLANE_RETURN_IF_ERROR(SetBlocking(fd.get(), true));
-  return fd;
 }
 
 Result<Fd> Accept(int listen_fd) {

@@ -86,9 +86,21 @@ Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout);
 Status WaitReadable(int fd, std::chrono::milliseconds timeout);
 
 Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_port);
+// A blocking connected socket. The connect ends by `by` (kTimeout after it);
+// resolving `host` (a name, not an address) is not bounded by it.
+// RemoteDisconnect when refused or unresolvable.
+Result<Fd> ConnectTcp(const std::string& host, uint16_t port, Deadline by);
+// The same, ending `timeout` from now.
 Result<Fd> ConnectTcp(const std::string& host, uint16_t port, std::chrono::milliseconds timeout);
 // Abstract-namespace unix sockets (name without the leading NUL).
 Result<Fd> ListenUnix(const std::string& name);
+// A blocking socket connected to the listener at `name`. While the listener's
+// accept queue is full (a flood of connections, a listener that stopped
+// accepting) it tries again with a fresh socket, napping, until `by`: then
+// kTimeout, as a connect that did not complete in time. RemoteDisconnect when
+// no one listens there.
+Result<Fd> ConnectUnix(const std::string& name, Deadline by);
+// The same, ending `timeout` from now.
 Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeout);
 // The process at the other end of a unix socket (SO_PEERCRED: for a
 // connecting end, the listener's creator); uid uid_t(-1) when unknown.

@@ -18,12 +18,16 @@
 
 namespace kvlane::core {
 
-// Opens one authenticated connection to the peer.
-using Dialer = std::function<Result<Fd>(ConnRole role)>;
+// Opens one authenticated connection to the peer: its connect and handshake
+// end by `by` (kTimeout after it).
+using Dialer = std::function<Result<Fd>(ConnRole role, Deadline by)>;
 
 class StreamChannel final : public Channel {
  public:
-  // Dials lanes_per_peer lane connections and one control connection.
+  // Dials one control connection and lanes_per_peer lane connections, one
+  // after another, all by one deadline: connect_timeout from the call, however
+  // a slow or hostile target spreads it over them (the caller holds the peer's
+  // refresh_mu meanwhile).
   static Result<std::unique_ptr<Channel>> Open(const AgentContext& ctx, PayloadMode mode,
                                                const char* name, const Dialer& dial);
   ~StreamChannel() override { Close(); }

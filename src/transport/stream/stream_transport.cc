@@ -12,11 +12,14 @@
 namespace kvlane::core {
 namespace {
 
-bool IsWildcard(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+bool IsWildcard(const std::string& host) {
+  return host.empty() || host == "0.0.0.0" || host == "::";
+}
 
 class StreamTransport final : public Transport {
  public:
-  StreamTransport(AgentContext* ctx, PayloadMode mode) : ctx_(ctx), mode_(mode), server_(ctx, mode) {}
+  StreamTransport(AgentContext* ctx, PayloadMode mode)
+      : ctx_(ctx), mode_(mode), server_(ctx, mode) {}
   ~StreamTransport() override { server_.Stop(); }
 
   const char* name() const override { return mode_ == PayloadMode::kCma ? "shm" : "tcp"; }
@@ -24,7 +27,8 @@ class StreamTransport final : public Transport {
   Status Start() override {
     if (mode_ == PayloadMode::kCma) {
       char buf[64];
-      std::snprintf(buf, sizeof(buf), "kvlane-%016llx", static_cast<unsigned long long>(ctx_->agent_id));
+      std::snprintf(buf, sizeof(buf), "kvlane-%016llx",
+                    static_cast<unsigned long long>(ctx_->agent_id));
       socket_name_ = buf;
       KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenUnix(socket_name_));
       server_.Start(std::move(fd));
@@ -32,7 +36,7 @@ class StreamTransport final : public Transport {
     }
     const AgentOptions& o = ctx_->options;
     KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(o.tcp_listen_host, o.tcp_listen_port, &port_));
-    host_ = !o.tcp_advertise_host.empty() ? o.tcp_advertise_host
+    host_ = !o.tcp_advertise_host.empty()   ? o.tcp_advertise_host
             : IsWildcard(o.tcp_listen_host) ? HostName()
                                             : o.tcp_listen_host;
     server_.Start(std::move(fd));
@@ -66,10 +70,9 @@ class StreamTransport final : public Transport {
   }
 
   Result<std::unique_ptr<Channel>> Connect(const AgentMeta& peer) override {
-    auto dial = [this, &peer](ConnRole role) -> Result<Fd> {
-      auto timeout = ctx_->options.connect_timeout;
-      auto fd = mode_ == PayloadMode::kCma ? ConnectUnix(peer.shm_socket, timeout)
-                                           : ConnectTcp(peer.tcp_host, peer.tcp_port, timeout);
+    auto dial = [this, &peer](ConnRole role, Deadline by) -> Result<Fd> {
+      auto fd = mode_ == PayloadMode::kCma ? ConnectUnix(peer.shm_socket, by)
+                                           : ConnectTcp(peer.tcp_host, peer.tcp_port, by);
       if (!fd.ok()) return fd.status();
       // shm: the target copies this process's memory itself, and refuses
       // (closing at once) an initiator of another user: say so here.
@@ -84,7 +87,7 @@ class StreamTransport final : public Transport {
       }
       if (mode_ == PayloadMode::kInline)
         KVLANE_RETURN_IF_ERROR(SetKeepalive(fd->get(), KeepaliveFor(ctx_->options)));
-      KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role));
+      KVLANE_RETURN_IF_ERROR(SayHello(*ctx_, peer, fd->get(), role, by));
       return std::move(fd).value();
     };
     return StreamChannel::Open(*ctx_, mode_, name(), dial);
