@@ -26,11 +26,17 @@ SAN=$(find "$SAN_DIR" -type f -name compute-sanitizer | head -1)
 # and nvidia/cu13/lib; older ones: nvidia/*/compute-sanitizer).
 chmod -R u+x "$(dirname "$SAN")" "$SAN_DIR"/nvidia/*/lib 2>/dev/null
 [ -x "$SAN" ] || { echo "cannot make $SAN executable"; exit 2; }
+# The wheel keeps the injection libraries apart from the binary (nvidia/cu13/lib), where
+# the sanitizer does not look: without the path every target "terminated before first
+# instrumented API call".
+INJ=$(find "$SAN_DIR" -type f -name 'libTreeLauncherTargetInjection.so' | head -1)
+INJ_ARGS=()
+[ -n "$INJ" ] && INJ_ARGS=(--injection-path "$(dirname "$INJ")")
 "$SAN" --version | tail -1
 status=0
 san() {  # name, seconds, tool, binary, gtest filter
   local name=$1 secs=$2 tool=$3 bin=$4 filter=$5
-  timeout "$secs" "$SAN" --tool "$tool" --target-processes all --error-exitcode 99 \
+  timeout "$secs" "$SAN" "${INJ_ARGS[@]}" --tool "$tool" --target-processes all --error-exitcode 99 \
     --print-limit 20 "$BIN/$bin" --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
   local rc=$?
   local errors
