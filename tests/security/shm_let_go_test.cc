@@ -233,10 +233,11 @@ TEST(ShmLetGo, APoisonedTransfersSlotStaysTakenAndTheRefusalSaysSo) {
   target.Release();
 }
 
-// The same hold met by the agent's end: Close() waits for the target as the
-// destructor does, and, the target still holding on, says the memory must be
-// kept (the destructor could not say it). A later Close() says it again.
-TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) {
+// The same hold met by the agent's end, after RemovePeer("target") when
+// `remove_peer`: Close() waits for the target as the destructor does, and, the
+// target still holding on, says the memory must be kept (the destructor could not
+// say it). A later Close() says it again.
+void ExpectCloseKeepsTheMemory(bool remove_peer) {
   HeldTarget target(10000ms);
   ReadingInitiator r(target, 200ms);
   ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
@@ -244,6 +245,7 @@ TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) {
   target.Hold();
   ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
   std::this_thread::sleep_for(100ms);  // the frame is the target's
+  if (remove_peer) ASSERT_TRUE(r.agent->RemovePeer("target").ok());
   const Status s = r.agent->Close();
   EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
   EXPECT_NE(s.message().find("do not free or reuse"), std::string::npos) << s.ToString();
@@ -251,25 +253,14 @@ TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) {
   target.Release();
 }
 
+TEST(ShmLetGo, CloseSaysToKeepTheMemoryATargetStillHolds) { ExpectCloseKeepsTheMemory(false); }
+
 // The finding: the peer removed (RemovePeer, or replaced by LoadPeer of a restarted
 // peer) while its transfer still held the channel, Close() stopped only the channels
 // of peers still loaded, decided what was held, and only then closed the removed
 // peer's (as its last holder let go): kOk while the target might still copy. Every
 // peer a request or a list still holds is closed before Close() decides.
-TEST(ShmLetGo, CloseSaysToKeepTheMemoryAfterThePeerWasRemoved) {
-  HeldTarget target(10000ms);
-  ReadingInitiator r(target, 200ms);
-  ASSERT_TRUE(r.x.ok()) << r.x.status().ToString();
-  ASSERT_EQ(r.agent->PeerTransport("target").value(), "shm");
-  target.Hold();
-  ASSERT_TRUE(r.agent->Post(&*r.x).in_progress());
-  std::this_thread::sleep_for(100ms);  // the frame is the target's
-  ASSERT_TRUE(r.agent->RemovePeer("target").ok());
-  const Status s = r.agent->Close();
-  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
-  EXPECT_NE(s.message().find("do not free or reuse"), std::string::npos) << s.ToString();
-  target.Release();
-}
+TEST(ShmLetGo, CloseSaysToKeepTheMemoryAfterThePeerWasRemoved) { ExpectCloseKeepsTheMemory(true); }
 
 // An agent whose transfers all ended closes with kOk: its memory may go.
 TEST(ShmLetGo, CloseIsOkWhenNothingIsHeld) {
