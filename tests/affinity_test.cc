@@ -1,6 +1,8 @@
 // AgentOptions::worker_cpus: every thread an agent starts (listeners, lanes,
 // servers, and the threads those start) runs on the worker CPUs; the thread
 // that created the agent and its channels keeps its own mask.
+#include "core/affinity.h"
+
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -111,6 +113,16 @@ TEST(AffinityOptions, AListWithOneCpuTheKernelRefusesIsRefusedNamingIt) {
   o.worker_cpus = mine;  // every CPU this test may use (0 and 1 on a two-CPU host)
   auto all = Agent::Create(o);
   EXPECT_TRUE(all.ok()) << all.status().ToString();
+  // A channel opened after a worker CPU went away (its check is not every_cpu)
+  // runs on the rest; none left is still refused.
+  {
+    core::ScopedAffinity rest({mine[0], 1000}, /*every_cpu=*/false);
+    EXPECT_TRUE(rest.status().ok()) << rest.status().ToString();
+    EXPECT_EQ(CpusOf(0), std::vector<int>{mine[0]});
+  }
+  EXPECT_EQ(CpusOf(0), mine);
+  core::ScopedAffinity none({1000}, /*every_cpu=*/false);
+  EXPECT_EQ(none.status().code(), Code::kInvalidArgument) << none.status().ToString();
 }
 
 // The documented use: the application pins its polling thread first, then

@@ -114,8 +114,8 @@ class Agent {
   // revocation the control thread may be finishing); a peer that does not
   // answer in time fails that channel (PeerError) and LoadPeer answers
   // kTimeout, the old table kept. A refresh waits for a connect to that peer
-  // in progress (up to connect_timeout per transport tried, for its control
-  // connection and all its lanes together); a new peer's load waits for nothing.
+  // in progress (up to connect_timeout for each of its lanes_per_peer + 1
+  // connections, per transport tried); a new peer's load waits for nothing.
   Result<std::string> LoadPeer(std::string_view blob);
   // Forgets a peer: PrepareRemote, SendNotification, PeerTransport and PeerError
   // naming it answer kNotFound from then on. Prepared lists and transfers made

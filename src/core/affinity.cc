@@ -20,7 +20,7 @@ Status Refused(const std::vector<int>& cpus, const std::string& why) {
 
 }  // namespace
 
-ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus) {
+ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus, bool every_cpu) {
   if (cpus.empty()) return;
   if (sched_getaffinity(0, sizeof(old_), &old_) != 0) {
     status_ = ErrnoStatus("sched_getaffinity", errno);
@@ -37,6 +37,7 @@ ScopedAffinity::ScopedAffinity(const std::vector<int>& cpus) {
     return;
   }
   changed_ = true;
+  if (!every_cpu) return;
   // It drops the unusable rest silently: the mask it kept names them.
   cpu_set_t got;
   CPU_ZERO(&got);

@@ -20,15 +20,18 @@ namespace kvlane::core {
 // calling thread's own mask, decides which CPUs are allowed.
 class ScopedAffinity {
  public:
-  explicit ScopedAffinity(const std::vector<int>& cpus);
+  // `every_cpu`: refuse (status()) a mask the kernel narrowed, a CPU of `cpus` it will
+  // not run this process on (Create's check of the option); false: the rest is taken
+  // (a channel opened after a CPU went offline, or the cpuset shrank, since Create).
+  explicit ScopedAffinity(const std::vector<int>& cpus, bool every_cpu = true);
   ~ScopedAffinity();
   ScopedAffinity(const ScopedAffinity&) = delete;
   ScopedAffinity& operator=(const ScopedAffinity&) = delete;
 
-  // Ok, or why the mask could not be narrowed to exactly `cpus` (threads
-  // started meanwhile would run elsewhere: the caller fails instead):
-  // InvalidArgument naming each CPU the kernel will not run this process on
-  // (offline, or outside its cpuset), even when it would run it on the others.
+  // Ok, or why the mask could not be narrowed to `cpus` (threads started
+  // meanwhile would run elsewhere: the caller fails instead): InvalidArgument
+  // naming the CPUs when the kernel runs this process on none of them, or, with
+  // every_cpu, on some only (each one it will not: offline, or outside its cpuset).
   const Status& status() const { return status_; }
 
  private:

@@ -134,14 +134,18 @@ Status AgentImpl::Close() {
   // would wait for another channel's kernel, whose lane thread may be the one to
   // stop it, and the shm waits run together. Peers removed or replaced (RemovePeer,
   // LoadPeer of a restarted peer) count too: their requests and lists still hold them.
-  const std::vector<std::shared_ptr<PeerState>> peers = EveryPeer();
-  for (const auto& peer : peers) {
-    std::lock_guard plock(peer->mu);
-    peer->StopAll();
-  }
-  for (const auto& peer : peers) {
-    std::lock_guard plock(peer->mu);
-    peer->CloseAll();
+  {
+    // Dropped before the transports go (below), as the last holders of these
+    // peers drop them: a channel's destructor may still reach its transport.
+    const std::vector<std::shared_ptr<PeerState>> peers = EveryPeer();
+    for (const auto& peer : peers) {
+      std::lock_guard plock(peer->mu);
+      peer->StopAll();
+    }
+    for (const auto& peer : peers) {
+      std::lock_guard plock(peer->mu);
+      peer->CloseAll();
+    }
   }
   // Every lane has ended: a request is poisoned for good now, or never.
   bool held = false;
@@ -332,7 +336,9 @@ Result<Channel*> AgentImpl::EnsureChannel(PeerState& peer, MemoryKind local, Mem
                      (inert.empty() ? "" : " (" + inert + ")");
         continue;
       }
-      ScopedAffinity on_workers(ctx_.options.worker_cpus);  // the channel's lane threads inherit it
+      // The channel's lane threads inherit it; a worker CPU gone since Create leaves
+      // the others (Create refused a list with one the process could not use).
+      ScopedAffinity on_workers(ctx_.options.worker_cpus, /*every_cpu=*/false);
       if (!on_workers.status().ok()) return on_workers.status();
       auto ch = t->Connect(peer.meta);
       if (ch.ok()) {

@@ -273,23 +273,27 @@ Result<XferHandle> AgentImpl::MakeTransfer(Op op, PreparedId local_id, std::span
         "XferOptions::lane " + std::to_string(xo.lane) + " is not a lane of the channel (0.." +
         std::to_string(lanes - 1) + ", lanes_per_peer) nor -1 (the engine picks)");
   KVLANE_RETURN_IF_ERROR(CheckPairs(op, *local, li, *remote, ri));
-  uint32_t slot;
+  // Refused at once when no slot is free, but none is held across the connect
+  // (which may take connect_timeout per connection): transfers to other peers
+  // meanwhile find the slots there are.
+  auto take_slot = [this]() -> Result<uint32_t> {
+    std::lock_guard lock(free_mu_);
+    if (free_slots_.empty()) return AllSlotsTaken();
+    const uint32_t slot = free_slots_.back();
+    free_slots_.pop_back();
+    return slot;
+  };
   {
     std::lock_guard lock(free_mu_);
     if (free_slots_.empty()) return AllSlotsTaken();
-    slot = free_slots_.back();
-    free_slots_.pop_back();
   }
+  KVLANE_ASSIGN_OR_RETURN(Channel * ch, EnsureChannel(*remote->peer, local->kind, remote->kind));
+  KVLANE_ASSIGN_OR_RETURN(const uint32_t slot, take_slot());
   Request* r = slots_[slot].get();
-  Result<Channel*> ch = EnsureChannel(*remote->peer, local->kind, remote->kind);
-  if (!ch.ok()) {
-    FreeSlot(r);
-    return ch.status();
-  }
   r->op = op;
   r->local_kind = local->kind;
   r->peer = remote->peer;
-  r->channel = ch.value();
+  r->channel = ch;
   r->notif.assign(notif);
   r->fixed_lane = xo.lane;
   r->stripe = xo.stripe;

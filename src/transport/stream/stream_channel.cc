@@ -45,7 +45,10 @@ StreamChannel::StreamChannel(const AgentContext& ctx, PayloadMode mode, const ch
 
 Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, PayloadMode mode,
                                                      const char* name, const Dialer& dial) {
-  const Deadline by = DeadlineIn(ctx.options.connect_timeout);  // the whole open's
+  // Each connection's connect and handshake share one connect_timeout: a slow
+  // link's lanes each get the whole of it (one deadline for all of them would cut
+  // an honest open of many lanes over a long round trip).
+  auto by = [&ctx] { return DeadlineIn(ctx.options.connect_timeout); };
   std::unique_ptr<StreamChannel> ch(new StreamChannel(ctx, mode, name));
   // A receive that gets no byte for io_timeout fails (a peer that stops half
   // way through a reply: the lane latches kTimeout). Lanes send without a
@@ -53,11 +56,11 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
   // the receiver's io_timeout covers a peer that reads nothing at all. A
   // notification's send (at most 64 KiB) is bounded too: Notify holds the
   // control connection, which transfers' notifications and Close wait for.
-  KVLANE_ASSIGN_OR_RETURN(ch->control_, dial(ConnRole::kControl, by));
+  KVLANE_ASSIGN_OR_RETURN(ch->control_, dial(ConnRole::kControl, by()));
   KVLANE_RETURN_IF_ERROR(SetIoTimeout(ch->control_.get(), ctx.options.io_timeout));
   for (int i = 0; i < ch->lane_count(); ++i) {
     auto l = std::make_unique<Lane>();
-    KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane, by));
+    KVLANE_ASSIGN_OR_RETURN(l->fd, dial(ConnRole::kLane, by()));
     l->wake = Fd(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
     if (!l->wake.valid()) return ErrnoStatus("eventfd", errno);
     KVLANE_RETURN_IF_ERROR(SetRecvTimeout(l->fd.get(), ctx.options.io_timeout));

@@ -25,9 +25,9 @@ using Dialer = std::function<Result<Fd>(ConnRole role, Deadline by)>;
 class StreamChannel final : public Channel {
  public:
   // Dials one control connection and lanes_per_peer lane connections, one
-  // after another, all by one deadline: connect_timeout from the call, however
-  // a slow or hostile target spreads it over them (the caller holds the peer's
-  // refresh_mu meanwhile).
+  // after another, each (its connect and its handshake together) within
+  // connect_timeout: at most (lanes_per_peer + 1) x connect_timeout in all, which
+  // the caller spends holding the peer's refresh_mu.
   static Result<std::unique_ptr<Channel>> Open(const AgentContext& ctx, PayloadMode mode,
                                                const char* name, const Dialer& dial);
   ~StreamChannel() override { Close(); }
