@@ -162,6 +162,15 @@ class SilentListener {
   }};
 };
 
+// Where a silent target's blob says it holds 1 MiB: nothing moves there.
+constexpr uint64_t kBase = 1ull << 40;
+
+// A blob for `silent` (named "silent") with one fake region at kBase.
+std::string BlobWithFakeRegion(const SilentListener& silent) {
+  return FakeTargetId().Blob("silent", silent.port(),
+                             {{0x54, kBase, 1 << 20, 1, MemoryKind::kHost, 0}});
+}
+
 // A target whose handshake stalls (it accepts and never sends its challenge)
 // holds up only calls naming it: reloading its blob while a connect to it
 // waits does not hold up calls naming another peer (LoadPeer used to wait for
@@ -197,10 +206,7 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoOtherPeer) {
 // connect_timeout).
 TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
   SilentListener silent;
-  const FakeTargetId id;
-  constexpr uint64_t kBase = 1ull << 40;  // a fake region: nothing moves
-  const std::string blob =
-      id.Blob("silent", silent.port(), {{0x54, kBase, 1 << 20, 1, MemoryKind::kHost, 0}});
+  const std::string blob = BlobWithFakeRegion(silent);
   AgentOptions o = OptionsFor("a", "tcp");
   o.connect_timeout = 3000ms;
   auto a = Agent::Create(o).value();
@@ -230,10 +236,7 @@ TEST(SilentTarget, ItsStalledConnectHoldsUpNoCallThatNeedsNoConnection) {
 // once.
 TEST(SilentTarget, ItsStalledConnectHoldsNoTransferSlot) {
   SilentListener silent;
-  const FakeTargetId id;
-  constexpr uint64_t kBase = 1ull << 40;  // a fake region: nothing moves
-  const std::string blob =
-      id.Blob("silent", silent.port(), {{0x54, kBase, 1 << 20, 1, MemoryKind::kHost, 0}});
+  const std::string blob = BlobWithFakeRegion(silent);
   std::vector<uint8_t> src(4096, 1), dst(4096, 0);
   AgentOptions o = OptionsFor("a", "tcp");
   o.connect_timeout = 3000ms;

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <thread>
 
+#include "core/backoff.h"
 #include "core/sys.h"
 
 namespace kvlane::core {
@@ -343,15 +343,11 @@ Result<Fd> ConnectUnix(const std::string& name, std::chrono::milliseconds timeou
 Result<Fd> ConnectUnix(const std::string& name, Deadline by) {
   socklen_t len;
   const sockaddr_un a = UnixAddr(name, &len);
-  std::chrono::microseconds nap{100};
-  for (;;) {
+  for (Backoff backoff;; backoff.Nap()) {
     KVLANE_ASSIGN_OR_RETURN(Fd fd, TryConnectUnix(a, len, by));
     if (fd.valid()) return fd;
-    const auto left = by - std::chrono::steady_clock::now();
-    if (left <= std::chrono::steady_clock::duration::zero())
+    if (std::chrono::steady_clock::now() >= by)
       return Status::Timeout("connect(unix) timed out: the listener's accept queue stayed full");
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(nap, left));
-    nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(5));
   }
 }
 
