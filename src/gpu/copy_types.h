@@ -42,8 +42,9 @@ inline constexpr uint32_t kProxyMaxSegs = 16;  // segments of one entry (more: t
 inline constexpr uint32_t kProxyCopy = 1;     // ProxyEntry::op: copy the segments
 inline constexpr uint32_t kProxyExit = 2;     // ProxyEntry::op: the kernel returns
 // ProxyEntry::op: copy the segments, every destination of which is memory of
-// the proxy's own GPU (a READ into it): a device-scope fence orders the copy
-// before the record, as in the copy kernel's blocks (BlockFence::kDevice).
+// the proxy's own GPU (a READ into it, or a WRITE to a peer sharing it): a
+// device-scope fence orders the copy before the record, as in the copy
+// kernel's blocks (BlockFence::kDevice).
 inline constexpr uint32_t kProxyCopyLocal = 3;
 // Or'ed into a completion word when the proxy acknowledged an entry without
 // copying (CPU latch mirrored to it, or its own GPU-side error).

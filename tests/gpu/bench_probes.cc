@@ -63,6 +63,17 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
       std::printf("%s: %s\n", name, cudaGetErrorString(err));
     (void)cudaGetLastError();
   }
+  // Probe: the copy kernel's loop (one block per descriptor) ended four ways, so
+  // that what a block's fence costs shows beside the copy alone.
+  for (const auto& f : kProbeFences) {
+    auto t = ProbeTimes(b, [&](int) {
+      cudaError_t e = LaunchFenceProbe(f.fence, segs, static_cast<uint32_t>(n), fin, b.stream);
+      return e == cudaSuccess ? cudaStreamSynchronize(b.stream) : e;
+    });
+    char name[96];
+    std::snprintf(name, sizeof(name), "probe fence %s grid=%d GB/s", f.name, static_cast<int>(n));
+    ProbeRow(b, name, n * d, t);
+  }
   // Probe: the bulk-copy (TMA) kernel, with every destination byte checked once.
   {
     const uint32_t parts = static_cast<uint32_t>((d + gpu::kTmaUnitBytes - 1) / gpu::kTmaUnitBytes);

@@ -1,4 +1,6 @@
 #include "copy_probe.h"
+#include "gpu/copy_device.cuh"
+#include "gpu/copy_launch.h"
 
 namespace kvlane::test {
 namespace {
@@ -33,7 +35,42 @@ cudaError_t Launch(int threads, const gpu::CopySeg* segs, uint32_t n, cudaStream
   return cudaGetLastError();
 }
 
+template <ProbeFence kFence>
+__global__ void __launch_bounds__(gpu::kCopyThreads, 2048 / gpu::kCopyThreads)
+    FenceProbeKernel(const gpu::CopySeg* __restrict__ segs, uint32_t* blocks_finished) {
+  const gpu::CopySeg sg = segs[blockIdx.x];
+  gpu::CopyRange(sg.dst, sg.src, sg.len, threadIdx.x, gpu::kCopyThreads);
+  if constexpr (kFence == ProbeFence::kNone) return;
+  if constexpr (kFence == ProbeFence::kSystemAll) __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if constexpr (kFence == ProbeFence::kSystemOne) __threadfence_system();
+  if constexpr (kFence == ProbeFence::kDeviceOne) __threadfence();
+  if (atomicAdd(blocks_finished, 1u) == gridDim.x - 1) *blocks_finished = 0;
+}
+
+template <ProbeFence kFence>
+cudaError_t LaunchFence(const gpu::CopySeg* segs, uint32_t n, uint32_t* fin, cudaStream_t stream) {
+  FenceProbeKernel<kFence><<<n, gpu::kCopyThreads, 0, stream>>>(segs, fin);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t LaunchFenceProbe(ProbeFence fence, const gpu::CopySeg* segs, uint32_t n,
+                             uint32_t* blocks_finished, cudaStream_t stream) {
+  switch (fence) {
+    case ProbeFence::kNone:
+      return LaunchFence<ProbeFence::kNone>(segs, n, blocks_finished, stream);
+    case ProbeFence::kSystemAll:
+      return LaunchFence<ProbeFence::kSystemAll>(segs, n, blocks_finished, stream);
+    case ProbeFence::kSystemOne:
+      return LaunchFence<ProbeFence::kSystemOne>(segs, n, blocks_finished, stream);
+    case ProbeFence::kDeviceOne:
+      return LaunchFence<ProbeFence::kDeviceOne>(segs, n, blocks_finished, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t LaunchProbe(const ProbeVariant& v, const gpu::CopySeg* segs, uint32_t n, cudaStream_t stream) {
   switch (v.unroll * 2 + (v.streaming ? 1 : 0)) {

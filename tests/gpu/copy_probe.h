@@ -27,4 +27,23 @@ inline constexpr ProbeVariant kProbeVariants[] = {
 // aligned on both sides. Returns the launch error.
 cudaError_t LaunchProbe(const ProbeVariant& v, const gpu::CopySeg* segs, uint32_t n, cudaStream_t stream);
 
+// How the fence probe's blocks end (the copy kernel's loop, one block per
+// segment of 512 threads, then a count of finished blocks in `*blocks_finished`,
+// device memory, which the probe's last block resets).
+enum class ProbeFence : int {
+  kNone,       // no fence: the copy alone
+  kSystemAll,  // every thread fence.sc.sys, then the barrier (the kernel before session 31)
+  kSystemOne,  // the barrier, then thread 0's fence.sc.sys (cumulative)
+  kDeviceOne,  // the barrier, then thread 0's fence.sc.gpu
+};
+inline constexpr struct {
+  ProbeFence fence;
+  const char* name;
+} kProbeFences[] = {{ProbeFence::kNone, "none"},
+                    {ProbeFence::kSystemAll, "sys every thread"},
+                    {ProbeFence::kSystemOne, "sys thread 0"},
+                    {ProbeFence::kDeviceOne, "gpu thread 0"}};
+cudaError_t LaunchFenceProbe(ProbeFence fence, const gpu::CopySeg* segs, uint32_t n,
+                             uint32_t* blocks_finished, cudaStream_t stream);
+
 }  // namespace kvlane::test

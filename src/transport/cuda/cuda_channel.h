@@ -203,6 +203,7 @@ class CudaChannel final : public Channel {
   Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
   Status PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport* e, AgentMeta* dial);
   Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
+  bool OnThisDevice(uint64_t addr) const;
   Result<uint64_t> MapLegacy(const CudaExport& e);
   Result<uint64_t> MapVmm(const CudaExport& e, const AgentMeta& dial);
   // Asks the target which pieces of `peer` (the metadata the channel opens

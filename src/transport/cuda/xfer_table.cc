@@ -46,10 +46,10 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   t->host_segs.resize(r->segs.size());
   RemotePiece* rp = nullptr;
   const bool write = r->op == Op::kWrite;
-  // A READ lands in local memory: on this GPU when every local piece is. A
-  // WRITE lands in the peer's memory, opened here: counted as elsewhere even
-  // when the peer shares this GPU (the conservative fence).
-  t->dst_on_device = !write;
+  // A READ lands in local memory, a WRITE in the peer's (opened here): on this
+  // GPU when every such piece is, a peer sharing this GPU included (its reads
+  // go through this GPU's L2 as ours do).
+  t->dst_on_device = true;
   for (size_t i = 0; i < r->segs.size(); ++i) {
     const Segment& sg = r->segs[i];
     if (rp == nullptr || rp->key != sg.remote_key) {
@@ -63,7 +63,7 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
       KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(sg.local_addr));
       local = local_on_device_.emplace(sg.local_key, on_device).first;
     }
-    t->dst_on_device = t->dst_on_device && local->second;
+    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local->second);
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
