@@ -20,18 +20,23 @@ SAN_DIR=$(mktemp -d)
 trap 'rm -rf "$SAN_DIR"' EXIT
 python3 -m zipfile -e "$BIN/sanitizer.whl" "$SAN_DIR" 2>/dev/null || unzip -q "$BIN/sanitizer.whl" -d "$SAN_DIR" ||
   { echo "cannot unpack $BIN/sanitizer.whl (neither python3 nor unzip)"; exit 2; }
-SAN=$(find "$SAN_DIR" -type f -name compute-sanitizer | head -1)
+# python3's zipfile keeps no file modes: every file of the wheel gets u+x.
+chmod -R u+x "$SAN_DIR"/nvidia 2>/dev/null
+# Wheels 13.0-13.2 (nvidia/cu13/bin, nvidia/cu13/lib) lack the launcher helpers
+# (TreeLauncherSubreaper, TreeLauncherTargetLdPreloadHelper): under them every target
+# "terminated before first instrumented API call" (session 30). 13.5.25 has them, beside
+# the binary in nvidia/cu13/compute-sanitizer/, as the toolkit lays them out.
+SAN=$(find "$SAN_DIR" -type f -path '*/compute-sanitizer/compute-sanitizer' | head -1)
+[ -n "$SAN" ] || SAN=$(find "$SAN_DIR" -type f -name compute-sanitizer | head -1)
 [ -n "$SAN" ] || { echo "no compute-sanitizer in $BIN/sanitizer.whl"; exit 2; }
-# A wheel unpacked by python3's zipfile keeps no modes (the 13.0 wheel: nvidia/cu13/bin
-# and nvidia/cu13/lib; older ones: nvidia/*/compute-sanitizer).
-chmod -R u+x "$(dirname "$SAN")" "$SAN_DIR"/nvidia/*/lib 2>/dev/null
 [ -x "$SAN" ] || { echo "cannot make $SAN executable"; exit 2; }
-# The wheel keeps the injection libraries apart from the binary (nvidia/cu13/lib), where
-# the sanitizer does not look: without the path every target "terminated before first
-# instrumented API call".
+[ -n "$(find "$SAN_DIR" -name TreeLauncherSubreaper)" ] ||
+  echo "warning: this wheel has no TreeLauncherSubreaper; targets may not start (use 13.5.25 or later)"
+# Injection libraries kept apart from the binary (the 13.0 wheel's nvidia/cu13/lib) are
+# not found unless named.
 INJ=$(find "$SAN_DIR" -type f -name 'libTreeLauncherTargetInjection.so' | head -1)
 INJ_ARGS=()
-[ -n "$INJ" ] && INJ_ARGS=(--injection-path "$(dirname "$INJ")")
+[ -n "$INJ" ] && [ "$(dirname "$INJ")" != "$(dirname "$SAN")" ] && INJ_ARGS=(--injection-path "$(dirname "$INJ")")
 "$SAN" --version | tail -1
 status=0
 san() {  # name, seconds, tool, binary, gtest filter
