@@ -80,6 +80,12 @@ Status CudaChannel::CreateLanes() {
       KVLANE_RETURN_IF_ERROR(
           lane.proxy.Init(proxy_blocks_, lane.done, hi, proxy_renew_every_, max_life, records_, record_slots_));
   }
+  {
+    std::lock_guard lock(free_order_->mu);
+    KVLANE_CUDA(cudaStreamCreateWithFlags(&free_order_->stream, cudaStreamNonBlocking));
+    KVLANE_CUDA(cudaEventCreateWithFlags(&free_order_->event, cudaEventDisableTiming));
+    for (auto& l : lanes_) free_order_->lanes.push_back(l->sm);
+  }
   KVLANE_CUDA(cudaDeviceSynchronize());
   return Status::Ok();
 }
@@ -104,6 +110,20 @@ void CudaChannel::DestroyGpu() {
     retired_legacy_.clear();  // left open, as above
     (void)cudaGetLastError();
     return;
+  }
+  {
+    // Once the lanes' streams are synchronized, a table freed later follows
+    // every launch already; those freed before are queued on the free stream.
+    std::lock_guard lock(free_order_->mu);
+    for (auto& l : lanes_)
+      if (l->sm) (void)cudaStreamSynchronize(l->sm);
+    free_order_->lanes.clear();
+    if (free_order_->stream)
+      (void)cudaStreamSynchronize(free_order_->stream),
+          (void)cudaStreamDestroy(free_order_->stream);
+    if (free_order_->event) (void)cudaEventDestroy(free_order_->event);
+    free_order_->stream = nullptr;
+    free_order_->event = nullptr;
   }
   for (auto& l : lanes_) {
     if (l->sm) (void)cudaStreamSynchronize(l->sm), (void)cudaStreamDestroy(l->sm);

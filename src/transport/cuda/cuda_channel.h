@@ -253,6 +253,9 @@ class CudaChannel final : public Channel {
   std::mutex build_mu_;  // builds tables; guards the maps below
   // Tables are uploaded on it (BuildTable). GUARDED_BY(build_mu_)
   cudaStream_t build_stream_ = nullptr;
+  // The lanes' kernel streams, for the stream-ordered free of this channel's
+  // tables (XferTable::free_order).
+  std::shared_ptr<TableFreeOrder> free_order_ = std::make_shared<TableFreeOrder>();
   std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
   // A peer's cudaMalloc allocations opened here, by their IPC handle's bytes
   // (a later allocation at the same address is other memory, with another

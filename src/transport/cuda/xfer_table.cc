@@ -11,10 +11,27 @@ namespace kvlane::core {
 XferTable::~XferTable() {
   if (segs == nullptr) return;
   DeviceGuard guard(device);
+  if (!pooled) {
+    (void)cudaFree(segs);
+    return;
+  }
   // Stream-ordered free: a plain cudaFree waits for the whole device, and a
-  // running proxy kernel would hold it up.
-  if (pooled) (void)cudaFreeAsync(segs, cudaStreamLegacy);
-  else (void)cudaFree(segs);
+  // running proxy kernel would hold it up. Ordered after everything the lanes'
+  // kernel streams hold now, the launches that read this table among them.
+  cudaStream_t stream = cudaStreamLegacy;  // the channel's streams are gone: nothing runs
+  std::unique_lock<std::mutex> lock;
+  if (free_order != nullptr) {
+    lock = std::unique_lock(free_order->mu);
+    if (!free_order->lanes.empty()) {
+      stream = free_order->stream;
+      for (cudaStream_t lane : free_order->lanes) {
+        (void)cudaEventRecord(free_order->event, lane);
+        (void)cudaStreamWaitEvent(stream, free_order->event, 0);
+      }
+    }
+  }
+  (void)cudaFreeAsync(segs, stream);
+  (void)cudaGetLastError();
 }
 
 void ComputeRuns(XferTable* t) {
@@ -33,6 +50,7 @@ Status CudaChannel::TableFor(Request* r, XferTable** out) {
   if (!r->transport_state) {
     auto t = std::make_shared<XferTable>();
     t->device = device_;
+    t->free_order = free_order_;
     Status s = BuildTable(r, t.get());
     if (!s.ok()) t->error = s;
     r->transport_state = t;
