@@ -23,8 +23,9 @@ inline constexpr int kProxyThreads = 512;
 // GPU's own memory: every reader of it, the host and peer GPUs included, goes
 // through this GPU's L2, which the fence reaches. A destination anywhere else
 // (a peer GPU, host memory) needs kSystem (fence.sc.sys), which waits for the
-// stores to land there. For a pull the system fence costs ~3 % of a scattered
-// list's rate (cuda_staged_probe, session 7); for a push ~0.5 %.
+// stores to land there. Each block fences once, in thread 0 after a barrier
+// (cumulative). For a pull the system fence costs ~3 % of a scattered
+// list's rate (cuda_staged_probe, session 7, H200); for a push ~0.5 % there.
 enum class BlockFence : uint32_t { kSystem, kDevice };
 
 // Copies segs[begin, end) (device memory) with `blocks` blocks of kCopyThreads
