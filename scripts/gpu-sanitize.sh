@@ -2,7 +2,8 @@
 # Runs the cuda tests under NVIDIA compute-sanitizer on a machine with a GPU:
 # memcheck (out-of-bounds and misaligned device accesses, CUDA API errors) over
 # the cuda transport's tests, racecheck and synccheck (shared-memory hazards,
-# barrier misuse) over the kernels' tests. Every process of a test is checked
+# barrier misuse) and initcheck (device memory read before anything wrote it) over
+# the kernels' tests. Every process of a test is checked
 # (the peers are child processes). The sanitizer is not part of the CUDA
 # toolkit on the build machine: it comes as PyPI's nvidia-cuda-sanitizer-api
 # wheel, placed in BIN as sanitizer.whl (docs/perf says how), and is unpacked
@@ -57,4 +58,5 @@ san memcheck-blob 60 memcheck cuda_blob_test '*'
 KERNELS='*Moves513DescriptorsBothWays/one_gpu:*MergedRunsOfPagesMoveExactly/one_gpu:*SmallTransfersAreExact/one_gpu:*ScatteredDeviceToDeviceBothWays/0'
 san racecheck-kernels 60 racecheck cuda_transfer_test "$KERNELS"
 san synccheck-kernels 60 synccheck cuda_transfer_test "$KERNELS"
+san initcheck-kernels 120 initcheck cuda_transfer_test "$KERNELS"
 exit $status
