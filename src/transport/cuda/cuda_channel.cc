@@ -111,12 +111,14 @@ void CudaChannel::DestroyGpu() {
     (void)cudaGetLastError();
     return;
   }
+  // Once the lanes' streams are synchronized (their threads are joined: nothing
+  // launches now), a table freed later follows every launch already; those
+  // freed before are queued on the free stream. Synchronized outside the lock,
+  // which a Release on another thread may be waiting for meanwhile.
+  for (auto& l : lanes_)
+    if (l->sm) (void)cudaStreamSynchronize(l->sm);
   {
-    // Once the lanes' streams are synchronized, a table freed later follows
-    // every launch already; those freed before are queued on the free stream.
     std::lock_guard lock(free_order_->mu);
-    for (auto& l : lanes_)
-      if (l->sm) (void)cudaStreamSynchronize(l->sm);
     free_order_->lanes.clear();
     if (free_order_->stream)
       (void)cudaStreamSynchronize(free_order_->stream),

@@ -197,13 +197,13 @@ class CudaChannel final : public Channel {
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
   Result<bool> CheckLocal(uint64_t addr);
+  bool OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, uint64_t>* seen);
   Status EnablePeer(int device);
 
   // remote_piece.cc
   Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
   Status PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport* e, AgentMeta* dial);
   Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
-  bool OnThisDevice(uint64_t addr) const;
   Result<uint64_t> MapLegacy(const CudaExport& e);
   Result<uint64_t> MapVmm(const CudaExport& e, const AgentMeta& dial);
   // Asks the target which pieces of `peer` (the metadata the channel opens

@@ -52,21 +52,9 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   } else {
     KVLANE_ASSIGN_OR_RETURN(rp->mapped, MapExport(e, dial));
   }
-  rp->on_device = OnThisDevice(rp->mapped);
   RemotePiece* raw = rp.get();
   remote_[key] = std::move(rp);
   return raw;
-}
-
-// Whether `addr`, mapped in this process, is memory of this channel's GPU. A
-// failed query answers no (the conservative fence). REQUIRES: build_mu_ held.
-bool CudaChannel::OnThisDevice(uint64_t addr) const {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, reinterpret_cast<void*>(addr)) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return a.type == cudaMemoryTypeDevice && a.device == device_;
 }
 
 // Copies the peer's piece `key` and, for a peer in another process, its export

@@ -1,6 +1,9 @@
 // Building a transfer's segment table: every lookup happens here, once per
 // transfer, on the first post; later posts reuse the uploaded table.
 #include <algorithm>
+#include <cstdint>
+#include <iterator>
+#include <map>
 
 #include "core/request.h"
 #include "transport/cuda/cuda_channel.h"
@@ -65,9 +68,11 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   RemotePiece* rp = nullptr;
   const bool write = r->op == Op::kWrite;
   // A READ lands in local memory, a WRITE in the peer's (opened here): on this
-  // GPU when every such piece is, a peer sharing this GPU included (its reads
-  // go through this GPU's L2 as ours do).
+  // GPU when every destination byte is, a peer sharing this GPU included (its
+  // reads go through this GPU's L2 as ours do). Checked allocation by
+  // allocation, as CUDA maps them here (never as the peer says).
   t->dst_on_device = true;
+  std::map<uint64_t, uint64_t> seen;  // allocations of this GPU found by this build: base -> end
   for (size_t i = 0; i < r->segs.size(); ++i) {
     const Segment& sg = r->segs[i];
     if (rp == nullptr || rp->key != sg.remote_key) {
@@ -81,8 +86,9 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
       KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(sg.local_addr));
       local = local_on_device_.emplace(sg.local_key, on_device).first;
     }
-    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local->second);
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
+    t->dst_on_device =
+        t->dst_on_device && OnThisDevice(write ? remote : sg.local_addr, sg.len, &seen);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
@@ -110,6 +116,42 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
   auto it = remote_.find(key);
   if (it != remote_.end()) return it->second.get();
   return OpenRemote(r, key);
+}
+
+// Whether every byte of [addr, addr + len) is memory of this channel's GPU,
+// allocation by allocation (a VMM range may map allocations of several
+// devices, or host memory, back to back). `seen` holds the allocations of this
+// GPU found so far by the caller (base -> end), so that a scattered list costs
+// one lookup per allocation; the caller keeps it for one table build only (a
+// range freed later may come back as other memory). A failed query answers no
+// (the conservative fence). REQUIRES: build_mu_ held.
+bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, uint64_t>* seen) {
+  constexpr int kMaxLookups = 1024;  // allocations under one segment before we stop looking
+  const auto range = Driver().address_range;
+  if (range == nullptr || len == 0 || len > UINT64_MAX - addr) return false;
+  const uint64_t end = addr + len;
+  int lookups = 0;
+  for (uint64_t at = addr; at < end;) {
+    auto next = seen->upper_bound(at);
+    if (next != seen->begin() && std::prev(next)->second > at) {
+      at = std::prev(next)->second;
+      continue;
+    }
+    if (++lookups > kMaxLookups) return false;
+    cudaPointerAttributes a{};
+    unsigned long long base = 0;
+    size_t size = 0;
+    if (cudaPointerGetAttributes(&a, reinterpret_cast<void*>(at)) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    if (a.type != cudaMemoryTypeDevice || a.device != device_ || range(&base, &size, at) != 0 ||
+        size == 0 || base > at || size > UINT64_MAX - base || base + size <= at)
+      return false;
+    seen->emplace(base, base + size);
+    at = base + size;
+  }
+  return true;
 }
 
 // Local memory must be device memory or pinned host memory; true: memory of

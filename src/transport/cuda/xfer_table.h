@@ -21,11 +21,7 @@ struct RemotePiece {
   uint64_t key = 0;
   uint64_t base = 0;     // peer's virtual address of the piece
   uint64_t len = 0;
-  uint64_t mapped = 0;   // device-accessible address of `base` in this process
-  // The piece is memory of the channel's own GPU (a peer process or agent
-  // sharing it), as CUDA reports `mapped`, never as the peer says: a WRITE
-  // into it needs only a device-scope fence (XferTable::dst_on_device).
-  bool on_device = false;
+  uint64_t mapped = 0;               // device-accessible address of `base` in this process
   std::atomic<bool> revoked{false};  // set by the peer's revocation (seq_cst: see HandleRevoke)
 };
 
