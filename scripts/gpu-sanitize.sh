@@ -19,8 +19,16 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH=$PWD/$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 SAN_DIR=$(mktemp -d)
 trap 'rm -rf "$SAN_DIR"' EXIT
-python3 -m zipfile -e "$BIN/sanitizer.whl" "$SAN_DIR" 2>/dev/null || unzip -q "$BIN/sanitizer.whl" -d "$SAN_DIR" ||
-  { echo "cannot unpack $BIN/sanitizer.whl (neither python3 nor unzip)"; exit 2; }
+# The wheel as PyPI ships it (sanitizer.whl), or its nvidia/ tree without the docs as
+# sanitizer.tar.xz (9 MB against 18: room under the device tool's carry limit).
+if [ -f "$BIN/sanitizer.tar.xz" ]; then
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$BIN/sanitizer.tar.xz" "$SAN_DIR" 2>/dev/null || tar -xJf "$BIN/sanitizer.tar.xz" -C "$SAN_DIR" ||
+    { echo "cannot unpack $BIN/sanitizer.tar.xz"; exit 2; }
+else
+  python3 -m zipfile -e "$BIN/sanitizer.whl" "$SAN_DIR" 2>/dev/null || unzip -q "$BIN/sanitizer.whl" -d "$SAN_DIR" ||
+    { echo "cannot unpack $BIN/sanitizer.whl (neither python3 nor unzip)"; exit 2; }
+fi
 # python3's zipfile keeps no file modes: every file of the wheel gets u+x.
 chmod -R u+x "$SAN_DIR"/nvidia 2>/dev/null
 # Wheels 13.0-13.2 (nvidia/cu13/bin, nvidia/cu13/lib) lack the launcher helpers
