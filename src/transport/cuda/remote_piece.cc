@@ -49,8 +49,13 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
     else if (a.type != cudaMemoryTypeHost && a.type != cudaMemoryTypeManaged)
       return Status::NotSupported("peer memory is neither device nor pinned host memory");
     rp->mapped = piece.base;
+    rp->same_node = true;
   } else {
     KVLANE_ASSIGN_OR_RETURN(rp->mapped, MapExport(e, dial));
+    // A fabric handle offered for any allocation is imported first (vmm_import.cc).
+    rp->same_node = std::none_of(e.allocs.begin(), e.allocs.end(), [](const CudaVmmAlloc& a) {
+      return (a.handles & kVmmFabric) != 0;
+    });
   }
   RemotePiece* raw = rp.get();
   remote_[key] = std::move(rp);

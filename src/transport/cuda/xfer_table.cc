@@ -87,8 +87,8 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
       local = local_on_device_.emplace(sg.local_key, on_device).first;
     }
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
-    t->dst_on_device =
-        t->dst_on_device && OnThisDevice(write ? remote : sg.local_addr, sg.len, &seen);
+    t->dst_on_device = t->dst_on_device && (!write || rp->same_node) &&
+                       OnThisDevice(write ? remote : sg.local_addr, sg.len, &seen);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);

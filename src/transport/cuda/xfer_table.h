@@ -22,6 +22,11 @@ struct RemotePiece {
   uint64_t base = 0;     // peer's virtual address of the piece
   uint64_t len = 0;
   uint64_t mapped = 0;               // device-accessible address of `base` in this process
+  // Opened from this node for sure: a peer in this process, a legacy IPC handle
+  // or VMM allocations imported from fds (passed over a unix socket). A fabric
+  // handle may name another node's GPU, whose device ordinal could match ours:
+  // never counted as this GPU's memory (XferTable::dst_on_device).
+  bool same_node = false;
   std::atomic<bool> revoked{false};  // set by the peer's revocation (seq_cst: see HandleRevoke)
 };
 
