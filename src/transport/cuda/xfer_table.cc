@@ -68,11 +68,14 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   RemotePiece* rp = nullptr;
   const bool write = r->op == Op::kWrite;
   // A READ lands in local memory, a WRITE in the peer's (opened here): on this
-  // GPU when every destination byte is, a peer sharing this GPU included (its
-  // reads go through this GPU's L2 as ours do). Checked allocation by
-  // allocation, as CUDA maps them here (never as the peer says).
+  // GPU when every such piece is, a peer sharing this GPU included (its reads
+  // go through this GPU's L2 as ours do). Both answers are kept per piece:
+  // a peer piece's covers its every byte (RemotePiece::on_device); a local
+  // piece's is CheckLocal's, asked of the first address seen in it. (Asking
+  // the driver at every build instead coincided, on one H100 run of session
+  // 31, with a small post waiting for a 1 GiB copy on the other lane, which no
+  // run had shown before; the cause is unproven, so builds no longer ask.)
   t->dst_on_device = true;
-  std::map<uint64_t, uint64_t> seen;  // allocations of this GPU found by this build: base -> end
   for (size_t i = 0; i < r->segs.size(); ++i) {
     const Segment& sg = r->segs[i];
     if (rp == nullptr || rp->key != sg.remote_key) {
@@ -87,8 +90,7 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
       local = local_on_device_.emplace(sg.local_key, on_device).first;
     }
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
-    t->dst_on_device = t->dst_on_device && (!write || rp->same_node) &&
-                       OnThisDevice(write ? remote : sg.local_addr, sg.len, &seen);
+    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local->second);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
@@ -121,10 +123,10 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
 // Whether every byte of [addr, addr + len) is memory of this channel's GPU,
 // allocation by allocation (a VMM range may map allocations of several
 // devices, or host memory, back to back). `seen` holds the allocations of this
-// GPU found so far by the caller (base -> end), so that a scattered list costs
-// one lookup per allocation; the caller keeps it for one table build only (a
-// range freed later may come back as other memory). A failed query answers no
-// (the conservative fence). REQUIRES: build_mu_ held.
+// GPU found so far by the caller (base -> end), so that a caller asking about
+// several ranges costs one lookup per allocation; a caller keeps it only while
+// the ranges cannot be freed. A failed query answers no (the conservative
+// fence). REQUIRES: build_mu_ held.
 bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, uint64_t>* seen) {
   constexpr int kMaxLookups = 1024;  // allocations under one segment before we stop looking
   const auto range = Driver().address_range;

@@ -27,6 +27,10 @@ struct RemotePiece {
   // handle may name another node's GPU, whose device ordinal could match ours:
   // never counted as this GPU's memory (XferTable::dst_on_device).
   bool same_node = false;
+  // Every byte of the piece is memory of the channel's own GPU (a peer sharing
+  // it), mapped from this node: a WRITE into it needs only a device-scope fence
+  // (XferTable::dst_on_device). Looked up once, when the piece is opened.
+  bool on_device = false;
   std::atomic<bool> revoked{false};  // set by the peer's revocation (seq_cst: see HandleRevoke)
 };
 
