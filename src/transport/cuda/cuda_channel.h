@@ -197,7 +197,7 @@ class CudaChannel final : public Channel {
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
   Result<bool> CheckLocal(uint64_t addr);
-  bool OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, uint64_t>* seen);
+  bool OnThisDevice(uint64_t addr, uint64_t len);
   Status EnablePeer(int device);
 
   // remote_piece.cc

@@ -4,7 +4,6 @@
 // allocations (imported and mapped once per exported range, vmm.h).
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <thread>
 
 #include "core/peer.h"
@@ -58,8 +57,7 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
       return (a.handles & kVmmFabric) != 0;
     });
   }
-  std::map<uint64_t, uint64_t> seen;
-  rp->on_device = rp->same_node && OnThisDevice(rp->mapped, rp->len, &seen);
+  rp->on_device = rp->same_node && OnThisDevice(rp->mapped, rp->len);
   RemotePiece* raw = rp.get();
   remote_[key] = std::move(rp);
   return raw;

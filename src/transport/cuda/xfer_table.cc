@@ -2,8 +2,6 @@
 // transfer, on the first post; later posts reuse the uploaded table.
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
-#include <map>
 
 #include "core/request.h"
 #include "transport/cuda/cuda_channel.h"
@@ -122,23 +120,16 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
 
 // Whether every byte of [addr, addr + len) is memory of this channel's GPU,
 // allocation by allocation (a VMM range may map allocations of several
-// devices, or host memory, back to back). `seen` holds the allocations of this
-// GPU found so far by the caller (base -> end), so that a caller asking about
-// several ranges costs one lookup per allocation; a caller keeps it only while
-// the ranges cannot be freed. A failed query answers no (the conservative
-// fence). REQUIRES: build_mu_ held.
-bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, uint64_t>* seen) {
-  constexpr int kMaxLookups = 1024;  // allocations under one segment before we stop looking
+// devices, or host memory, back to back). A failed query, or more than
+// kMaxLookups allocations, answers no (the conservative fence).
+// REQUIRES: build_mu_ held.
+bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len) {
+  constexpr int kMaxLookups = 1024;
   const auto range = Driver().address_range;
   if (range == nullptr || len == 0 || len > UINT64_MAX - addr) return false;
   const uint64_t end = addr + len;
   int lookups = 0;
   for (uint64_t at = addr; at < end;) {
-    auto next = seen->upper_bound(at);
-    if (next != seen->begin() && std::prev(next)->second > at) {
-      at = std::prev(next)->second;
-      continue;
-    }
     if (++lookups > kMaxLookups) return false;
     cudaPointerAttributes a{};
     unsigned long long base = 0;
@@ -150,7 +141,6 @@ bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len, std::map<uint64_t, u
     if (a.type != cudaMemoryTypeDevice || a.device != device_ || range(&base, &size, at) != 0 ||
         size == 0 || base > at || size > UINT64_MAX - base || base + size <= at)
       return false;
-    seen->emplace(base, base + size);
     at = base + size;
   }
   return true;
