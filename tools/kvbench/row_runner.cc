@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "burst_check.h"
 #include "burst_progress.h"
@@ -140,6 +141,20 @@ void RowRunner::KeepTargetWaiting() {
   TellTargetBusy();
 }
 
+// A stop that reached both ranks (a launcher forwards its signal to both, a
+// terminal's Ctrl-C reaches the whole process group) may show here first as the
+// target's notice, this rank's own signal still waiting for a thread to run its
+// handler on a busy host (KvbenchPromptStop once named the target so, under a
+// parallel test run on two cores). A short wait for it lets such a run name the
+// initiator, as it does when the signals come in order; a target stopped alone
+// costs the run's end kOwnStopGrace.
+void RowRunner::AwaitOwnStop() const {
+  if (peer_stop_.empty() || kvlane_tools::StopSignal() != 0) return;
+  const auto until = Clock::now() + kOwnStopGrace;
+  while (kvlane_tools::StopSignal() == 0 && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 void RowRunner::TellTargetBusy() {
   target_waits_since_ = Clock::now();
   // A failure (the target gone) shows at this rank's next exchange with it.
@@ -156,6 +171,7 @@ BurstTiming RowRunner::RunBurst(Burst* burst) {
 RunResult RowRunner::RunAll(const Progress& progress) {
   RunResult result;
   RunPoints(progress, &result);
+  AwaitOwnStop();
   if (const int sig = kvlane_tools::StopSignal(); sig != 0) {
     result.stopped_by = kvlane_tools::SignalName(sig);
     result.stopped_rank = "initiator";

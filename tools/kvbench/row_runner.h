@@ -65,6 +65,10 @@ class RowRunner {
   void KeepTargetWaiting();
   // Sends "busy" now: the target waits a whole control timeout from here.
   void TellTargetBusy();
+  // After the target said it was stopped: waits up to kOwnStopGrace for this
+  // rank's own stop signal, which the same stop may still be delivering.
+  void AwaitOwnStop() const;
+  static constexpr std::chrono::milliseconds kOwnStopGrace{250};
   // burst->Run under the control timeout, asking Stopping() and keeping the target
   // waiting (KeepTargetWaiting) until it ends, through its grace too.
   BurstTiming RunBurst(Burst* burst);
