@@ -128,7 +128,7 @@ void CudaChannel::DestroyGpu() {
     free_order_->event = nullptr;
   }
   for (auto& l : lanes_) {
-    if (l->sm) (void)cudaStreamSynchronize(l->sm), (void)cudaStreamDestroy(l->sm);
+    if (l->sm) (void)cudaStreamDestroy(l->sm);  // synchronized above
     if (l->ce) (void)cudaStreamSynchronize(l->ce), (void)cudaStreamDestroy(l->ce);
     if (l->blocks_finished) (void)cudaFree(l->blocks_finished);
     l->proxy.Free();

@@ -49,15 +49,17 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
     else if (a.type != cudaMemoryTypeHost && a.type != cudaMemoryTypeManaged)
       return Status::NotSupported("peer memory is neither device nor pinned host memory");
     rp->mapped = piece.base;
-    rp->same_node = true;
   } else {
     KVLANE_ASSIGN_OR_RETURN(rp->mapped, MapExport(e, dial));
-    // A fabric handle offered for any allocation is imported first (vmm_import.cc).
-    rp->same_node = std::none_of(e.allocs.begin(), e.allocs.end(), [](const CudaVmmAlloc& a) {
-      return (a.handles & kVmmFabric) != 0;
-    });
   }
-  rp->on_device = rp->same_node && OnThisDevice(rp->mapped, rp->len);
+  // From this node for sure: a peer in this process, a legacy IPC handle or VMM
+  // allocations imported from fds. A fabric handle offered for any allocation is
+  // imported first (vmm_import.cc).
+  const bool same_node = local_peer_ != nullptr ||
+                         std::none_of(e.allocs.begin(), e.allocs.end(), [](const CudaVmmAlloc& a) {
+                           return (a.handles & kVmmFabric) != 0;
+                         });
+  rp->on_device = same_node && OnThisDevice(rp->mapped, rp->len);
   RemotePiece* raw = rp.get();
   remote_[key] = std::move(rp);
   return raw;

@@ -21,15 +21,12 @@ struct RemotePiece {
   uint64_t key = 0;
   uint64_t base = 0;     // peer's virtual address of the piece
   uint64_t len = 0;
-  uint64_t mapped = 0;               // device-accessible address of `base` in this process
-  // Opened from this node for sure: a peer in this process, a legacy IPC handle
-  // or VMM allocations imported from fds (passed over a unix socket). A fabric
-  // handle may name another node's GPU, whose device ordinal could match ours:
-  // never counted as this GPU's memory (XferTable::dst_on_device).
-  bool same_node = false;
+  uint64_t mapped = 0;  // device-accessible address of `base` in this process
   // Every byte of the piece is memory of the channel's own GPU (a peer sharing
-  // it), mapped from this node: a WRITE into it needs only a device-scope fence
-  // (XferTable::dst_on_device). Looked up once, when the piece is opened.
+  // it), mapped from this node for sure (never through a fabric handle, which may
+  // name another node's GPU whose ordinal matches ours): a WRITE into it needs
+  // only a device-scope fence (XferTable::dst_on_device). Looked up once, when
+  // the piece is opened.
   bool on_device = false;
   std::atomic<bool> revoked{false};  // set by the peer's revocation (seq_cst: see HandleRevoke)
 };
