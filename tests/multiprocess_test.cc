@@ -158,7 +158,7 @@ TEST_P(MultiProcessTest, NotificationsAcrossProcesses) {
 }
 
 // The child is stalled with WRITEs and READs in flight, then SIGKILLed: every
-// request ends with kRemoteDisconnect within 2 s; later posts and notifications
+// request ends with kRemoteDisconnect within 5 s; later posts and notifications
 // fail at once; the survivor then connects to a new peer and transfers again,
 // with no registration left behind.
 TEST_P(MultiProcessTest, PeerKilledMidTransferEndsWithRemoteDisconnect) {
@@ -184,7 +184,9 @@ TEST_P(MultiProcessTest, PeerKilledMidTransferEndsWithRemoteDisconnect) {
     Status s = a().Wait(h, 10s);
     EXPECT_EQ(s.code(), Code::kRemoteDisconnect) << s.ToString();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "disconnect took too long to surface";
+  // At once unloaded; 5 s leaves room for a loaded machine and stays well below
+  // the 10 s io_timeout by which a disconnect not seen would surface as a timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "disconnect took too long to surface";
   EXPECT_EQ(a().PeerError("child").code(), Code::kRemoteDisconnect);
   Status again = a().Post(&hs[0]);
   if (!again.is_error()) again = a().Wait(hs[0], 10s);

@@ -221,7 +221,10 @@ TEST_P(RingTest, PostFailingHalfWayReportsAfterDrain) {
   XferHandle big = Make(Op::kWrite, 20, 8 * 4096);
   std::atomic<bool> releasing{false};  // set before the stall ends: no chunk drains sooner
   std::thread release([&] {
-    std::this_thread::sleep_for(1s);  // well past post_timeout (300 ms)
+    // Well past post_timeout (300 ms), even for a Post that starts late on a
+    // loaded machine (a post still waiting at the release would fit, and not
+    // time out); well below io_timeout (10 s), which would fail the stalled lane.
+    std::this_thread::sleep_for(3s);
     releasing.store(true);
     stall->Release();
   });

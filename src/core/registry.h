@@ -44,6 +44,13 @@ class WriterFirstMutex {
     mu_.lock_shared();
   }
   void unlock_shared() { mu_.unlock_shared(); }
+  // Whether anyone holds the lock now (a reader or a writer). A snapshot, for
+  // tests: it takes and drops the lock when free.
+  bool held() {
+    if (!mu_.try_lock()) return true;
+    mu_.unlock();
+    return false;
+  }
 
  private:
   std::mutex gate_;  // held by a writer from before its wait until it unlocks
@@ -78,6 +85,9 @@ class Registry {
   // Blocks every remote access (and every lookup) until the lock is released.
   // Fault injection for tests: holds requests "in flight" deterministically.
   std::unique_lock<WriterFirstMutex> LockExclusive() const { return std::unique_lock(mu_); }
+  // Whether a remote access (or a writer) holds the lock now. For tests that
+  // must know a frame got inside before they go on.
+  bool LockHeld() const { return mu_.held(); }
   // REQUIRES: LockShared() held. Returns the local pointer for a peer's `op`
   // (kWrite: the peer stores into the piece), kRemoteStale when the key is gone,
   // kNotAllowed when out of bounds or when `op` is kWrite and the piece is

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/agent_impl.h"
 #include "raw_peer.h"
 #include "test_util.h"
 
@@ -74,7 +75,18 @@ class HeldTarget {
     h.bytes = seg.len;
     ASSERT_TRUE(stall_->Send(&h, sizeof(h)));
     ASSERT_TRUE(stall_->Send(&seg, sizeof(seg)));
-    std::this_thread::sleep_for(200ms);  // the frame holds the lock
+    // The target's server thread reads the frame and takes the lock (a fixed
+    // 200 ms was assumed once: too short on a busy host). Held twice 20 ms apart:
+    // the frame's, not a passing lookup's.
+    const core::Registry& registry = *agent_->impl()->context().registry;
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (std::chrono::steady_clock::now() < until) {
+      if (registry.LockHeld()) {
+        std::this_thread::sleep_for(20ms);
+        if (registry.LockHeld()) break;
+      }
+      std::this_thread::sleep_for(5ms);
+    }
     deregistered_ =
         std::async(std::launch::async, [this] { return agent_->DeregisterMemory(other_region_); });
     // The deregistration waits (new frames queue behind it); one that ends now

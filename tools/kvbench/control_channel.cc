@@ -112,6 +112,7 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, WaitTicker& ticke
       err = ETIMEDOUT;  // checked after a poll: an answer already there still counts
     }
   }
+  if (err == 0 && ConnectedToItself(fd)) err = ECONNREFUSED;  // retried: nobody listens yet
   if (err == 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) err = errno;
   if (err == 0) return fd;
   close(fd);
@@ -120,6 +121,14 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, WaitTicker& ticke
 }
 
 }  // namespace
+
+bool ConnectedToItself(int fd) {
+  sockaddr_storage here{}, there{};
+  socklen_t here_len = sizeof(here), there_len = sizeof(there);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &here_len) != 0) return false;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &there_len) != 0) return false;
+  return here_len == there_len && std::memcmp(&here, &there, here_len) == 0;
+}
 
 kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port) {
   size_t colon = host_port.rfind(':');

@@ -128,4 +128,10 @@ kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, ui
 // A TCP port on 127.0.0.1 that was free a moment ago (for spawning local ranks).
 kvlane::Result<uint16_t> PickFreePort();
 
+// Whether the connected socket `fd` is connected to itself: a connect to a
+// loopback port nobody listens on yet can meet its own SYN when the kernel
+// picks that port as the source (a simultaneous open); it then holds the port
+// its listener wants. ControlChannel::Connect counts it as refused and retries.
+bool ConnectedToItself(int fd);
+
 }  // namespace kvbench

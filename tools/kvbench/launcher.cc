@@ -58,7 +58,9 @@ extern "C" void ForwardStop(int sig) {
   } else {
     g_stop_signal = sig;
   }
-  for (int i = 0; i < 2; ++i) {
+  // The initiator (rank 1) first: its own signal, not the target's notice of
+  // one, is what it should see first (it names the rank that stopped).
+  for (int i = 1; i >= 0; --i) {
     const pid_t pid = g_ranks[i];
     if (pid > 0) kill(pid, again ? SIGKILL : sig);
   }

@@ -44,10 +44,11 @@ class ControlLinkTest : public ::testing::Test {
 };
 
 // The second wait of a run whose deadline has passed ends at once: it does not
-// get the run's whole time again.
+// get the run's whole time again. (Bounds with room for a busy host: a second
+// wait given its own timeout takes 1 s.)
 TEST_F(ControlLinkTest, AWaitAfterTheRunsDeadlineEndsAtOnce) {
   ControlLink link(source_.get());
-  const auto deadline = Clock::now() + 300ms;
+  const auto deadline = Clock::now() + 1s;
   auto first = link.Await("target0", deadline);
   ASSERT_FALSE(first.ok());
   EXPECT_EQ(first.status().code(), kvlane::Code::kTimeout);
@@ -57,7 +58,7 @@ TEST_F(ControlLinkTest, AWaitAfterTheRunsDeadlineEndsAtOnce) {
   const auto second_took = Clock::now() - second_from;
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), kvlane::Code::kTimeout);
-  EXPECT_LT(second_took, 150ms) << "the second wait was given its own timeout";
+  EXPECT_LT(second_took, 500ms) << "the second wait was given its own timeout";
 }
 
 // A message that came in is handed over even when the caller asks past the
@@ -82,13 +83,14 @@ TEST(AwaitFile, AMissingFileIsATimeoutOnceTheDeadlinePasses) {
   const std::string path = ::testing::TempDir() + "/lanebench_control_test.missing";
   std::filesystem::remove(path);
   const auto from = Clock::now();
-  auto got = AwaitFile(path, from + 200ms);
+  auto got = AwaitFile(path, from + 1s);
   ASSERT_FALSE(got.ok());
   EXPECT_EQ(got.status().code(), kvlane::Code::kTimeout);
-  EXPECT_GE(Clock::now() - from, 200ms);
-  auto again = AwaitFile(path, from + 200ms);
+  EXPECT_GE(Clock::now() - from, 1s);
+  const auto again_from = Clock::now();
+  auto again = AwaitFile(path, from + 1s);
   EXPECT_EQ(again.status().code(), kvlane::Code::kTimeout);
-  EXPECT_LT(Clock::now() - from, 200ms + 150ms) << "the second wait was given its own timeout";
+  EXPECT_LT(Clock::now() - again_from, 500ms) << "the second wait was given its own timeout";
   ASSERT_TRUE(WriteFileAtomic(path, "meta").ok());
   auto present = AwaitFile(path, from);  // long past: an existing file is still read
   ASSERT_TRUE(present.ok()) << present.status().ToString();

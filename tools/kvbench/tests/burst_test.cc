@@ -159,19 +159,21 @@ TEST(Burst, AStopEndsWithinTheTimeoutAndTheGrace) {
 }
 
 // The burst's keep-alive is called through the grace too, when the stop is no longer
-// asked: a lane holds the request through the whole 1 s grace, and the peer waiting
-// for this rank still hears from it at least every 250 ms (it is called about every
-// kStopEvery; the bound leaves room for a loaded machine).
+// asked: a lane holds the request through the whole 3 s grace, and the peer waiting
+// for this rank still hears from it at least every 1 s (it is called about every
+// kStopEvery). The bounds leave room for a stall of a loaded machine and are a third
+// of the grace: a keep-alive that ends with the timeout, or a stop still asked
+// through the grace, still shows.
 TEST(Burst, TheKeepAliveIsCalledThroughTheGrace) {
   FakeTransfers fake({{kNever}});
   std::vector<double> calls;  // ms since the first post
   int asked_after_timeout = 0;
   const Clock::time_point t0 = Clock::now();
-  Burst b = Burst::Over(&fake, fake.Handles(), milliseconds(1000));
+  Burst b = Burst::Over(&fake, fake.Handles(), milliseconds(3000));
   const BurstTiming t = b.Run(
       milliseconds(50),
       [&] {
-        if (MsSince(t0) > 250) ++asked_after_timeout;  // timed out at 50 ms
+        if (MsSince(t0) > 1000) ++asked_after_timeout;  // timed out at 50 ms
         return false;
       },
       [&] { calls.push_back(MsSince(t0)); });
@@ -179,10 +181,10 @@ TEST(Burst, TheKeepAliveIsCalledThroughTheGrace) {
   EXPECT_EQ(t.still_running, 1u);
   EXPECT_EQ(asked_after_timeout, 0);
   ASSERT_FALSE(calls.empty());
-  EXPECT_GT(calls.back(), t.total_ms - 250) << calls.size() << " calls";
+  EXPECT_GT(calls.back(), t.total_ms - 1000) << calls.size() << " calls";
   double widest = calls.front();
   for (size_t i = 1; i < calls.size(); ++i) widest = std::max(widest, calls[i] - calls[i - 1]);
-  EXPECT_LT(widest, 250) << calls.size() << " calls";
+  EXPECT_LT(widest, 1000) << calls.size() << " calls";
 }
 
 // Requests that end in time: timed, all released.

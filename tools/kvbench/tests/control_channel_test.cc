@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <future>
 #include <thread>
 #include <vector>
@@ -173,19 +174,22 @@ TEST(ControlChannel, AMessageNestedTooDeeplyIsRefused) {
   EXPECT_TRUE(b->Receive().ok()) << "a message as deep as kvbench's own is taken";
 }
 
+// The waits below are long next to the notices' period: a stall of the waiting
+// thread (a loaded machine) runs the notices it missed as one, so only a count
+// well below the 14 due must be asked for. Two still says it keeps reporting.
 TEST(ControlChannel, NoListenerTimesOutOnConnect) {
   uint16_t port = PickFreePort().value();
   std::vector<milliseconds> notices;
   auto c = ControlChannel::Connect(
-      "127.0.0.1:" + std::to_string(port), milliseconds(350),
+      "127.0.0.1:" + std::to_string(port), milliseconds(1500),
       {[&](milliseconds waited) { notices.push_back(waited); }, milliseconds(100)});
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), kvlane::Code::kTimeout);
   EXPECT_NE(c.status().message().find("nothing listening"), std::string::npos)
       << c.status().message();
-  // One notice per 100 ms of waiting, each later than the last.
+  // One notice per 100 ms of waiting (at most), each later than the last.
   ASSERT_GE(notices.size(), 2u);
-  EXPECT_LE(notices.size(), 4u);
+  EXPECT_LE(notices.size(), 15u);
   EXPECT_GE(notices.front(), milliseconds(100));
   for (size_t i = 1; i < notices.size(); ++i) EXPECT_GT(notices[i], notices[i - 1]);
 }
@@ -194,13 +198,14 @@ TEST(ControlChannel, AcceptSaysItIsWaitingThenTimesOut) {
   uint16_t port = PickFreePort().value();
   int notices = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto a = ControlChannel::Accept("127.0.0.1:" + std::to_string(port), milliseconds(350),
+  auto a = ControlChannel::Accept("127.0.0.1:" + std::to_string(port), milliseconds(1500),
                                   {[&](milliseconds) { ++notices; }, milliseconds(100)});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), kvlane::Code::kTimeout);
-  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(350));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1500));
+  // 14 due; fewer after a stall (see NoListenerTimesOutOnConnect).
   EXPECT_GE(notices, 2);
-  EXPECT_LE(notices, 4);
+  EXPECT_LE(notices, 15);
 }
 
 TEST(ControlChannel, AcceptStillTakesAPeerThatComesAfterANotice) {
@@ -265,16 +270,49 @@ TEST(ControlChannel, ConnectToAPeerThatNeverAnswersEndsByTheTimeout) {
   ASSERT_TRUE(deaf.full()) << "could not fill the listener's accept queue";
   int notices = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto c = ControlChannel::Connect("127.0.0.1:" + std::to_string(deaf.port()), milliseconds(600),
-                                   {[&](milliseconds) { ++notices; }, milliseconds(200)});
+  auto c = ControlChannel::Connect("127.0.0.1:" + std::to_string(deaf.port()), milliseconds(1500),
+                                   {[&](milliseconds) { ++notices; }, milliseconds(100)});
   const auto took = std::chrono::steady_clock::now() - start;
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), kvlane::Code::kTimeout) << c.status().ToString();
   EXPECT_NE(c.status().message().find("no answer"), std::string::npos) << c.status().message();
   // By the timeout, not after the kernel's SYN retries (a blocking connect: ~2 min).
-  EXPECT_GE(took, milliseconds(600));
-  EXPECT_LT(took, std::chrono::seconds(5));
+  EXPECT_GE(took, milliseconds(1500));
+  EXPECT_LT(took, std::chrono::seconds(10));
+  // 14 due; fewer after a stall (see NoListenerTimesOutOnConnect).
   EXPECT_GE(notices, 2);
+}
+
+// A socket bound to a loopback port and connected to that same port meets its
+// own SYN (a simultaneous open): connected, to itself. A connect to a rank not
+// listening yet can end so when the kernel picks the port as its source; the
+// connect then counts as refused. An ordinary connection is not one.
+TEST(ControlChannel, ASocketConnectedToItselfIsToldApart) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
+  EXPECT_TRUE(ConnectedToItself(fd));
+  close(fd);
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  a.sin_port = 0;
+  len = sizeof(a);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  int client = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << strerror(errno);
+  int served = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(served, 0);
+  EXPECT_FALSE(ConnectedToItself(client));
+  EXPECT_FALSE(ConnectedToItself(served));
+  EXPECT_FALSE(ConnectedToItself(listener));  // not connected at all
+  for (int f : {served, client, listener}) close(f);
 }
 
 TEST(ControlChannel, SplitHostPort) {

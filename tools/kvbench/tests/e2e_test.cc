@@ -276,27 +276,35 @@ TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting
   const double burst_ms = OnlyDocument(probe)["rows"][0]["burst_ms"]["min"].get<double>();
   ASSERT_GT(burst_ms, 0);
   constexpr double kTimeoutMs = 2000;
-  // Bursts run faster once warm: five timeouts' worth by the probe.
-  const int samples = static_cast<int>(std::min(20000.0, 5 * kTimeoutMs / burst_ms) + 1);
-  EXPECT_EQ(Kvbench(row + "--samples " + std::to_string(samples) + " --control-timeout " +
-                    std::to_string(static_cast<int>(kTimeoutMs)) + "ms --progress-every 1s --out " +
-                    out.string() + " > /dev/null 2>" + err.string()),
-            0)
-      << ReadFile(err);
-  // The long row said where it was: its timed bursts, with the time left in them.
-  const std::string said = ReadFile(err);
-  EXPECT_NE(said.find("[kvbench]   push isl 8192 batch 1: timed burst "), std::string::npos)
-      << said;
-  EXPECT_NE(said.find(" s left in them, "), std::string::npos) << said;
-  // Counted apart from the warm-up burst (BurstProgress): of `samples`, not samples + 1.
-  EXPECT_NE(said.find("/" + std::to_string(samples) + ", about "), std::string::npos) << said;
-  nlohmann::json doc = OnlyDocument(out);
-  ExpectValid(doc, "shm", 1);
-  // What the test is about: the timed bursts alone (each to its last request's end)
-  // outlasted the target's timeout.
+  // Bursts run faster once warm: five timeouts' worth by the probe. A probe slowed
+  // by a busy host can still leave the run short of the timeout: then it runs again
+  // with four times the samples (at most twice).
+  int samples = static_cast<int>(std::min(20000.0, 5 * kTimeoutMs / burst_ms) + 1);
   double timed_ms = 0;
-  for (const auto& burst : doc["rows"][0]["request_ms"]) {
-    timed_ms += std::ranges::max(burst.get<std::vector<double>>());
+  for (int attempt = 0; attempt < 3; ++attempt, samples = std::min(80000, samples * 4)) {
+    fs::remove_all(out);  // a fresh folder for each run's one document
+    ASSERT_EQ(
+        Kvbench(row + "--samples " + std::to_string(samples) + " --control-timeout " +
+                std::to_string(static_cast<int>(kTimeoutMs)) + "ms --progress-every 1s --out " +
+                out.string() + " > /dev/null 2>" + err.string()),
+        0)
+        << ReadFile(err);
+    // The long row said where it was: its timed bursts, with the time left in them.
+    const std::string said = ReadFile(err);
+    EXPECT_NE(said.find("[kvbench]   push isl 8192 batch 1: timed burst "), std::string::npos)
+        << said;
+    EXPECT_NE(said.find(" s left in them, "), std::string::npos) << said;
+    // Counted apart from the warm-up burst (BurstProgress): of `samples`, not samples + 1.
+    EXPECT_NE(said.find("/" + std::to_string(samples) + ", about "), std::string::npos) << said;
+    nlohmann::json doc = OnlyDocument(out);
+    ExpectValid(doc, "shm", 1);
+    // What the test is about: the timed bursts alone (each to its last request's end)
+    // outlasted the target's timeout.
+    timed_ms = 0;
+    for (const auto& burst : doc["rows"][0]["request_ms"]) {
+      timed_ms += std::ranges::max(burst.get<std::vector<double>>());
+    }
+    if (timed_ms > 1.2 * kTimeoutMs) break;
   }
   EXPECT_GT(timed_ms, 1.2 * kTimeoutMs) << samples << " bursts";
 }
@@ -321,11 +329,13 @@ TEST(KvbenchEndToEnd, ATargetPreparingLongerThanTheControlTimeoutKeepsTheInitiat
 // A target silent past the control timeout fails the row and stops the run: it
 // still says "busy" and "ready" for that row later, which the run, gone on to the
 // next row, read as unexpected, or could take for the next row's own answer.
+// 3 s: the timeout covers every control exchange (start-up and hello included),
+// and a 1.5 s one could end the run elsewhere on a busy 2-core host.
 TEST(KvbenchEndToEnd, ATargetSilentPastTheControlTimeoutStopsTheRun) {
   Dirs FreshDir;
   fs::path out = FreshDir("target_silent"), err = FreshDir("target_silent_stderr");
   EXPECT_NE(Kvbench("run --transport shm --ops push,pull --isl 8192 --batches 1 --warmup 0 "
-                    "--samples 1 --trials 1 --pool-budget 1GiB --control-timeout 1500ms "
+                    "--samples 1 --trials 1 --pool-budget 1GiB --control-timeout 3000ms "
                     "--inject-fault silent-target-prepare --out " +
                     out.string() + " > /dev/null 2>" + err.string()),
             0)
@@ -337,7 +347,7 @@ TEST(KvbenchEndToEnd, ATargetSilentPastTheControlTimeoutStopsTheRun) {
   // The run stops for the timeout itself; it used to go on and then stop (or worse)
   // at the target's late answer: "unexpected 'ready' from the target".
   const std::string reasons = doc["outcome"].dump();
-  EXPECT_NE(reasons.find("\"control: timeout: control: peer silent for 1500 ms\""),
+  EXPECT_NE(reasons.find("\"control: timeout: control: peer silent for 3000 ms\""),
             std::string::npos)
       << reasons;
   EXPECT_EQ(reasons.find("unexpected"), std::string::npos) << reasons;
