@@ -161,7 +161,35 @@ kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Listen(
   return std::unique_ptr<ControlListener>(new ControlListener(fd, host_port));
 }
 
-ControlListener::~ControlListener() { close(fd_); }
+kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Adopt(int fd,
+                                                                        std::string host_port) {
+  auto option = [fd](int name) {  // -1 when it cannot be read (not a socket, closed)
+    int value = 0;
+    socklen_t len = sizeof(value);
+    return getsockopt(fd, SOL_SOCKET, name, &value, &len) == 0 ? value : -1;
+  };
+  if (option(SO_ACCEPTCONN) != 1 || option(SO_TYPE) != SOCK_STREAM) {
+    return kvlane::Status::InvalidArgument("control: descriptor " + std::to_string(fd) +
+                                           " handed down for " + host_port +
+                                           " is no listening TCP socket");
+  }
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return Errno("fcntl on the handed-down listener");
+  return std::unique_ptr<ControlListener>(new ControlListener(fd, std::move(host_port)));
+}
+
+ControlListener::~ControlListener() {
+  if (fd_ >= 0) close(fd_);
+}
+
+kvlane::Result<uint16_t> ControlListener::Port() const {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Errno("getsockname");
+  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
+  return kvlane::Status::InvalidArgument("control: listener of family " +
+                                         std::to_string(addr.ss_family));
+}
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlListener::Accept(
     std::chrono::milliseconds timeout, const WaitNotice& notice) {

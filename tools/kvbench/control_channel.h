@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kvlane/status.h"
@@ -35,6 +36,11 @@ class ControlListener {
  public:
   // Binds host:port and listens.
   static kvlane::Result<std::unique_ptr<ControlListener>> Listen(const std::string& host_port);
+  // Takes over `fd`, a listening TCP socket on `host_port` that this rank's
+  // launcher opened before starting it (RunConfig::listen_fd), and marks it
+  // close-on-exec. InvalidArgument, `fd` left as it was, when it is no listening
+  // TCP socket.
+  static kvlane::Result<std::unique_ptr<ControlListener>> Adopt(int fd, std::string host_port);
   ~ControlListener();
   ControlListener(const ControlListener&) = delete;
   ControlListener& operator=(const ControlListener&) = delete;
@@ -42,6 +48,12 @@ class ControlListener {
   // `timeout` (kTimeout after it). The channel's timeout is `timeout`.
   kvlane::Result<std::unique_ptr<ControlChannel>> Accept(std::chrono::milliseconds timeout,
                                                          const WaitNotice& notice = {});
+  // The port it listens on.
+  kvlane::Result<uint16_t> Port() const;
+  // The socket, still owned by this listener.
+  int fd() const { return fd_; }
+  // Gives the socket up: the caller owns it from now on (this listener is empty).
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   ControlListener(int fd, std::string host_port) : fd_(fd), host_port_(std::move(host_port)) {}

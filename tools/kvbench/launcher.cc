@@ -1,5 +1,6 @@
 #include "launcher.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -23,16 +25,18 @@
 namespace kvbench {
 namespace {
 
-RunConfig ForRank(const RunConfig& config, int rank, const std::string& peer) {
+RunConfig ForRank(const RunConfig& config, int rank, const std::string& peer, int listen_fd = -1) {
   RunConfig c = config;
   c.rank = rank;
   c.peer = peer;
+  c.listen_fd = listen_fd;
   return c;
 }
 
-int RunThreads(const RunConfig& config, const std::string& peer) {
+// `listen_fd`: rank 0's control listener, handed over (its session closes it).
+int RunThreads(const RunConfig& config, const std::string& peer, int listen_fd) {
   int codes[2] = {kExitError, kExitError};
-  std::thread target([&] { codes[0] = RunRank(ForRank(config, 0, peer)); });
+  std::thread target([&] { codes[0] = RunRank(ForRank(config, 0, peer, listen_fd)); });
   codes[1] = RunRank(ForRank(config, 1, peer));
   target.join();
   return std::max(codes[0], codes[1]);
@@ -113,8 +117,9 @@ class StopForwarding {
   struct sigaction old_[std::size(kStopSignals)];
 };
 
+// `listen_fd` (rank 0; -1 for rank 1): the control listener the rank inherits.
 pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
-            const StopForwarding& forwarding) {
+            const StopForwarding& forwarding, int listen_fd) {
   std::vector<std::string> args = {"kvbench", "run"};
   for (std::string& a : config.ForwardArgs()) args.push_back(std::move(a));
   args.insert(args.end(), {"--rank", std::to_string(rank), "--peer", peer, "--spawned"});
@@ -122,10 +127,13 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   // process's, with the ranks' control secret (RunConfig::secret) handed over.
   std::vector<std::string> env;
   const std::string secret_var = std::string(kSpawnedSecretEnv) + "=";
+  const std::string listen_var = std::string(kSpawnedListenFdEnv) + "=";
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::string_view(*e).substr(0, secret_var.size()) != secret_var) env.emplace_back(*e);
+    const std::string_view var(*e);
+    if (!var.starts_with(secret_var) && !var.starts_with(listen_var)) env.emplace_back(*e);
   }
   env.push_back(secret_var + ToHex(config.secret));
+  if (listen_fd >= 0) env.push_back(listen_var + std::to_string(listen_fd));
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -138,6 +146,7 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   // A launcher killed outright (SIGKILL: nothing to forward) still stops its ranks.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != launcher) _exit(kExitError);
+  if (listen_fd >= 0 && fcntl(listen_fd, F_SETFD, 0) != 0) _exit(kExitError);  // kept by exec
   forwarding.RestoreInChild();
   execve("/proc/self/exe", argv.data(), envp.data());
   fmt::print(stderr, "kvbench: cannot exec /proc/self/exe for rank {}\n", rank);
@@ -181,12 +190,16 @@ int WaitExit(int rank, const std::string& out_dir) {
 // Spawns both ranks and waits for them, forwarding a stop (g_stop_signal says which).
 // The stop dispositions and mask are kvbench's own again on return: a stop that
 // comes later has its default action.
-int SpawnAndWait(const RunConfig& config, const std::string& peer) {
+// `listener`: rank 0's control listener; rank 0 inherits it, this process closes
+// its own copy once both ranks are spawned.
+int SpawnAndWait(const RunConfig& config, const std::string& peer,
+                 std::unique_ptr<ControlListener> listener) {
   StopForwarding forwarding;
   g_stop_signal = 0;
   g_killed_ranks = 0;
-  g_ranks[0] = Spawn(config, 0, peer, forwarding);
-  g_ranks[1] = Spawn(config, 1, peer, forwarding);
+  g_ranks[0] = Spawn(config, 0, peer, forwarding, listener->fd());
+  g_ranks[1] = Spawn(config, 1, peer, forwarding, -1);
+  listener.reset();
   StopForwarding::Block(false);  // delivers a stop that came meanwhile: the ranks are known
   const pid_t spawned[2] = {g_ranks[0], g_ranks[1]};
   const bool forked = spawned[0] > 0 && spawned[1] > 0;
@@ -215,14 +228,19 @@ int SpawnRanks(const RunConfig& given) {
     }
     config.secret = std::move(fresh).value();
   }
-  auto port = PickFreePort();
+  // Rank 0's control listener, opened here before either rank starts: no other
+  // process can take its port in between (as one could a port picked free and
+  // bound later), and rank 1's first connect finds it listening.
+  auto listener = ControlListener::Listen("127.0.0.1:0");
+  auto port =
+      listener.ok() ? listener.value()->Port() : kvlane::Result<uint16_t>(listener.status());
   if (!port.ok()) {
     fmt::print(stderr, "kvbench: {}\n", port.status().message());
     return kExitError;
   }
   std::string peer = fmt::format("127.0.0.1:{}", port.value());
-  if (config.transport == "local") return RunThreads(config, peer);
-  const int code = SpawnAndWait(config, peer);
+  if (config.transport == "local") return RunThreads(config, peer, listener.value()->Release());
+  const int code = SpawnAndWait(config, peer, std::move(listener).value());
   const int stop_signal = g_stop_signal;
   if (stop_signal == 0) return code;
   if (g_killed_ranks) {

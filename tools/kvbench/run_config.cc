@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -156,12 +158,30 @@ kvlane::Status RunConfig::Resolve() {
     control_timeout_ms = ms.value();
   }
   KVLANE_RETURN_IF_ERROR(ResolveSecret());
+  KVLANE_RETURN_IF_ERROR(ResolveListener());
   auto every = ParseDuration(progress_every);
   if (!every.ok()) {
     return kvlane::Status::InvalidArgument("--progress-every: " + every.status().message());
   }
   progress_every_ms = every.value();
   return ValidateChoices(*this);
+}
+
+kvlane::Status RunConfig::ResolveListener() {
+  const char* value = std::getenv(kSpawnedListenFdEnv);
+  if (value == nullptr) return kvlane::Status::Ok();
+  const std::string text = value;
+  unsetenv(kSpawnedListenFdEnv);                           // for nothing this process starts
+  if (!spawned || rank != 0) return kvlane::Status::Ok();  // only a launcher's rank 0 takes one
+  char* end = nullptr;
+  errno = 0;
+  const long fd = std::strtol(text.c_str(), &end, 10);
+  // 0..2 are the standard streams, never the listener.
+  if (text.empty() || *end != '\0' || errno != 0 || fd < 3 || fd > INT32_MAX) {
+    return kvlane::Status::InvalidArgument(std::string(kSpawnedListenFdEnv) + " is malformed");
+  }
+  listen_fd = static_cast<int>(fd);
+  return kvlane::Status::Ok();
 }
 
 kvlane::Status RunConfig::ResolveSecret() {

@@ -31,6 +31,11 @@ struct RunConfig {
   // a second stop signal, which its launcher answers by killing both ranks.
   bool spawned = false;
   std::string peer;  // HOST:PORT of rank 0's control listener (both ranks pass the same)
+  // Rank 0 of a launcher: the control listener the launcher opened on `peer` before
+  // starting the ranks, so that no other process can take the port in between
+  // (threads: handed over; spawned: inherited, its number in kSpawnedListenFdEnv).
+  // -1: the rank binds `peer` itself. The session takes it over when it listens.
+  int listen_fd = -1;
   // The data listener's bind address (tcp); "auto": this rank's address on the
   // control connection (127.0.0.1 for ranks spawned on one host; across hosts
   // the interface that reaches the other rank).
@@ -79,6 +84,8 @@ struct RunConfig {
   kvlane::Status Resolve();
   // The control secret (part of Resolve): see `secret`.
   kvlane::Status ResolveSecret();
+  // The inherited control listener (part of Resolve): see `listen_fd`.
+  kvlane::Status ResolveListener();
   // The arguments that reproduce this config (for spawned ranks).
   std::vector<std::string> ForwardArgs() const;
 };
@@ -88,6 +95,9 @@ void AddRunFlags(CLI::App* app, RunConfig* config);
 // The environment variable through which the launcher hands the ranks it spawns
 // their control secret (hex): its own --secret-file's, else a fresh random one.
 inline constexpr char kSpawnedSecretEnv[] = "KVBENCH_SPAWNED_SECRET";
+// The environment variable through which the launcher tells the rank 0 it spawns
+// which inherited descriptor is its control listener (RunConfig::listen_fd).
+inline constexpr char kSpawnedListenFdEnv[] = "KVBENCH_SPAWNED_LISTEN_FD";
 
 // The automatic pool budget of a rank whose pool is on a GPU with `free_bytes`
 // free (cudaMemGetInfo): 80 % of it, the rest left to the CUDA context and the

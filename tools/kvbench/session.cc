@@ -150,7 +150,9 @@ kvlane::Status Session::Handshake() {
   // hello within kHelloWait is dropped, and rank 0 listens again until its control
   // timeout, its listener open all along (a rank 1 connecting meanwhile waits in
   // its queue). A kvbench hello of another protocol or rank ends the run.
-  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen(c.peer));
+  KVLANE_ASSIGN_OR_RETURN(auto listener, c.listen_fd >= 0
+                                             ? ControlListener::Adopt(c.listen_fd, c.peer)
+                                             : ControlListener::Listen(c.peer));
   int drops = 0;
   std::string last_drop;
   while (true) {

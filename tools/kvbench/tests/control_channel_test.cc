@@ -1,6 +1,7 @@
 #include "control_channel.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -313,6 +314,44 @@ TEST(ControlChannel, ASocketConnectedToItselfIsToldApart) {
   EXPECT_FALSE(ConnectedToItself(served));
   EXPECT_FALSE(ConnectedToItself(listener));  // not connected at all
   for (int f : {served, client, listener}) close(f);
+}
+
+// A listener handed down by a launcher is taken over and accepts as one it
+// opened itself; a descriptor that is no listening socket is refused and left open.
+TEST(ControlChannel, AHandedDownListenerIsTakenOverAndNothingElseIs) {
+  auto opened = ControlListener::Listen("127.0.0.1:0");
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  const uint16_t port = opened.value()->Port().value();
+  ASSERT_GT(port, 0);
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
+  const int fd = opened.value()->Release();
+  ASSERT_GE(fd, 0);
+  opened.value().reset();  // released: the socket stays open
+  fcntl(fd, F_SETFD, 0);   // as a spawned rank inherits it
+  auto adopted = ControlListener::Adopt(fd, addr);
+  ASSERT_TRUE(adopted.ok()) << adopted.status().ToString();
+  EXPECT_EQ(fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  EXPECT_EQ(adopted.value()->Port().value(), port);
+  auto connected = std::async(std::launch::async,
+                              [&] { return ControlChannel::Connect(addr, milliseconds(5000)); });
+  auto accepted = adopted.value()->Accept(milliseconds(5000));
+  ASSERT_TRUE(accepted.ok()) << accepted.status().ToString();
+  auto b = connected.get();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE(b.value()->Send({{"type", "hello"}}).ok());
+  auto got = accepted.value()->Receive();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got.value()["type"], "hello");
+
+  int unbound = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  for (int bad : {unbound, pipe_fds[0], 1000000}) {
+    auto refused = ControlListener::Adopt(bad, addr);
+    EXPECT_EQ(refused.status().code(), kvlane::Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(fcntl(unbound, F_GETFD) >= 0, true) << "a refused descriptor was closed";
+  for (int f : {unbound, pipe_fds[0], pipe_fds[1]}) close(f);
 }
 
 TEST(ControlChannel, SplitHostPort) {

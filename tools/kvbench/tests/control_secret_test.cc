@@ -282,5 +282,39 @@ TEST(ControlSecret, ASpawnedRankTakesTheLaunchersSecretFromItsEnvironment) {
   }
 }
 
+// A spawned rank 0 takes the number of its inherited control listener from the
+// environment and unsets it; rank 1, or a rank nobody spawned, only unsets it; a
+// malformed number is refused.
+TEST(ControlSecret, ASpawnedRankZeroTakesItsListenerFromItsEnvironment) {
+  RunConfig zero;
+  zero.spawned = true;
+  zero.rank = 0;
+  setenv(kSpawnedListenFdEnv, "7", 1);
+  ASSERT_TRUE(zero.ResolveListener().ok());
+  EXPECT_EQ(zero.listen_fd, 7);
+  EXPECT_EQ(std::getenv(kSpawnedListenFdEnv), nullptr);
+  for (const bool spawned : {true, false}) {
+    RunConfig other;
+    other.spawned = spawned;
+    other.rank = spawned ? 1 : 0;
+    setenv(kSpawnedListenFdEnv, "7", 1);
+    ASSERT_TRUE(other.ResolveListener().ok());
+    EXPECT_EQ(other.listen_fd, -1) << spawned;
+    EXPECT_EQ(std::getenv(kSpawnedListenFdEnv), nullptr);
+  }
+  for (const char* bad : {"", "x", "7x", "2", "-5", "99999999999"}) {
+    RunConfig malformed;
+    malformed.spawned = true;
+    malformed.rank = 0;
+    setenv(kSpawnedListenFdEnv, bad, 1);
+    EXPECT_EQ(malformed.ResolveListener().code(), kvlane::Code::kInvalidArgument) << bad;
+    EXPECT_EQ(malformed.listen_fd, -1) << bad;
+    EXPECT_EQ(std::getenv(kSpawnedListenFdEnv), nullptr);
+  }
+  RunConfig unset;
+  EXPECT_TRUE(unset.ResolveListener().ok());
+  EXPECT_EQ(unset.listen_fd, -1);
+}
+
 }  // namespace
 }  // namespace kvbench
