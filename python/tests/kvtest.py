@@ -1,5 +1,6 @@
 """Helpers of the kvlane Python tests (imported by the tests and by peer.py)."""
 import random
+import time
 
 import kvlane
 
@@ -42,3 +43,17 @@ def write_transfer(a, b, src, dst):
     ra, rb = register_pair(a, b, src, dst)
     return a.make_transfer("write", a.prepare_local([(ra.addr, len(src))]),
                            a.prepare_remote(b.name, [(rb.addr, len(dst))]))
+
+
+def make_transfers_as_slots_free(agent, op, local, remote, count, timeout_s):
+    """`count` transfers, made as slots come back: a dropped transfer a lane still
+    owns keeps its slot until the lane lets go (NOT_ALLOWED meanwhile). Fails after
+    `timeout_s`: a slot lost for good never comes back."""
+    deadline, made = time.monotonic() + timeout_s, []
+    while len(made) < count:
+        try:
+            made.append(agent.make_transfer(op, local, remote))
+        except kvlane.Error as e:
+            assert e.code == kvlane.Code.NOT_ALLOWED and time.monotonic() < deadline, e
+            time.sleep(0.01)
+    return made

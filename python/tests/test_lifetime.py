@@ -11,7 +11,8 @@ import time
 import pytest
 
 import kvlane
-from kvtest import connect, first_mismatch, make_pair, pattern, register_pair, write_transfer
+from kvtest import (connect, first_mismatch, make_pair, make_transfers_as_slots_free, pattern,
+                    register_pair, write_transfer)
 
 N = 256 << 10
 
@@ -114,13 +115,7 @@ def test_dropped_transfers_free_their_slots():
     # The last one dropped in flight may still be owned by its lane (an orphan,
     # released by a later make_transfer once the lane lets go): retry until all
     # four slots come back. A slot lost for good never does.
-    deadline, held = time.monotonic() + 10, []
-    while len(held) < 4:
-        try:
-            held.append(a.make_transfer("write", local, remote))
-        except kvlane.Error as e:
-            assert e.code == kvlane.Code.NOT_ALLOWED and time.monotonic() < deadline, e
-            time.sleep(0.01)
+    held = make_transfers_as_slots_free(a, "write", local, remote, 4, timeout_s=10)
     with pytest.raises(kvlane.Error) as e:
         a.make_transfer("write", local, remote)
     assert e.value.code == kvlane.Code.NOT_ALLOWED

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import kvlane
-from kvtest import first_mismatch, pattern
+from kvtest import first_mismatch, make_transfers_as_slots_free, pattern
 
 SIZE = 8 << 20
 PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "peer.py")
@@ -155,13 +155,7 @@ def test_dropping_a_transfer_a_stalled_peer_holds_does_not_block(child):
             os.kill(child.proc.pid, signal.SIGCONT)
         assert dropped_in < 1.0
         # Its slot comes back once the lane is done: two live transfers fit.
-        deadline, made = time.monotonic() + 30, []
-        while len(made) < 2:
-            try:
-                made.append(a.make_transfer("write", local, remote))
-            except kvlane.Error as e:
-                assert e.code == kvlane.Code.NOT_ALLOWED and time.monotonic() < deadline, e
-                time.sleep(0.05)
+        made = make_transfers_as_slots_free(a, "write", local, remote, 2, timeout_s=30)
         made[1].post()
         assert made[1].wait(30) == kvlane.Code.OK
         assert child.ask("verify 31") == "ok"
