@@ -109,6 +109,20 @@ class StreamCloseTest : public ::testing::TestWithParam<std::string> {
   Result<XferHandle> Make(uint64_t n) {
     return MakeSimple(*p_.a, "b", Op::kWrite, src_->data(), dst_->data(), n);
   }
+  // Posts `h` with g_inline_hook armed, once the lane threads have had 20 ms to
+  // fall asleep: `kicked` says whether the post's own Kick sent it (the hook ran).
+  // The sender may still be awake (a loaded machine runs the lane threads late)
+  // and take the frame first: the caller then lets the post end and tries again.
+  struct ArmedPost {
+    Code code;
+    bool kicked;
+  };
+  ArmedPost PostArmed(XferHandle* h) {
+    std::this_thread::sleep_for(20ms);
+    g_armed.store(true);
+    const Code code = p_.a->Post(h).code();
+    return {code, !g_armed.exchange(false)};
+  }
 
   Buffers bufs_;
   Pair p_;
@@ -131,15 +145,12 @@ TEST_P(StreamCloseTest, KickFailingBecauseOfCloseEndsCanceled) {
     closer = std::thread([this] { channel_->Close(); });
     hung_up = AwaitHangUp(fd);
   };
-  // The sender may still be awake (a loaded machine runs the lane threads late)
-  // and take the frame before the post's Kick: then nothing was closed, the
-  // request ends Ok, and the round is run again.
+  // A round the sender took closed nothing: the request ends Ok.
   bool kicked = false;
   for (int attempt = 0; attempt < 20 && !kicked; ++attempt) {
-    std::this_thread::sleep_for(20ms);  // lane threads asleep: the Kick sends
-    g_armed.store(true);
-    EXPECT_EQ(p_.a->Post(&h.value()).code(), Code::kInProgress);
-    kicked = !g_armed.exchange(false);
+    const ArmedPost post = PostArmed(&h.value());
+    EXPECT_EQ(post.code, Code::kInProgress);
+    kicked = post.kicked;
     g_hold_fd.store(-1);
     if (closer.joinable()) closer.join();
     if (!kicked) {
@@ -227,15 +238,12 @@ TEST_P(StreamCloseTest, SenderWaitsForAKickWithoutSpinning) {
     std::this_thread::sleep_for(300ms);
     cpu = ProcessCpuTime() - cpu0;
   };
-  // The sender may still be awake (a loaded machine runs the lane threads late)
-  // and take the first post before its Kick: then the hook did not run (no
-  // second post), and the round is run again once the first ended.
+  // A round the sender took ran no hook (no second post).
   bool kicked = false;
   for (int attempt = 0; attempt < 20 && !kicked; ++attempt) {
-    std::this_thread::sleep_for(20ms);  // lane threads asleep: the Kick sends
-    g_armed.store(true);
-    ASSERT_EQ(p_.a->Post(&first.value()).code(), Code::kInProgress);
-    kicked = !g_armed.exchange(false);
+    const ArmedPost post = PostArmed(&first.value());
+    ASSERT_EQ(post.code, Code::kInProgress);
+    kicked = post.kicked;
     EXPECT_TRUE(p_.a->Wait(first.value(), 10s).ok());
   }
   ASSERT_TRUE(kicked) << "the post did not send inline (the sender took it every time)";

@@ -120,14 +120,45 @@ int TryConnect(const addrinfo* ai, Clock::time_point deadline, WaitTicker& ticke
   return -1;
 }
 
+// One end of a connected socket: its host as text and its port.
+struct Endpoint {
+  std::string host;
+  uint16_t port = 0;
+};
+
+// getpeername (peer) or getsockname (this end), IPv4 or IPv6.
+kvlane::Result<Endpoint> EndpointOf(int fd, bool peer) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  auto* sa = reinterpret_cast<sockaddr*>(&addr);
+  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) {
+    return Errno(peer ? "getpeername" : "getsockname");
+  }
+  char host[INET6_ADDRSTRLEN] = {};
+  Endpoint e;
+  const char* text = nullptr;
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    text = inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+    e.port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    text = inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+    e.port = ntohs(a->sin6_port);
+  } else {
+    return kvlane::Status::InvalidArgument("control: socket of family " +
+                                           std::to_string(addr.ss_family) + ", not IPv4 or IPv6");
+  }
+  if (text == nullptr) return Errno("inet_ntop");
+  e.host = text;
+  return e;
+}
+
 }  // namespace
 
 bool ConnectedToItself(int fd) {
-  sockaddr_storage here{}, there{};
-  socklen_t here_len = sizeof(here), there_len = sizeof(there);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&here), &here_len) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&there), &there_len) != 0) return false;
-  return here_len == there_len && std::memcmp(&here, &there, here_len) == 0;
+  const auto here = EndpointOf(fd, /*peer=*/false), there = EndpointOf(fd, /*peer=*/true);
+  return here.ok() && there.ok() && here->port == there->port && here->host == there->host;
 }
 
 kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port) {
@@ -146,13 +177,8 @@ kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, ui
 }
 
 kvlane::Result<uint16_t> PickFreePort() {
-  KVLANE_ASSIGN_OR_RETURN(int fd, ListenOn("127.0.0.1:0"));
-  sockaddr_in addr{};
-  socklen_t len = sizeof(addr);
-  int rc = getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  if (rc != 0) return Errno("getsockname");
-  return ntohs(addr.sin_port);
+  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen("127.0.0.1:0"));
+  return listener->Port();  // closed as it returns
 }
 
 kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Listen(
@@ -182,13 +208,8 @@ ControlListener::~ControlListener() {
 }
 
 kvlane::Result<uint16_t> ControlListener::Port() const {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return Errno("getsockname");
-  if (addr.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  if (addr.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-  return kvlane::Status::InvalidArgument("control: listener of family " +
-                                         std::to_string(addr.ss_family));
+  KVLANE_ASSIGN_OR_RETURN(Endpoint e, EndpointOf(fd_, /*peer=*/false));
+  return e.port;
 }
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlListener::Accept(
@@ -262,44 +283,6 @@ void ControlChannel::Unbound() {
   by_.reset();
   max_message_ = kMaxMessage;
 }
-
-namespace {
-
-// One end of a connected socket: its host as text and its port.
-struct Endpoint {
-  std::string host;
-  uint16_t port = 0;
-};
-
-// getpeername (peer) or getsockname (this end), IPv4 or IPv6.
-kvlane::Result<Endpoint> EndpointOf(int fd, bool peer) {
-  sockaddr_storage addr{};
-  socklen_t len = sizeof(addr);
-  auto* sa = reinterpret_cast<sockaddr*>(&addr);
-  if ((peer ? getpeername(fd, sa, &len) : getsockname(fd, sa, &len)) != 0) {
-    return Errno(peer ? "getpeername" : "getsockname");
-  }
-  char host[INET6_ADDRSTRLEN] = {};
-  Endpoint e;
-  const char* text = nullptr;
-  if (addr.ss_family == AF_INET) {
-    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
-    text = inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-    e.port = ntohs(a->sin_port);
-  } else if (addr.ss_family == AF_INET6) {
-    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
-    text = inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-    e.port = ntohs(a->sin6_port);
-  } else {
-    return kvlane::Status::InvalidArgument("control: socket of family " +
-                                           std::to_string(addr.ss_family) + ", not IPv4 or IPv6");
-  }
-  if (text == nullptr) return Errno("inet_ntop");
-  e.host = text;
-  return e;
-}
-
-}  // namespace
 
 std::string ControlChannel::PeerAddress() const {
   auto e = EndpointOf(fd_, /*peer=*/true);

@@ -137,7 +137,8 @@ class ControlChannel {
 // Splits "host:port"; fails on a missing or bad port.
 kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (for spawning local ranks).
+// A TCP port on 127.0.0.1 that was free a moment ago (tests; the launcher keeps
+// its ranks' listener open instead: ControlListener).
 kvlane::Result<uint16_t> PickFreePort();
 
 // Whether the connected socket `fd` is connected to itself: a connect to a

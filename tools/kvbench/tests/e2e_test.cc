@@ -281,7 +281,8 @@ TEST(KvbenchEndToEnd, TimedBurstsLongerThanTheControlTimeoutKeepTheTargetWaiting
   // with four times the samples (at most twice).
   int samples = static_cast<int>(std::min(20000.0, 5 * kTimeoutMs / burst_ms) + 1);
   double timed_ms = 0;
-  for (int attempt = 0; attempt < 3; ++attempt, samples = std::min(80000, samples * 4)) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (attempt > 0) samples = std::min(80000, samples * 4);
     fs::remove_all(out);  // a fresh folder for each run's one document
     ASSERT_EQ(
         Kvbench(row + "--samples " + std::to_string(samples) + " --control-timeout " +
