@@ -176,11 +176,6 @@ kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, ui
   return kvlane::Status::Ok();
 }
 
-kvlane::Result<uint16_t> PickFreePort() {
-  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen("127.0.0.1:0"));
-  return listener->Port();  // closed as it returns
-}
-
 kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Listen(
     const std::string& host_port) {
   KVLANE_ASSIGN_OR_RETURN(int fd, ListenOn(host_port));
@@ -230,12 +225,6 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlListener::Accept(
   if (fd < 0) return Errno("accept on " + host_port_);
   SetNoDelay(fd);
   return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
-}
-
-kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Accept(
-    const std::string& host_port, std::chrono::milliseconds timeout, const WaitNotice& notice) {
-  KVLANE_ASSIGN_OR_RETURN(auto listener, ControlListener::Listen(host_port));
-  return listener->Accept(timeout, notice);  // the listener closes as it returns
 }
 
 kvlane::Result<std::unique_ptr<ControlChannel>> ControlChannel::Connect(

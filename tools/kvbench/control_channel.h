@@ -63,11 +63,6 @@ class ControlListener {
 
 class ControlChannel {
  public:
-  // Binds host:port, accepts one peer, closes the listener. kTimeout when no
-  // peer connects within `timeout`.
-  static kvlane::Result<std::unique_ptr<ControlChannel>> Accept(const std::string& host_port,
-                                                                std::chrono::milliseconds timeout,
-                                                                const WaitNotice& notice = {});
   // Connects to host:port, retrying refused connections until the timeout; kTimeout
   // when it passes (refused all along, or no answer at all: each attempt is bounded
   // by it too); any other connect error fails at once.
@@ -136,10 +131,6 @@ class ControlChannel {
 
 // Splits "host:port"; fails on a missing or bad port.
 kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, uint16_t* port);
-
-// A TCP port on 127.0.0.1 that was free a moment ago (tests; the launcher keeps
-// its ranks' listener open instead: ControlListener).
-kvlane::Result<uint16_t> PickFreePort();
 
 // Whether the connected socket `fd` is connected to itself: a connect to a
 // loopback port nobody listens on yet can meet its own SYN when the kernel

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "json_field.h"
+#include "kvbench_process.h"
+#include "loopback_listener.h"
 
 namespace kvbench {
 namespace {
@@ -26,11 +28,11 @@ struct Pair {
 };
 
 Pair Connect() {
-  uint16_t port = PickFreePort().value();
-  std::string addr = "127.0.0.1:" + std::to_string(port);
-  auto accepted = std::async(std::launch::async,
-                             [&] { return ControlChannel::Accept(addr, milliseconds(5000)); });
-  auto b = ControlChannel::Connect(addr, milliseconds(5000));
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  if (!l.listener) return {};
+  auto accepted =
+      std::async(std::launch::async, [&] { return l.listener->Accept(milliseconds(5000)); });
+  auto b = ControlChannel::Connect(l.peer, milliseconds(5000));
   auto a = accepted.get();
   EXPECT_TRUE(a.ok() && b.ok());
   return {std::move(a).value(), std::move(b).value()};
@@ -179,7 +181,7 @@ TEST(ControlChannel, AMessageNestedTooDeeplyIsRefused) {
 // thread (a loaded machine) runs the notices it missed as one, so only a count
 // well below the 14 due must be asked for. Two still says it keeps reporting.
 TEST(ControlChannel, NoListenerTimesOutOnConnect) {
-  uint16_t port = PickFreePort().value();
+  const int port = testing::FreePort();
   std::vector<milliseconds> notices;
   auto c = ControlChannel::Connect(
       "127.0.0.1:" + std::to_string(port), milliseconds(1500),
@@ -196,11 +198,12 @@ TEST(ControlChannel, NoListenerTimesOutOnConnect) {
 }
 
 TEST(ControlChannel, AcceptSaysItIsWaitingThenTimesOut) {
-  uint16_t port = PickFreePort().value();
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  ASSERT_TRUE(l.listener);
   int notices = 0;
   const auto start = std::chrono::steady_clock::now();
-  auto a = ControlChannel::Accept("127.0.0.1:" + std::to_string(port), milliseconds(1500),
-                                  {[&](milliseconds) { ++notices; }, milliseconds(100)});
+  auto a =
+      l.listener->Accept(milliseconds(1500), {[&](milliseconds) { ++notices; }, milliseconds(100)});
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), kvlane::Code::kTimeout);
   EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(1500));
@@ -210,17 +213,17 @@ TEST(ControlChannel, AcceptSaysItIsWaitingThenTimesOut) {
 }
 
 TEST(ControlChannel, AcceptStillTakesAPeerThatComesAfterANotice) {
-  uint16_t port = PickFreePort().value();
-  std::string addr = "127.0.0.1:" + std::to_string(port);
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  ASSERT_TRUE(l.listener);
   std::atomic<int> notices{0};
   auto accepted = std::async(std::launch::async, [&] {
-    return ControlChannel::Accept(addr, milliseconds(5000),
-                                  {[&](milliseconds) { ++notices; }, milliseconds(50)});
+    return l.listener->Accept(milliseconds(5000),
+                              {[&](milliseconds) { ++notices; }, milliseconds(50)});
   });
-  // Until the first notice (or Accept ended early, e.g. the port was taken).
+  // Until the first notice (or Accept ended early).
   while (notices.load() == 0 && accepted.wait_for(milliseconds(5)) != std::future_status::ready) {
   }
-  auto b = ControlChannel::Connect(addr, milliseconds(5000));
+  auto b = ControlChannel::Connect(l.peer, milliseconds(5000));
   auto a = accepted.get();
   ASSERT_TRUE(a.ok()) << a.status().message();
   ASSERT_TRUE(b.ok()) << b.status().message();

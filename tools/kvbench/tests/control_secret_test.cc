@@ -148,24 +148,25 @@ struct RawRankOne {
   }
 };
 
-// A free loopback port for rank 0's control listener, as --peer.
-std::string FreePeer() { return "127.0.0.1:" + std::to_string(PickFreePort().value()); }
-
-// Rank 0 over tcp with the control secret in `file`, opening on a thread of its own.
-std::future<testing::SessionOrError> OpenTarget(const std::string& peer, const std::string& file) {
-  return std::async(std::launch::async, [peer, file] {
-    return Session::Open(RankConfig(0, peer, {"--transport", "tcp", "--secret-file", file}));
-  });
+// Rank 0 over tcp with the control secret in `file`, opening on a thread of its
+// own on `l`'s listener (handed over).
+std::future<testing::SessionOrError> OpenTarget(testing::LoopbackListener& l,
+                                                const std::string& file) {
+  RunConfig c = RankConfig(0, l.peer, {"--transport", "tcp", "--secret-file", file});
+  c.listen_fd = l.HandOver();
+  return std::async(std::launch::async, [c] { return Session::Open(c); });
 }
 
 // A listener posing as rank 0 that claims a secret but cannot prove it: rank 1
 // ends, and sends it nothing past its hello and its own proof (no path, plan or
 // metadata: those name this host and, later, the engine's secret).
 TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
-  const std::string peer = FreePeer();
-  auto impostor = std::async(std::launch::async, [peer] {
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  ASSERT_TRUE(l.listener);
+  const std::string peer = l.peer;
+  auto impostor = std::async(std::launch::async, [&l] {
     std::vector<std::string> got;
-    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+    auto c = l.listener->Accept(std::chrono::seconds(20));
     if (!c.ok()) return got;
     (void)(*c)->Send({{"type", "hello"},
                       {"protocol", kControlProtocol},
@@ -194,8 +195,9 @@ TEST(ControlSecret, AnImpostorRankZeroGetsNothingPastTheProof) {
 // run. Its hello claims another protocol: unproven, that must not end the run.
 TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
   const std::string file = SecretFile("run", std::string(24, 'z'));
-  const std::string peer = FreePeer();
-  auto target = OpenTarget(peer, file);
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  const std::string peer = l.peer;
+  auto target = OpenTarget(l, file);
   {
     RawRankOne impostor(peer, std::string(64, 'b'), kControlProtocol + 1);
     ASSERT_TRUE(impostor.c);
@@ -215,8 +217,9 @@ TEST(ControlSecret, AnImpostorRankOneIsDroppedAndTheRealOneOpensTheRun) {
 // proof seen on a connection that then died would be taken on the next.)
 TEST(ControlSecret, AProofFromAnEarlierConnectionIsRefused) {
   const std::string secret(24, 'p'), file = SecretFile("replay", secret);
-  const std::string peer = FreePeer();
-  auto target = OpenTarget(peer, file);
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  const std::string peer = l.peer;
+  auto target = OpenTarget(l, file);
   const std::string n1(64, 'c');
   std::string seen_proof, first_nonce;
   {
@@ -241,8 +244,9 @@ TEST(ControlSecret, AProofFromAnEarlierConnectionIsRefused) {
 // of another build: once proved, rank 0 reads its hello and ends, naming both builds.
 TEST(ControlSecret, AProvedPeerOfAnotherProtocolIsRefusedNamingBothBuilds) {
   const std::string secret(24, 'v'), file = SecretFile("builds", secret);
-  const std::string peer = FreePeer();
-  auto target = OpenTarget(peer, file);
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  const std::string peer = l.peer;
+  auto target = OpenTarget(l, file);
   const std::string n1(64, 'd');
   RawRankOne other(peer, n1, kControlProtocol + 1);
   ASSERT_TRUE(other.c);

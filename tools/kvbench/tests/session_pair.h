@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "control_channel.h"
+#include "loopback_listener.h"
 #include "session.h"
 
 namespace kvbench::testing {
@@ -51,10 +52,11 @@ inline RunConfig RankConfig(int rank, const std::string& peer, std::vector<std::
 
 inline SessionPair OpenBoth(const std::vector<std::string>& target_flags,
                             const std::vector<std::string>& initiator_flags) {
-  std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
-  auto target = std::async(std::launch::async,
-                           [&] { return Session::Open(RankConfig(0, peer, target_flags)); });
-  SessionOrError initiator = Session::Open(RankConfig(1, peer, initiator_flags));
+  LoopbackListener l = ListenOnLoopback();
+  RunConfig target_config = RankConfig(0, l.peer, target_flags);
+  target_config.listen_fd = l.HandOver();
+  auto target = std::async(std::launch::async, [&] { return Session::Open(target_config); });
+  SessionOrError initiator = Session::Open(RankConfig(1, l.peer, initiator_flags));
   return {target.get(), std::move(initiator)};
 }
 

@@ -15,6 +15,7 @@
 
 #include "device_memory.h"
 #include "hello.h"
+#include "loopback_listener.h"
 #include "session_pair.h"
 #include "target_loop.h"
 
@@ -126,13 +127,14 @@ struct TargetAndStray {
 };
 
 TargetAndStray StartTargetAndAStray(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const uint16_t port = PickFreePort().value();
+  testing::LoopbackListener l = testing::ListenOnLoopback();
   TargetAndStray t;
-  t.peer = "127.0.0.1:" + std::to_string(port);
+  t.peer = l.peer;
   RunConfig c = RankConfig(0, t.peer, {"--transport", "tcp"});
+  c.listen_fd = l.HandOver();
   c.control_timeout_ms = timeout;
   t.target = std::async(std::launch::async, [c] { return Session::Open(c); });
-  t.stray = ConnectWhenListening(port);
+  t.stray = ConnectWhenListening(l.port);
   return t;
 }
 
@@ -191,10 +193,11 @@ TEST(SessionHandshake, TheTargetsTimeoutCountsTheConnectionsItDropped) {
 // A peer speaking another control protocol (here: a hello without one, as from a
 // build before it was introduced) is refused at the handshake, naming both builds.
 TEST(SessionHandshake, APeerOfAnotherProtocolIsRefused) {
-  const uint16_t port = PickFreePort().value();
-  const std::string peer = "127.0.0.1:" + std::to_string(port);
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  ASSERT_TRUE(l.listener);
+  const std::string peer = l.peer;
   auto fake = std::async(std::launch::async, [&] {
-    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+    auto c = l.listener->Accept(std::chrono::seconds(20));
     if (!c.ok()) return c.status();
     KVLANE_RETURN_IF_ERROR((*c)->Send({{"type", "hello"}, {"rank", 0}, {"role", "target"}}));
     return (*c)->Expect("hello").status();
@@ -266,10 +269,11 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
 
 // A fake rank 0: says its hello, then answers each message of rank 1 by `answer`
 // (nothing when it returns null) until rank 1 closes.
-std::future<void> FakeTarget(const std::string& peer,
+std::future<void> FakeTarget(std::unique_ptr<ControlListener> listener,
                              std::function<nlohmann::json(const nlohmann::json&)> answer) {
-  return std::async(std::launch::async, [peer, answer] {
-    auto c = ControlChannel::Accept(peer, std::chrono::seconds(20));
+  return std::async(std::launch::async, [listener = std::move(listener), answer] {
+    ASSERT_TRUE(listener);
+    auto c = listener->Accept(std::chrono::seconds(20));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     ASSERT_TRUE((*c)->Send({{"type", "hello"},
                             {"protocol", kControlProtocol},
@@ -314,8 +318,9 @@ TEST(SessionHandshake, APeersMalformedMessagesEndTheOpenWithAnError) {
         Scene{nullptr, 5, tcp, "disagree on the plan"},
         Scene{nullptr, 5, automatic, "disagree on the plan"},
         Scene{nullptr, nullptr, tcp, "disagree on --seed (this rank 1, peer none)"}}) {
-    const std::string peer = "127.0.0.1:" + std::to_string(PickFreePort().value());
-    auto fake = FakeTarget(peer, [&](const nlohmann::json& m) -> nlohmann::json {
+    testing::LoopbackListener l = testing::ListenOnLoopback();
+    const std::string peer = l.peer;
+    auto fake = FakeTarget(std::move(l.listener), [&](const nlohmann::json& m) -> nlohmann::json {
       const std::string type = m.value("type", "");
       if (type == "path")
         return {{"type", "path"}, {"path", scene.path.is_null() ? swapped(m["path"]) : scene.path}};
