@@ -11,7 +11,8 @@
 # sanitizer slows kernels and host calls by one to two orders of magnitude.
 # Logs go to OUT; one line per run is printed, and the exit status is 1 when
 # any run reported an error or failed.
-#   usage: [OUT=/tmp/gpu-sanitize] scripts/gpu-sanitize.sh [BIN]
+# ONLY (names of runs, e.g. ONLY="initcheck-kernels") runs those alone.
+#   usage: [OUT=/tmp/gpu-sanitize] [ONLY="run ..."] scripts/gpu-sanitize.sh [BIN]
 set -u
 BIN=${1:-gpu-bin}
 OUT=${OUT:-/tmp/gpu-sanitize}
@@ -50,6 +51,7 @@ INJ_ARGS=()
 status=0
 san() {  # name, seconds, tool, binary, gtest filter
   local name=$1 secs=$2 tool=$3 bin=$4 filter=$5
+  [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || return 0
   timeout "$secs" "$SAN" "${INJ_ARGS[@]}" --tool "$tool" --target-processes all --error-exitcode 99 \
     --print-limit 20 "$BIN/$bin" --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
   local rc=$?

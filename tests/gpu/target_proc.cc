@@ -42,6 +42,16 @@ void FillDevice(void* dev, uint64_t len, uint64_t seed) {
   cudaStreamSynchronize(cudaStreamLegacy);
 }
 
+// Zeroes a new allocation before anyone is told of it: a peer process writes it
+// through CUDA IPC, which compute-sanitizer's initcheck in this process cannot
+// see, so a later check of bytes only the peer wrote would read as uninitialized
+// (and a check of bytes nobody wrote would compare garbage). Waited for as in
+// FillDevice.
+void ZeroDevice(void* dev, uint64_t len) {
+  cudaMemset(dev, 0, len);
+  cudaStreamSynchronize(cudaStreamLegacy);
+}
+
 int64_t CheckDevice(const void* dev, uint64_t len, uint64_t seed) {
   std::vector<uint8_t> h(len);
   if (cudaMemcpy(h.data(), dev, len, cudaMemcpyDefault) != cudaSuccess) return -2;
@@ -154,7 +164,7 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
   if (cmd == "alloc" || cmd == "allocro") {  // <bytes>; allocro: registered read-only
     in >> a;
     void* p = nullptr;
-    cudaMalloc(&p, a);
+    if (cudaMalloc(&p, a) == cudaSuccess) ZeroDevice(p, a);
     auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device,
                                   cmd == "allocro" ? Access::kReadOnly : Access::kReadWrite);
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
@@ -162,6 +172,7 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
     in >> a >> b >> c;
     std::string error;
     void* p = VmmAlloc(device, a, static_cast<int>(b), static_cast<unsigned>(c), &error);
+    if (p != nullptr) ZeroDevice(p, a);
     auto r = p ? agent.RegisterMemory(p, a, MemoryKind::kCuda, device)
                : Result<RegionId>(Status::Backend(error));
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);

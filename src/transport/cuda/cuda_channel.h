@@ -36,6 +36,7 @@
 #include "core/request.h"
 #include "transport/cuda/cuda_blob.h"
 #include "transport/cuda/cuda_proxy.h"
+#include "transport/cuda/local_span.h"
 #include "transport/cuda/vmm.h"
 #include "transport/cuda/xfer_table.h"
 #include "transport/stream/fd_passing.h"
@@ -197,6 +198,7 @@ class CudaChannel final : public Channel {
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
   Result<bool> CheckLocal(uint64_t addr);
+  Result<bool> LocalOnDevice(uint64_t key, uint64_t addr, uint64_t len);
   bool OnThisDevice(uint64_t addr, uint64_t len);
   Status EnablePeer(int device);
 
@@ -289,8 +291,8 @@ class CudaChannel final : public Channel {
   std::unordered_set<uint64_t> revoked_keys_;
   std::unordered_set<uint64_t> live_keys_;
   std::unordered_set<uint64_t> checking_;
-  // Local pieces checked, by key: on this GPU? GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, bool> local_on_device_;
+  // Local pieces seen, by key (LocalOnDevice). GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, LocalSpan> local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
   std::string blob_bytes_;                          // GUARDED_BY(build_mu_)
   CudaBlob blob_;                                   // GUARDED_BY(build_mu_)

@@ -66,13 +66,14 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   RemotePiece* rp = nullptr;
   const bool write = r->op == Op::kWrite;
   // A READ lands in local memory, a WRITE in the peer's (opened here): on this
-  // GPU when every such piece is, a peer sharing this GPU included (its reads
-  // go through this GPU's L2 as ours do). Both answers are kept per piece:
-  // a peer piece's covers its every byte (RemotePiece::on_device); a local
-  // piece's is CheckLocal's, asked of the first address seen in it. (Asking
-  // the driver at every build instead coincided, on one H100 run of session
+  // GPU when every destination byte is, a peer sharing this GPU included (its
+  // reads go through this GPU's L2 as ours do). Both answers are kept per
+  // piece: a peer piece's covers its every byte (RemotePiece::on_device); a
+  // local piece's covers the span of it seen so far (LocalOnDevice), so the
+  // driver is asked only about bytes no earlier build covered. (Asking it
+  // about every segment at every build coincided, on one H100 run of session
   // 31, with a small post waiting for a 1 GiB copy on the other lane, which no
-  // run had shown before; the cause is unproven, so builds no longer ask.)
+  // run had shown before; the cause is unproven, so repeated builds do not ask.)
   t->dst_on_device = true;
   for (size_t i = 0; i < r->segs.size(); ++i) {
     const Segment& sg = r->segs[i];
@@ -82,13 +83,10 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
     }
     if (sg.len == 0 || sg.remote_addr < rp->base || sg.len > rp->len || sg.remote_addr - rp->base > rp->len - sg.len)
       return Status::NotAllowed("segment outside the peer's piece");
-    auto local = local_on_device_.find(sg.local_key);
-    if (local == local_on_device_.end()) {  // once per local piece
-      KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(sg.local_addr));
-      local = local_on_device_.emplace(sg.local_key, on_device).first;
-    }
+    KVLANE_ASSIGN_OR_RETURN(bool local_on_device,
+                            LocalOnDevice(sg.local_key, sg.local_addr, sg.len));
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
-    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local->second);
+    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local_on_device);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
@@ -157,6 +155,21 @@ Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
   }
   if (a.type == cudaMemoryTypeHost || a.type == cudaMemoryTypeManaged) return false;
   return Status::NotSupported("local memory of a cuda transfer must be device or pinned host memory");
+}
+
+// Whether [addr, addr + len), inside local piece `key`, is this GPU's memory.
+// The first segment seen in a piece goes through CheckLocal (device or pinned
+// host memory; peer access to its GPU), then LocalSpan asks OnThisDevice only
+// about bytes no earlier build covered.
+// REQUIRES: build_mu_ held; len > 0 (BuildTable refuses empty segments).
+Result<bool> CudaChannel::LocalOnDevice(uint64_t key, uint64_t addr, uint64_t len) {
+  auto it = local_on_device_.find(key);
+  if (it == local_on_device_.end()) {
+    KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
+    it = local_on_device_.emplace(key, LocalSpan(addr, on_device)).first;
+  }
+  return it->second.Cover(addr, len,
+                          [this](uint64_t from, uint64_t n) { return OnThisDevice(from, n); });
 }
 
 // REQUIRES: build_mu_ held; called on a lane thread (current device = device_).

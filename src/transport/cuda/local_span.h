@@ -1,0 +1,50 @@
+// What the cuda channel has judged of one local piece: whether a copy's
+// destination bytes there are all memory of the channel's GPU (then a
+// device-scope fence orders them before the record). Plain C++, no CUDA: the
+// driver is behind the `judge` a caller passes (CudaChannel::OnThisDevice).
+#pragma once
+
+#include <cstdint>
+
+namespace kvlane::core {
+
+// The span [lo, hi) of a piece judged so far, the hull of the segments seen in
+// it, and whether all of it is this GPU's memory. A VMM range may map several
+// devices' memory, or host memory, back to back, so a piece is judged on every
+// byte a table touches; a repeated build of the same segments asks nothing.
+// Once off this GPU, always off. Not thread-safe (the channel's build lock).
+class LocalSpan {
+ public:
+  // A piece first seen at `addr`, whose memory kind there says `on_device`
+  // (false: host memory or another GPU's, and nothing more is asked).
+  LocalSpan(uint64_t addr, bool on_device) : lo_(addr), hi_(addr), on_device_(on_device) {}
+
+  // Widens the span to cover [addr, addr + len), asking `judge(from, n)`
+  // (whether every byte of [from, from + n) is this GPU's memory) only about
+  // bytes outside the span: the gap between it and the segment included, which
+  // lies in the same piece. Returns whether the whole span is on this GPU.
+  // REQUIRES: len > 0, addr + len does not wrap, the segment is in the piece.
+  template <class Judge>
+  bool Cover(uint64_t addr, uint64_t len, Judge&& judge) {
+    if (!on_device_) return false;
+    const uint64_t end = addr + len;
+    if (addr < lo_) {
+      on_device_ = judge(addr, lo_ - addr);
+      lo_ = addr;
+    }
+    if (on_device_ && end > hi_) {
+      on_device_ = judge(hi_, end - hi_);
+      hi_ = end;
+    }
+    return on_device_;
+  }
+
+  uint64_t lo() const { return lo_; }
+  uint64_t hi() const { return hi_; }
+
+ private:
+  uint64_t lo_, hi_;
+  bool on_device_;
+};
+
+}  // namespace kvlane::core

@@ -1,0 +1,82 @@
+// The cuda channel's judgement of a local piece (transport/cuda/local_span.h):
+// which bytes it asks the driver about, and what it concludes. The driver is
+// replaced by a map of which addresses are this GPU's memory, so CI runs it
+// without a GPU.
+#include "transport/cuda/local_span.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kvlane::core {
+namespace {
+
+// A piece at [0x1000, 0x9000) whose bytes from `off_from` on are not this GPU's
+// (a VMM range mapping another device's allocation behind ours); records every
+// question asked.
+struct FakeDriver {
+  uint64_t off_from = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> asked;
+  bool operator()(uint64_t from, uint64_t n) {
+    asked.emplace_back(from, n);
+    return from + n <= off_from;
+  }
+};
+
+TEST(LocalSpan, AsksOnlyAboutBytesNoEarlierSegmentCovered) {
+  FakeDriver d;
+  LocalSpan s(0x4000, true);
+  EXPECT_TRUE(s.Cover(0x4000, 0x100, std::ref(d)));
+  EXPECT_TRUE(s.Cover(0x4000, 0x100, std::ref(d)));  // the same segment again
+  EXPECT_TRUE(s.Cover(0x4080, 0x40, std::ref(d)));   // inside the span
+  EXPECT_TRUE(s.Cover(0x5000, 0x100, std::ref(d)));  // past it: the gap too
+  EXPECT_TRUE(s.Cover(0x2000, 0x10, std::ref(d)));   // before it: the gap too
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {
+      {0x4000, 0x100}, {0x4100, 0x5100 - 0x4100}, {0x2000, 0x4000 - 0x2000}};
+  EXPECT_EQ(d.asked, want);
+  EXPECT_EQ(s.lo(), 0x2000u);
+  EXPECT_EQ(s.hi(), 0x5100u);
+}
+
+// The piece's first byte is this GPU's, a later one is not: a segment reaching
+// it makes the piece off this GPU (a system-scope fence), for good. (Judging the
+// first address seen, as the channel did before, said "on this GPU".)
+TEST(LocalSpan, ASegmentReachingAnotherDevicesBytesTurnsThePieceOff) {
+  FakeDriver d;
+  d.off_from = 0x6000;
+  LocalSpan s(0x1000, true);
+  EXPECT_TRUE(s.Cover(0x1000, 0x1000, std::ref(d)));
+  EXPECT_FALSE(s.Cover(0x5ff0, 0x20, std::ref(d)));
+  const size_t asked = d.asked.size();
+  EXPECT_FALSE(s.Cover(0x1000, 0x10, std::ref(d)));  // on-device bytes: still off
+  EXPECT_EQ(d.asked.size(), asked);                  // and nothing more is asked
+}
+
+// A segment below the span is judged with the gap up to it, and one past it
+// with the gap from it: both lie in the piece, so a table's hull is judged
+// whole.
+TEST(LocalSpan, TheGapsBetweenSegmentsAreJudgedToo) {
+  FakeDriver d;
+  d.off_from = 0x3000;  // [.., 0x3000) this GPU's; the rest not
+  LocalSpan s(0x2800, true);
+  EXPECT_TRUE(s.Cover(0x2800, 0x100, std::ref(d)));
+  EXPECT_TRUE(s.Cover(0x1000, 0x10, std::ref(d)));   // gap [0x1000, 0x2800): this GPU's
+  EXPECT_FALSE(s.Cover(0x3000, 0x10, std::ref(d)));  // gap [0x2900, 0x3010) is not
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {
+      {0x2800, 0x100}, {0x1000, 0x1800}, {0x2900, 0x710}};
+  EXPECT_EQ(d.asked, want);
+}
+
+// A piece first seen as host memory or another GPU's is never asked about.
+TEST(LocalSpan, APieceOffThisGpuAtFirstAsksNothing) {
+  FakeDriver d;
+  LocalSpan s(0x1000, false);
+  EXPECT_FALSE(s.Cover(0x1000, 0x100, std::ref(d)));
+  EXPECT_FALSE(s.Cover(0x8000, 0x100, std::ref(d)));
+  EXPECT_TRUE(d.asked.empty());
+}
+
+}  // namespace
+}  // namespace kvlane::core
