@@ -49,9 +49,11 @@ INJ_ARGS=()
 [ -n "$INJ" ] && [ "$(dirname "$INJ")" != "$(dirname "$SAN")" ] && INJ_ARGS=(--injection-path "$(dirname "$INJ")")
 "$SAN" --version | tail -1
 status=0
+ran=0
 san() {  # name, seconds, tool, binary, gtest filter
   local name=$1 secs=$2 tool=$3 bin=$4 filter=$5
   [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" $name "* ]] || return 0
+  ran=$((ran + 1))
   timeout "$secs" "$SAN" "${INJ_ARGS[@]}" --tool "$tool" --target-processes all --error-exitcode 99 \
     --print-limit 20 "$BIN/$bin" --gtest_filter="$filter" >"$OUT/$name.log" 2>&1
   local rc=$?
@@ -69,4 +71,5 @@ KERNELS='*Moves513DescriptorsBothWays/one_gpu:*MergedRunsOfPagesMoveExactly/one_
 san racecheck-kernels 60 racecheck cuda_transfer_test "$KERNELS"
 san synccheck-kernels 60 synccheck cuda_transfer_test "$KERNELS"
 san initcheck-kernels 120 initcheck cuda_transfer_test "$KERNELS"
+[ "$ran" -gt 0 ] || { echo "ONLY='${ONLY:-}' names no run"; exit 2; }
 exit $status

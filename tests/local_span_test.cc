@@ -13,15 +13,17 @@
 namespace kvlane::core {
 namespace {
 
-// A piece at [0x1000, 0x9000) whose bytes from `off_from` on are not this GPU's
-// (a VMM range mapping another device's allocation behind ours); records every
-// question asked.
+// A driver whose answer is "this GPU's" except for the ranges in `off` (another
+// device's allocation, or host memory, mapped into the piece's VMM range);
+// records every question asked.
 struct FakeDriver {
-  uint64_t off_from = UINT64_MAX;
+  std::vector<std::pair<uint64_t, uint64_t>> off;  // [from, to)
   std::vector<std::pair<uint64_t, uint64_t>> asked;
   bool operator()(uint64_t from, uint64_t n) {
     asked.emplace_back(from, n);
-    return from + n <= off_from;
+    for (const auto& [lo, hi] : off)
+      if (from < hi && lo < from + n) return false;
+    return true;
   }
 };
 
@@ -44,8 +46,7 @@ TEST(LocalSpan, AsksOnlyAboutBytesNoEarlierSegmentCovered) {
 // it makes the piece off this GPU (a system-scope fence), for good. (Judging the
 // first address seen, as the channel did before, said "on this GPU".)
 TEST(LocalSpan, ASegmentReachingAnotherDevicesBytesTurnsThePieceOff) {
-  FakeDriver d;
-  d.off_from = 0x6000;
+  FakeDriver d{.off = {{0x6000, 0x9000}}};
   LocalSpan s(0x1000, true);
   EXPECT_TRUE(s.Cover(0x1000, 0x1000, std::ref(d)));
   EXPECT_FALSE(s.Cover(0x5ff0, 0x20, std::ref(d)));
@@ -58,8 +59,7 @@ TEST(LocalSpan, ASegmentReachingAnotherDevicesBytesTurnsThePieceOff) {
 // with the gap from it: both lie in the piece, so a table's hull is judged
 // whole.
 TEST(LocalSpan, TheGapsBetweenSegmentsAreJudgedToo) {
-  FakeDriver d;
-  d.off_from = 0x3000;  // [.., 0x3000) this GPU's; the rest not
+  FakeDriver d{.off = {{0x3000, 0x9000}}};  // [.., 0x3000) this GPU's; the rest not
   LocalSpan s(0x2800, true);
   EXPECT_TRUE(s.Cover(0x2800, 0x100, std::ref(d)));
   EXPECT_TRUE(s.Cover(0x1000, 0x10, std::ref(d)));   // gap [0x1000, 0x2800): this GPU's
@@ -69,13 +69,38 @@ TEST(LocalSpan, TheGapsBetweenSegmentsAreJudgedToo) {
   EXPECT_EQ(d.asked, want);
 }
 
-// A piece first seen as host memory or another GPU's is never asked about.
+// A piece first seen as host memory or another GPU's is never asked about, on
+// either side of where it was first seen.
 TEST(LocalSpan, APieceOffThisGpuAtFirstAsksNothing) {
   FakeDriver d;
-  LocalSpan s(0x1000, false);
-  EXPECT_FALSE(s.Cover(0x1000, 0x100, std::ref(d)));
+  LocalSpan s(0x2000, false);
+  EXPECT_FALSE(s.Cover(0x2000, 0x100, std::ref(d)));
   EXPECT_FALSE(s.Cover(0x8000, 0x100, std::ref(d)));
+  EXPECT_FALSE(s.Cover(0x1000, 0x100, std::ref(d)));
   EXPECT_TRUE(d.asked.empty());
+}
+
+// Once off, a segment below the span (whose bytes the driver calls this GPU's)
+// does not turn the piece back on.
+TEST(LocalSpan, APieceTurnedOffStaysOffBelowTheSpan) {
+  FakeDriver d{.off = {{0x5000, 0x6000}}};
+  LocalSpan s(0x4000, true);
+  EXPECT_FALSE(s.Cover(0x4000, 0x1800, std::ref(d)));
+  EXPECT_FALSE(s.Cover(0x1000, 0x100, std::ref(d)));  // [0x1000, 0x4000) is this GPU's
+  EXPECT_FALSE(s.Cover(0x4000, 0x100, std::ref(d)));
+}
+
+// A segment reaching past both ends of the span, with the bytes below it off and
+// those above on: off, whatever the order of the two questions.
+TEST(LocalSpan, ASegmentPastBothEndsIsOffWhenEitherSideIs) {
+  for (const auto& off : {std::pair<uint64_t, uint64_t>{0x1000, 0x2000},
+                          std::pair<uint64_t, uint64_t>{0x5000, 0x6000}}) {
+    FakeDriver d{.off = {off}};
+    LocalSpan s(0x3000, true);
+    EXPECT_TRUE(s.Cover(0x3000, 0x100, std::ref(d)));
+    EXPECT_FALSE(s.Cover(0x1000, 0x5000, std::ref(d))) << std::hex << off.first;
+    EXPECT_FALSE(s.Cover(0x3000, 0x10, std::ref(d))) << std::hex << off.first;
+  }
 }
 
 }  // namespace

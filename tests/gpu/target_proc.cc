@@ -46,10 +46,13 @@ void FillDevice(void* dev, uint64_t len, uint64_t seed) {
 // through CUDA IPC, which compute-sanitizer's initcheck in this process cannot
 // see, so a later check of bytes only the peer wrote would read as uninitialized
 // (and a check of bytes nobody wrote would compare garbage). Waited for as in
-// FillDevice.
-void ZeroDevice(void* dev, uint64_t len) {
-  cudaMemset(dev, 0, len);
-  cudaStreamSynchronize(cudaStreamLegacy);
+// FillDevice. False (the error cleared) when CUDA failed.
+bool ZeroDevice(void* dev, uint64_t len) {
+  if (cudaMemset(dev, 0, len) == cudaSuccess &&
+      cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess)
+    return true;
+  (void)cudaGetLastError();
+  return false;
 }
 
 int64_t CheckDevice(const void* dev, uint64_t len, uint64_t seed) {
@@ -164,7 +167,11 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
   if (cmd == "alloc" || cmd == "allocro") {  // <bytes>; allocro: registered read-only
     in >> a;
     void* p = nullptr;
-    if (cudaMalloc(&p, a) == cudaSuccess) ZeroDevice(p, a);
+    if (cudaMalloc(&p, a) != cudaSuccess || !ZeroDevice(p, a)) {
+      (void)cudaGetLastError();
+      if (p != nullptr) cudaFree(p);
+      p = nullptr;  // registering null fails: the test sees "0 0"
+    }
     auto r = agent.RegisterMemory(p, a, MemoryKind::kCuda, device,
                                   cmd == "allocro" ? Access::kReadOnly : Access::kReadWrite);
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);
@@ -172,7 +179,11 @@ void Serve(Agent& agent, int device, const std::string& line, std::ostream& out)
     in >> a >> b >> c;
     std::string error;
     void* p = VmmAlloc(device, a, static_cast<int>(b), static_cast<unsigned>(c), &error);
-    if (p != nullptr) ZeroDevice(p, a);
+    if (p != nullptr && !ZeroDevice(p, a)) {
+      VmmFree(p);
+      p = nullptr;
+      error = "zeroing the VMM range failed";
+    }
     auto r = p ? agent.RegisterMemory(p, a, MemoryKind::kCuda, device)
                : Result<RegionId>(Status::Backend(error));
     out << reinterpret_cast<uint64_t>(p) << " " << (r.ok() ? r->value : 0);

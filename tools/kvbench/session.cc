@@ -76,7 +76,13 @@ kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) 
   std::unique_ptr<Session> s(new Session(config));
   // Bad flags fail before connecting; an automatic budget may still change.
   auto early = PlanFromFlags(config.grid, config.plan_defaults);
-  if (!early.ok() && !config.pool_budget_auto) return early.status();
+  if (!early.ok() && !config.pool_budget_auto) {
+    // A listener handed over is this session's to close: left open, it would
+    // take rank 1's connect into its queue, and rank 1 would wait out its
+    // control timeout instead of being refused at once.
+    if (config.listen_fd >= 0) close(config.listen_fd);
+    return early.status();
+  }
   KVLANE_RETURN_IF_ERROR(s->Handshake());
   KVLANE_RETURN_IF_ERROR(s->AgreeOnPath(s->ResolveTransport()));
   KVLANE_RETURN_IF_ERROR(s->SettleBudget());

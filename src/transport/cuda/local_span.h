@@ -29,11 +29,11 @@ class LocalSpan {
     if (!on_device_) return false;
     const uint64_t end = addr + len;
     if (addr < lo_) {
-      on_device_ = judge(addr, lo_ - addr);
+      on_device_ = on_device_ && judge(addr, lo_ - addr);
       lo_ = addr;
     }
-    if (on_device_ && end > hi_) {
-      on_device_ = judge(hi_, end - hi_);
+    if (end > hi_) {
+      on_device_ = on_device_ && judge(hi_, end - hi_);
       hi_ = end;
     }
     return on_device_;

@@ -83,8 +83,9 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
     }
     if (sg.len == 0 || sg.remote_addr < rp->base || sg.len > rp->len || sg.remote_addr - rp->base > rp->len - sg.len)
       return Status::NotAllowed("segment outside the peer's piece");
+    // A WRITE's local bytes are its source: their kind is checked, nothing more.
     KVLANE_ASSIGN_OR_RETURN(bool local_on_device,
-                            LocalOnDevice(sg.local_key, sg.local_addr, sg.len));
+                            LocalOnDevice(sg.local_key, sg.local_addr, write ? 0 : sg.len));
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
     t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local_on_device);
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
@@ -118,17 +119,17 @@ Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
 
 // Whether every byte of [addr, addr + len) is memory of this channel's GPU,
 // allocation by allocation (a VMM range may map allocations of several
-// devices, or host memory, back to back). A failed query, or more than
-// kMaxLookups allocations, answers no (the conservative fence).
-// REQUIRES: build_mu_ held.
+// devices, or host memory, back to back). A failed query, or more allocations
+// than the range can hold (1024, plus one per 2 MiB: a VMM allocation is at
+// least the 2 MiB granularity, so a 4 GiB piece of them stays on), answers no
+// (the conservative fence). REQUIRES: build_mu_ held.
 bool CudaChannel::OnThisDevice(uint64_t addr, uint64_t len) {
-  constexpr int kMaxLookups = 1024;
   const auto range = Driver().address_range;
   if (range == nullptr || len == 0 || len > UINT64_MAX - addr) return false;
-  const uint64_t end = addr + len;
-  int lookups = 0;
+  const uint64_t end = addr + len, max_lookups = 1024 + len / (uint64_t{2} << 20);
+  uint64_t lookups = 0;
   for (uint64_t at = addr; at < end;) {
-    if (++lookups > kMaxLookups) return false;
+    if (++lookups > max_lookups) return false;
     cudaPointerAttributes a{};
     unsigned long long base = 0;
     size_t size = 0;
@@ -160,14 +161,16 @@ Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
 // Whether [addr, addr + len), inside local piece `key`, is this GPU's memory.
 // The first segment seen in a piece goes through CheckLocal (device or pinned
 // host memory; peer access to its GPU), then LocalSpan asks OnThisDevice only
-// about bytes no earlier build covered.
-// REQUIRES: build_mu_ held; len > 0 (BuildTable refuses empty segments).
+// about bytes no earlier build covered. `len` 0: the kind check alone (a
+// WRITE's source; the answer means nothing then).
+// REQUIRES: build_mu_ held.
 Result<bool> CudaChannel::LocalOnDevice(uint64_t key, uint64_t addr, uint64_t len) {
   auto it = local_on_device_.find(key);
   if (it == local_on_device_.end()) {
     KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
     it = local_on_device_.emplace(key, LocalSpan(addr, on_device)).first;
   }
+  if (len == 0) return false;
   return it->second.Cover(addr, len,
                           [this](uint64_t from, uint64_t n) { return OnThisDevice(from, n); });
 }

@@ -1,12 +1,18 @@
-// A control listener on a loopback port the kernel picks, bound before the port
-// is named to anyone: no other test or process can take the port between picking
-// and binding it, as one picked free and bound later could be. Header-only; for
-// the kvbench tests that run a rank 0 (real or fake) in this process.
+// Loopback ports for the kvbench tests that run a rank 0 (real or fake) in this
+// process, each bound before it is named to anyone: no other test or process can
+// take it between picking and binding, as a port picked free and bound later
+// could be. Header-only.
 #pragma once
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -22,6 +28,35 @@ struct LoopbackListener {
   // Gives the socket to a rank 0's config (RunConfig::listen_fd; its session
   // closes it), -1 when there is none.
   int HandOver() { return listener ? listener->Release() : -1; }
+};
+
+// A loopback port bound for this object's life and never listened on: a connect
+// there is refused, and no other process can take the port meanwhile (as one
+// picked free and left unbound could be taken). port 0 when the bind failed (a
+// test failure).
+class RefusingPort {
+ public:
+  RefusingPort() {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    const bool bound = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                       getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    EXPECT_TRUE(bound) << "binding a loopback port: " << std::strerror(errno);
+    if (bound) port_ = ntohs(a.sin_port);
+  }
+  ~RefusingPort() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
 };
 
 inline LoopbackListener ListenOnLoopback() {

@@ -190,6 +190,26 @@ TEST(SessionHandshake, TheTargetsTimeoutCountsTheConnectionsItDropped) {
   EXPECT_NE(m.find("oversized message"), std::string::npos) << m;
 }
 
+// Rank 0 whose flags fail before it connects (a pool budget no row fits) closes
+// the listener handed to it: a rank 1 connecting then is refused at once, not
+// taken into a queue nobody accepts from until its control timeout.
+TEST(SessionHandshake, FlagsFailingBeforeTheHandshakeCloseAHandedOverListener) {
+  testing::LoopbackListener l = testing::ListenOnLoopback();
+  ASSERT_TRUE(l.listener);
+  RunConfig c = RankConfig(0, l.peer, {"--transport", "tcp", "--pool-budget", "4KiB"});
+  c.listen_fd = l.HandOver();
+  auto s = Session::Open(c);
+  ASSERT_FALSE(s.ok());
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(l.port);
+  EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(fd);
+}
+
 // A peer speaking another control protocol (here: a hello without one, as from a
 // build before it was introduced) is refused at the handshake, naming both builds.
 TEST(SessionHandshake, APeerOfAnotherProtocolIsRefused) {
