@@ -198,7 +198,7 @@ class CudaChannel final : public Channel {
   Status BuildTable(Request* r, XferTable* t);
   Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
   Result<bool> CheckLocal(uint64_t addr);
-  Result<bool> LocalOnDevice(uint64_t key, uint64_t addr, uint64_t len);
+  Result<LocalSpan*> LocalPiece(uint64_t key, uint64_t addr);
   bool OnThisDevice(uint64_t addr, uint64_t len);
   Status EnablePeer(int device);
 
@@ -291,7 +291,7 @@ class CudaChannel final : public Channel {
   std::unordered_set<uint64_t> revoked_keys_;
   std::unordered_set<uint64_t> live_keys_;
   std::unordered_set<uint64_t> checking_;
-  // Local pieces seen, by key (LocalOnDevice). GUARDED_BY(build_mu_)
+  // Local pieces seen, by key (LocalPiece). GUARDED_BY(build_mu_)
   std::unordered_map<uint64_t, LocalSpan> local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
   std::string blob_bytes_;                          // GUARDED_BY(build_mu_)

@@ -69,7 +69,7 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   // GPU when every destination byte is, a peer sharing this GPU included (its
   // reads go through this GPU's L2 as ours do). Both answers are kept per
   // piece: a peer piece's covers its every byte (RemotePiece::on_device); a
-  // local piece's covers the span of it seen so far (LocalOnDevice), so the
+  // local piece's covers the span of it seen so far (LocalPiece, LocalSpan), so the
   // driver is asked only about bytes no earlier build covered. (Asking it
   // about every segment at every build coincided, on one H100 run of session
   // 31, with a small post waiting for a 1 GiB copy on the other lane, which no
@@ -83,11 +83,14 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
     }
     if (sg.len == 0 || sg.remote_addr < rp->base || sg.len > rp->len || sg.remote_addr - rp->base > rp->len - sg.len)
       return Status::NotAllowed("segment outside the peer's piece");
+    KVLANE_ASSIGN_OR_RETURN(LocalSpan * local, LocalPiece(sg.local_key, sg.local_addr));
     // A WRITE's local bytes are its source: their kind is checked, nothing more.
-    KVLANE_ASSIGN_OR_RETURN(bool local_on_device,
-                            LocalOnDevice(sg.local_key, sg.local_addr, write ? 0 : sg.len));
+    const bool dst_here =
+        write ? rp->on_device
+              : local->Cover(sg.local_addr, sg.len,
+                             [this](uint64_t from, uint64_t n) { return OnThisDevice(from, n); });
     uint64_t remote = rp->mapped + (sg.remote_addr - rp->base);
-    t->dst_on_device = t->dst_on_device && (write ? rp->on_device : local_on_device);
+    t->dst_on_device = t->dst_on_device && dst_here;
     t->host_segs[i] = {write ? sg.local_addr : remote, write ? remote : sg.local_addr, sg.len};
   }
   ComputeRuns(t);
@@ -158,21 +161,18 @@ Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
   return Status::NotSupported("local memory of a cuda transfer must be device or pinned host memory");
 }
 
-// Whether [addr, addr + len), inside local piece `key`, is this GPU's memory.
-// The first segment seen in a piece goes through CheckLocal (device or pinned
-// host memory; peer access to its GPU), then LocalSpan asks OnThisDevice only
-// about bytes no earlier build covered. `len` 0: the kind check alone (a
-// WRITE's source; the answer means nothing then).
+// What this channel has judged of local piece `key`, first seen at `addr`:
+// then it goes through CheckLocal (device or pinned host memory; peer access to
+// its GPU), and its LocalSpan asks OnThisDevice only about bytes no earlier
+// build covered. The pointer stays valid (map nodes do not move).
 // REQUIRES: build_mu_ held.
-Result<bool> CudaChannel::LocalOnDevice(uint64_t key, uint64_t addr, uint64_t len) {
+Result<LocalSpan*> CudaChannel::LocalPiece(uint64_t key, uint64_t addr) {
   auto it = local_on_device_.find(key);
   if (it == local_on_device_.end()) {
     KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
     it = local_on_device_.emplace(key, LocalSpan(addr, on_device)).first;
   }
-  if (len == 0) return false;
-  return it->second.Cover(addr, len,
-                          [this](uint64_t from, uint64_t n) { return OnThisDevice(from, n); });
+  return &it->second;
 }
 
 // REQUIRES: build_mu_ held; called on a lane thread (current device = device_).

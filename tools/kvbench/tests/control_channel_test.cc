@@ -239,19 +239,15 @@ class DeafListener {
  public:
   DeafListener() {
     listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(bind(listener_, reinterpret_cast<sockaddr*>(&a), len), 0);
+    port_ = testing::BindLoopback(listener_);
+    EXPECT_NE(port_, 0);
     EXPECT_EQ(listen(listener_, 0), 0);
-    EXPECT_EQ(getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
+    const sockaddr_in a = testing::LoopbackAddress(port_);
     // Connect without accepting until one connect stays unanswered: the queue is full.
     for (int i = 0; i < 16 && !full_; ++i) {
       int f = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
       fills_.push_back(f);
-      (void)connect(f, reinterpret_cast<sockaddr*>(&a), len);
+      (void)connect(f, reinterpret_cast<const sockaddr*>(&a), sizeof(a));
       pollfd p{f, POLLOUT, 0};
       full_ = poll(&p, 1, 200) == 0;
     }

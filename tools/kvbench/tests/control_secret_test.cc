@@ -20,6 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::OpenBoth;
 using testing::RankConfig;
+using testing::RankZeroOn;
 
 // A file of `bytes` in the test's temporary directory with `mode`; its path.
 std::string SecretFile(const std::string& name, const std::string& bytes, mode_t mode = 0600) {
@@ -152,8 +153,7 @@ struct RawRankOne {
 // own on `l`'s listener (handed over).
 std::future<testing::SessionOrError> OpenTarget(testing::LoopbackListener& l,
                                                 const std::string& file) {
-  RunConfig c = RankConfig(0, l.peer, {"--transport", "tcp", "--secret-file", file});
-  c.listen_fd = l.HandOver();
+  RunConfig c = RankZeroOn(l, {"--transport", "tcp", "--secret-file", file});
   return std::async(std::launch::async, [c] { return Session::Open(c); });
 }
 

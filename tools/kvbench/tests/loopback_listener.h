@@ -20,6 +20,26 @@
 
 namespace kvbench::testing {
 
+// 127.0.0.1:`port` as a socket address.
+inline sockaddr_in LoopbackAddress(uint16_t port) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  return a;
+}
+
+// Binds the IPv4 socket `fd` to a loopback port the kernel picks and returns
+// that port; 0 when bind or getsockname failed (errno says why).
+inline uint16_t BindLoopback(int fd) {
+  sockaddr_in a = LoopbackAddress(0);
+  socklen_t len = sizeof(a);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
+    return 0;
+  return ntohs(a.sin_port);
+}
+
 struct LoopbackListener {
   std::unique_ptr<ControlListener> listener;  // null when the bind failed (a test failure)
   uint16_t port = 0;
@@ -38,14 +58,8 @@ class RefusingPort {
  public:
   RefusingPort() {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    const bool bound = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-                       getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0;
-    EXPECT_TRUE(bound) << "binding a loopback port: " << std::strerror(errno);
-    if (bound) port_ = ntohs(a.sin_port);
+    if (fd_ >= 0) port_ = BindLoopback(fd_);
+    EXPECT_NE(port_, 0) << "binding a loopback port: " << std::strerror(errno);
   }
   ~RefusingPort() {
     if (fd_ >= 0) close(fd_);

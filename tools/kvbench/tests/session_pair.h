@@ -50,11 +50,18 @@ inline RunConfig RankConfig(int rank, const std::string& peer, std::vector<std::
   return c;
 }
 
+// RankConfig of rank 0 listening on `l`'s socket, handed over (its session
+// closes it).
+inline RunConfig RankZeroOn(LoopbackListener& l, std::vector<std::string> flags) {
+  RunConfig c = RankConfig(0, l.peer, std::move(flags));
+  c.listen_fd = l.HandOver();
+  return c;
+}
+
 inline SessionPair OpenBoth(const std::vector<std::string>& target_flags,
                             const std::vector<std::string>& initiator_flags) {
   LoopbackListener l = ListenOnLoopback();
-  RunConfig target_config = RankConfig(0, l.peer, target_flags);
-  target_config.listen_fd = l.HandOver();
+  RunConfig target_config = RankZeroOn(l, target_flags);
   auto target = std::async(std::launch::async, [&] { return Session::Open(target_config); });
   SessionOrError initiator = Session::Open(RankConfig(1, l.peer, initiator_flags));
   return {target.get(), std::move(initiator)};

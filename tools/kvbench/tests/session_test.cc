@@ -24,6 +24,7 @@ namespace {
 
 using testing::OpenBoth;
 using testing::RankConfig;
+using testing::RankZeroOn;
 using testing::SessionPair;
 
 // A listener on 127.0.0.1 that is not a kvbench rank: it accepts one connection
@@ -105,13 +106,10 @@ TEST(SessionHandshake, ASilentListenerIsNamedAsNotAKvbenchRank) {
 // A client connected to 127.0.0.1:`port` once something listens there (retrying
 // for up to 10 s); -1 when nothing did.
 int ConnectWhenListening(uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
+  const sockaddr_in a = testing::LoopbackAddress(port);
   for (int i = 0; i < 1000; ++i) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) return fd;
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)) == 0) return fd;
     close(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -130,8 +128,7 @@ TargetAndStray StartTargetAndAStray(std::chrono::milliseconds timeout = std::chr
   testing::LoopbackListener l = testing::ListenOnLoopback();
   TargetAndStray t;
   t.peer = l.peer;
-  RunConfig c = RankConfig(0, t.peer, {"--transport", "tcp"});
-  c.listen_fd = l.HandOver();
+  RunConfig c = RankZeroOn(l, {"--transport", "tcp"});
   c.control_timeout_ms = timeout;
   t.target = std::async(std::launch::async, [c] { return Session::Open(c); });
   t.stray = ConnectWhenListening(l.port);
@@ -196,16 +193,12 @@ TEST(SessionHandshake, TheTargetsTimeoutCountsTheConnectionsItDropped) {
 TEST(SessionHandshake, FlagsFailingBeforeTheHandshakeCloseAHandedOverListener) {
   testing::LoopbackListener l = testing::ListenOnLoopback();
   ASSERT_TRUE(l.listener);
-  RunConfig c = RankConfig(0, l.peer, {"--transport", "tcp", "--pool-budget", "4KiB"});
-  c.listen_fd = l.HandOver();
+  RunConfig c = RankZeroOn(l, {"--transport", "tcp", "--pool-budget", "4KiB"});
   auto s = Session::Open(c);
   ASSERT_FALSE(s.ok());
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(l.port);
-  EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  const sockaddr_in a = testing::LoopbackAddress(l.port);
+  EXPECT_NE(connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)), 0);
   EXPECT_EQ(errno, ECONNREFUSED);
   close(fd);
 }
