@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -101,6 +102,49 @@ TEST(LocalSpan, ASegmentPastBothEndsIsOffWhenEitherSideIs) {
     EXPECT_FALSE(s.Cover(0x1000, 0x5000, std::ref(d))) << std::hex << off.first;
     EXPECT_FALSE(s.Cover(0x3000, 0x10, std::ref(d))) << std::hex << off.first;
   }
+}
+
+// A channel that sees many registration cycles keeps no more than about twice
+// the pieces still registered: a new piece past the sweep mark drops every
+// deregistered one, and the live ones keep what was judged of them.
+TEST(LocalSpans, DeregisteredPiecesAreSweptAsNewOnesCome) {
+  LocalSpans spans;
+  std::unordered_set<uint64_t> registered;
+  int asked = 0;
+  auto is_registered = [&](uint64_t k) {
+    ++asked;
+    return registered.contains(k);
+  };
+  FakeDriver d{.off = {{0x1000, 0x2000}}};
+  registered.insert(1);
+  spans.Add(1, LocalSpan(0x800, true), is_registered);
+  EXPECT_FALSE(spans.Find(1)->Cover(0x800, 0x1000, std::ref(d)));  // judged off
+  for (uint64_t key = 2; key < 100000; ++key) {                    // register, use once, deregister
+    registered.insert(key);
+    ASSERT_EQ(spans.Find(key), nullptr);
+    spans.Add(key, LocalSpan(key << 20, true), is_registered);
+    registered.erase(key);
+    ASSERT_LE(spans.size(), LocalSpans::kMinSweepMark + 1) << key;
+  }
+  EXPECT_LT(asked, 2 * 100000);  // amortized: each entry is asked about about once
+  ASSERT_NE(spans.Find(1), nullptr);
+  EXPECT_FALSE(spans.Find(1)->Cover(0x800, 0x10, std::ref(d)));  // still off
+}
+
+// Many live pieces are all kept: the mark grows with them, and a sweep drops
+// only the deregistered.
+TEST(LocalSpans, LivePiecesAreNeverSwept) {
+  LocalSpans spans;
+  std::unordered_set<uint64_t> registered;
+  auto is_registered = [&](uint64_t k) { return registered.contains(k); };
+  for (uint64_t key = 1; key <= 5000; ++key) {
+    registered.insert(key);
+    spans.Add(key, LocalSpan(key << 20, true), is_registered);
+    if (key % 2 == 0) registered.erase(key);  // every other one deregistered
+  }
+  for (uint64_t key = 1; key <= 5000; key += 2) ASSERT_NE(spans.Find(key), nullptr) << key;
+  EXPECT_LT(spans.size(), 5000u);  // some deregistered ones are gone
+  EXPECT_GE(spans.size(), 2500u);
 }
 
 }  // namespace

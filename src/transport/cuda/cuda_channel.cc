@@ -23,6 +23,7 @@ CudaChannel::CudaChannel(const AgentContext& ctx, const AgentMeta& peer, int dev
       self_name_(ctx.name),
       peer_name_(peer.name),
       local_peer_(peer.process_token == ProcessToken() ? FindLocal(peer.agent_id) : nullptr),
+      registry_(ctx.registry),
       device_(device),
       spin_(ctx.options.spin),
       io_timeout_(ctx.options.io_timeout),

@@ -237,6 +237,7 @@ class CudaChannel final : public Channel {
   // in clear, and a peer that copied ours would get raw addresses of this
   // process used as its pieces.
   const std::shared_ptr<LocalEndpoint> local_peer_;
+  const std::shared_ptr<Registry> registry_;  // this agent's: which local pieces are live
   const int device_;
   const std::chrono::microseconds spin_;
   const std::chrono::milliseconds io_timeout_;
@@ -291,8 +292,9 @@ class CudaChannel final : public Channel {
   std::unordered_set<uint64_t> revoked_keys_;
   std::unordered_set<uint64_t> live_keys_;
   std::unordered_set<uint64_t> checking_;
-  // Local pieces seen, by key (LocalPiece). GUARDED_BY(build_mu_)
-  std::unordered_map<uint64_t, LocalSpan> local_on_device_;
+  // Local pieces seen, by key (LocalPiece); those deregistered are swept as
+  // new ones come (LocalSpans::Add asks registry_). GUARDED_BY(build_mu_)
+  LocalSpans local_on_device_;
   std::vector<int> peer_enabled_;                   // GUARDED_BY(build_mu_)
   std::string blob_bytes_;                          // GUARDED_BY(build_mu_)
   CudaBlob blob_;                                   // GUARDED_BY(build_mu_)

@@ -4,7 +4,10 @@
 // driver is behind the `judge` a caller passes (CudaChannel::OnThisDevice).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 
 namespace kvlane::core {
 
@@ -45,6 +48,44 @@ class LocalSpan {
  private:
   uint64_t lo_, hi_;
   bool on_device_;
+};
+
+// The channel's LocalSpans, by local piece key. A piece deregistered locally
+// leaves no trace in the channel by itself, so before a new piece is added,
+// once the map has reached its sweep mark (twice its size after the last
+// sweep, at least kMinSweepMark), every entry whose key the registry no longer
+// holds is dropped: a channel that sees many registration cycles keeps about
+// twice the pieces still registered, at amortized O(1) per new piece. A
+// dropped key seen again is judged afresh. Not thread-safe (the channel's
+// build lock).
+class LocalSpans {
+ public:
+  static constexpr size_t kMinSweepMark = 256;
+
+  // The span of piece `key`, or nullptr if none is held. The pointer stays
+  // valid until the next Add (map nodes do not move; a sweep erases).
+  LocalSpan* Find(uint64_t key) {
+    auto it = spans_.find(key);
+    return it == spans_.end() ? nullptr : &it->second;
+  }
+
+  // Adds `span` for `key` (REQUIRES: Find(key) == nullptr), sweeping first if
+  // the mark is reached: `registered(key)` says whether a key still names a
+  // local piece.
+  template <class Registered>
+  LocalSpan* Add(uint64_t key, LocalSpan span, Registered&& registered) {
+    if (spans_.size() >= sweep_mark_) {
+      std::erase_if(spans_, [&](const auto& kv) { return !registered(kv.first); });
+      sweep_mark_ = std::max(kMinSweepMark, 2 * spans_.size());
+    }
+    return &spans_.emplace(key, span).first->second;
+  }
+
+  size_t size() const { return spans_.size(); }
+
+ private:
+  std::unordered_map<uint64_t, LocalSpan> spans_;
+  size_t sweep_mark_ = kMinSweepMark;
 };
 
 }  // namespace kvlane::core

@@ -164,15 +164,14 @@ Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
 // What this channel has judged of local piece `key`, first seen at `addr`:
 // then it goes through CheckLocal (device or pinned host memory; peer access to
 // its GPU), and its LocalSpan asks OnThisDevice only about bytes no earlier
-// build covered. The pointer stays valid (map nodes do not move).
+// build covered. The pointer stays valid until the next call (which may sweep
+// the deregistered pieces' entries).
 // REQUIRES: build_mu_ held.
 Result<LocalSpan*> CudaChannel::LocalPiece(uint64_t key, uint64_t addr) {
-  auto it = local_on_device_.find(key);
-  if (it == local_on_device_.end()) {
-    KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
-    it = local_on_device_.emplace(key, LocalSpan(addr, on_device)).first;
-  }
-  return &it->second;
+  if (LocalSpan* seen = local_on_device_.Find(key)) return seen;
+  KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
+  return local_on_device_.Add(key, LocalSpan(addr, on_device),
+                              [this](uint64_t k) { return registry_->HasKey(k); });
 }
 
 // REQUIRES: build_mu_ held; called on a lane thread (current device = device_).
