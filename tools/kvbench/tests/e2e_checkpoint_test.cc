@@ -75,7 +75,7 @@ TEST(KvbenchCheckpoint, AnInitiatorKilledOutrightLeavesTheRowsItFinished) {
   const fs::path out = FreshDir("checkpoint"), target_out = FreshDir("checkpoint_target"),
                  log = FreshDir("checkpoint_stderr"), target_log = FreshDir("checkpoint_t_stderr"),
                  summary = FreshDir("checkpoint_summary");
-  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
+  const std::string peer = kvbench::testing::FreeLoopbackPeer();
   const pid_t target = StartKvbench(TwoRowRun(peer, 0, target_out), "/dev/null", target_log);
   const pid_t initiator = StartKvbench(TwoRowRun(peer, 1, out), "/dev/null", log);
   ASSERT_GT(target, 0);

@@ -57,7 +57,7 @@ ByHand StartByHand(Dirs& fresh, const std::string& name, const std::string& faul
   ByHand r{fresh(name), fresh(name + "_target"), fresh(name + "_stderr"),
            fresh(name + "_t_stderr")};
   std::vector<std::string> t = TwoRowRun(transport, fault), i = t;
-  const std::string peer = "127.0.0.1:" + std::to_string(kvbench::testing::FreePort());
+  const std::string peer = kvbench::testing::FreeLoopbackPeer();
   t.insert(t.end(), {"--rank", "0", "--peer", peer, "--out", r.target_out.string()});
   i.insert(i.end(), {"--rank", "1", "--peer", peer, "--out", r.out.string()});
   r.target = StartKvbench(t, "/dev/null", r.target_log);

@@ -286,8 +286,7 @@ TEST(KvbenchEndToEnd, AStoppedTargetEndsTheRun) {
                  log = FreshDir("target_stop_stderr"), table = FreshDir("target_stop_stdout"),
                  target_log = FreshDir("target_stop_target_stderr");
   std::vector<std::string> common = FourRowRun();
-  common.insert(common.end(),
-                {"--peer", "127.0.0.1:" + std::to_string(kvbench::testing::FreePort())});
+  common.insert(common.end(), {"--peer", kvbench::testing::FreeLoopbackPeer()});
   std::vector<std::string> t = common, i = common;
   t.insert(t.end(), {"--rank", "0", "--out", target_out.string()});
   i.insert(i.end(), {"--rank", "1", "--out", out.string()});

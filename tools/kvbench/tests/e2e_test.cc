@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using kvbench::testing::Dirs;
 using kvbench::testing::ExpectValid;
-using kvbench::testing::FreePort;
+using kvbench::testing::FreeLoopbackPeer;
 using kvbench::testing::OnlyDocument;
 using kvbench::testing::ReadFile;
 
@@ -105,9 +105,8 @@ void ExpectBothExitInvalid(const std::string& name, const std::string& op, bool 
   fs::path out = FreshDir(name), target_out = FreshDir(name + "_target");
   const std::string common =
       "run --transport shm --isl 8192 --batches 1 --ops " + op +
-      " --pool-budget 1GiB --warmup 0 --samples 2 --trials 1 --control-timeout 30s --peer "
-      "127.0.0.1:" +
-      std::to_string(FreePort());
+      " --pool-budget 1GiB --warmup 0 --samples 2 --trials 1 --control-timeout 30s --peer " +
+      FreeLoopbackPeer();
   const std::string fault = "--inject-fault flip-byte ";
   EXPECT_EQ(RunHandStarted(common, (on_target ? fault : "") + "--out " + target_out.string(),
                            (on_target ? "" : fault) + "--out " + out.string()),
@@ -389,8 +388,8 @@ TEST(KvbenchEndToEnd, HandStartedRanksRunTheInitiatorsRowsAndSettings) {
   fs::path out = FreshDir("hand"), target_out = FreshDir("hand_target");
   const std::string common =
       "run --transport shm --isl 8192 --batches 1 --pool-budget 1GiB "
-      "--control-timeout 30s --peer 127.0.0.1:" +
-      std::to_string(FreePort());
+      "--control-timeout 30s --peer " +
+      FreeLoopbackPeer();
   ASSERT_EQ(RunHandStarted(common,
                            "--ops pull --warmup 0 --samples 5 --trials 2 --lanes 1 "
                            "--policy independent --out " +

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,17 +47,25 @@ inline std::string ReadFile(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// A loopback port nobody listens on now (the kernel's pick for a bind to port 0).
-inline int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+// "127.A.B.C:PORT" for hand-started ranks' --peer: a loopback address of this
+// process's own (A.B.C are its pid's low 24 bits; Linux routes all of 127/8 to
+// the loopback device) and a port nobody had bound on it when asked. Rank 0
+// binds it later: another test, running beside this one, has another address,
+// so it can neither take the port in between nor have its rank 1 connect here;
+// only a process binding the port on every address could come between.
+inline std::string FreeLoopbackPeer() {
+  const auto pid = static_cast<uint32_t>(getpid());
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_addr.s_addr = htonl((uint32_t{127} << 24) | (pid & 0xffffff));
+  char host[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
   socklen_t len = sizeof(a);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << host;
   EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
   close(fd);
-  return ntohs(a.sin_port);
+  return std::string(host) + ":" + std::to_string(ntohs(a.sin_port));
 }
 
 // Runs `binary args` through the shell; its exit code, -1 when it did not exit.
