@@ -15,6 +15,7 @@
 #include "cuda_transfer_fixture.h"
 #include "target_proc.h"
 #include "test_util.h"
+#include "transport/cuda/cuda_channel.h"
 
 namespace kvlane::test {
 namespace {
@@ -322,6 +323,35 @@ TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
   const uint64_t free_after = std::stoull(target_.Call("meminfo"));
   EXPECT_GE(free_after + 2 * kBytes, free_before)
       << "the freed allocations stay alive: " << (free_before - free_after) / (1 << 20) << " MiB";
+  EXPECT_TRUE(agent_->PeerError("target").ok());
+}
+
+// This side registering a buffer, reading into it and deregistering it, again
+// and again over one channel: every READ lands exactly, and the cuda channel
+// keeps what it judged of local pieces only for about those still registered
+// (LocalSpans sweeps the others), not one entry per registration ever made.
+TEST_P(CudaTransferTest, LocalRegistrationCyclesAreExactAndLeaveNoTrail) {
+  MakeAgent();
+  constexpr uint64_t kBytes = 4096;
+  constexpr int kCycles = 600;  // past twice LocalSpans::kMinSweepMark
+  Remote src = Alloc(kBytes);
+  Load();
+  uint8_t* buf = DevAlloc(kBytes);
+  for (int cycle = 0; cycle < kCycles; ++cycle) {
+    ASSERT_EQ(RemoteFill(src.addr, kBytes, cycle), "ok");
+    auto region = agent_->RegisterMemory(buf, kBytes, MemoryKind::kCuda);
+    ASSERT_TRUE(region.ok()) << region.status().ToString();
+    XferHandle h = MakeOne(Op::kRead, buf, src.addr, kBytes);
+    ASSERT_TRUE(PostWait(&h).ok()) << "cycle " << cycle;
+    ASSERT_EQ(CheckDevice(buf, kBytes, cycle), -1) << "cycle " << cycle;
+    ASSERT_TRUE(agent_->Release(&h).ok());
+    ASSERT_TRUE(agent_->DeregisterMemory(region.value()).ok());
+  }
+  auto ch = agent_->impl()->PeerChannel("target");
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  if (auto* cuda = dynamic_cast<core::CudaChannel*>(ch.value())) {
+    EXPECT_LE(cuda->LocalPiecesForTest(), core::LocalSpans::kMinSweepMark + 1);
+  }
   EXPECT_TRUE(agent_->PeerError("target").ok());
 }
 
