@@ -7,7 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 
+#include "core/staging_quota.h"
 #include "kvlane/options.h"
 #include "kvlane/status.h"
 
@@ -37,6 +40,13 @@ class DeviceCopier {
   virtual Status Flush(int h) = 0;
   // Waits until every copy queued on half `h` finished; their first error.
   virtual Status Wait(int h) = 0;
+
+  // The copier's place in the process's StagingQuota (MakeDeviceCopier); given
+  // back after the derived destructor freed the buffers.
+  void HoldQuota(StagingQuota::Ticket ticket) { quota_ = std::move(ticket); }
+
+ private:
+  StagingQuota::Ticket quota_;
 };
 
 // Makes copiers. Thread-safe.
@@ -45,8 +55,8 @@ class DeviceStaging {
   virtual ~DeviceStaging() = default;
   // A copier for the calling thread. `first`: device memory it will move first;
   // its device becomes the thread's current one (a staging thread then holds a
-  // context on that GPU only). `how`: AgentOptions::staging_copy. May fail
-  // when too many copiers are alive.
+  // context on that GPU only). `how`: AgentOptions::staging_copy. Counts no
+  // copiers (MakeDeviceCopier does).
   virtual Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void* first, StagingCopy how) = 0;
 };
 
@@ -55,8 +65,11 @@ class DeviceStaging {
 DeviceStaging* ProcessDeviceStaging();
 
 // A copier from ProcessDeviceStaging() for the calling thread (`first`, `how`:
-// see MakeCopier); kNotSupported when this process has none (no GPU).
-Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how);
+// see MakeCopier), holding a place in ProcessStagingQuota() for the
+// connections of peer `peer` (empty: this process's own lanes) while it lives;
+// kNotSupported when this process has none (no GPU), kNotAllowed past a cap.
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how,
+                                                       const std::string& peer);
 
 // Tests: replaces what ProcessDeviceStaging() returns (nullptr: none) for
 // agents created from now on. `s` must outlive them.

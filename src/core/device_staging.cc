@@ -27,11 +27,15 @@ DeviceStaging* ProcessDeviceStaging() {
   return probed;
 }
 
-Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how) {
+Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, StagingCopy how,
+                                                       const std::string& peer) {
   DeviceStaging* staging = ProcessDeviceStaging();
   if (staging == nullptr)
     return Status::NotSupported("tcp: this process cannot stage device memory (no GPU here)");
-  return staging->MakeCopier(first, how);
+  KVLANE_ASSIGN_OR_RETURN(StagingQuota::Ticket ticket, ProcessStagingQuota().Take(peer));
+  KVLANE_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCopier> copier, staging->MakeCopier(first, how));
+  copier->HoldQuota(std::move(ticket));
+  return copier;
 }
 
 void SetDeviceStagingForTest(DeviceStaging* s) {

@@ -1,7 +1,6 @@
 #include "transport/cuda/cuda_copier.h"
 
 #include <algorithm>
-#include <atomic>
 #include <deque>
 #include <memory>
 
@@ -36,8 +35,7 @@ Result<Where> WhereIs(const void* ptr) {
 // Not thread-safe (DeviceCopier): one thread queues and waits.
 class CudaCopier final : public DeviceCopier {
  public:
-  CudaCopier(uint8_t* buf, size_t cap, StagingCopy how, std::atomic<int>& alive)
-      : buf_(buf), cap_(cap), how_(how), alive_(alive) {}
+  CudaCopier(uint8_t* buf, size_t cap, StagingCopy how) : buf_(buf), cap_(cap), how_(how) {}
   ~CudaCopier() override {
     for (PerDevice& d : devices_) {
       DeviceGuard on(d.device);
@@ -50,7 +48,6 @@ class CudaCopier final : public DeviceCopier {
     }
     (void)cudaFreeHost(buf_);
     (void)cudaGetLastError();
-    alive_.fetch_sub(1, std::memory_order_relaxed);
   }
 
   size_t capacity() const override { return cap_; }
@@ -172,7 +169,6 @@ class CudaCopier final : public DeviceCopier {
   uint8_t* const buf_;
   const size_t cap_;
   const StagingCopy how_;
-  std::atomic<int>& alive_;
   std::deque<PerDevice> devices_;
   unsigned long long last_base_ = 0, last_len_ = 0;
   Where last_;
@@ -186,25 +182,16 @@ class CudaStaging final : public DeviceStaging {
     // The staging thread's device from now on (not restored: it is ours), so
     // that the pinned halves and the streams do not make a context on GPU 0.
     KVLANE_CUDA(cudaSetDevice(device));
-    if (alive_.fetch_add(1, std::memory_order_relaxed) >= kMaxStagingCopiers) {
-      alive_.fetch_sub(1, std::memory_order_relaxed);
-      return Status::NotAllowed("tcp: " + std::to_string(kMaxStagingCopiers) +
-                                " staging buffers are in use (2 MiB pinned each)");
-    }
     void* p = nullptr;
     // Portable: pinned for every device, whichever holds the memory staged.
     const cudaError_t err = cudaHostAlloc(&p, 2 * kStagingHalfBytes, cudaHostAllocPortable);
     if (err != cudaSuccess) {
-      alive_.fetch_sub(1, std::memory_order_relaxed);
       (void)cudaGetLastError();
       return CudaStatus(err, "cudaHostAlloc (staging)", __FILE__, __LINE__);
     }
     return std::unique_ptr<DeviceCopier>(
-        new CudaCopier(static_cast<uint8_t*>(p), kStagingHalfBytes, how, alive_));
+        new CudaCopier(static_cast<uint8_t*>(p), kStagingHalfBytes, how));
   }
-
- private:
-  std::atomic<int> alive_{0};
 };
 
 }  // namespace

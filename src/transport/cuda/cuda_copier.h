@@ -14,10 +14,7 @@ namespace kvlane::core {
 // Bytes of each half of a copier: with two halves, 2 MiB pinned per staging
 // thread (a tcp lane's sender and receiver, a target connection).
 inline constexpr size_t kStagingHalfBytes = 1u << 20;
-// Copiers alive at once in a process (each pins 2 MiB): beyond it a staging
-// thread's first device frame fails (kNotAllowed) instead of pinning more. A
-// peer opening connection after connection cannot pin more than 512 MiB.
-inline constexpr int kMaxStagingCopiers = 256;
+// How many copiers may be alive at once: core/staging_quota.h (MakeDeviceCopier).
 
 // nullptr when no GPU is visible (or no driver).
 std::unique_ptr<DeviceStaging> MakeCudaStaging();

@@ -68,7 +68,7 @@ Status FrameExecutor::Admit(Op op, Registry::SharedLock& lock) {
   if (!device_ || copier_ != nullptr) return Status::Ok();
   lock.unlock();
   Result<std::unique_ptr<DeviceCopier>> made =
-      MakeDeviceCopier(local_[0].iov_base, ctx_->options.staging_copy);
+      MakeDeviceCopier(local_[0].iov_base, ctx_->options.staging_copy, peer_name_);
   lock.lock();
   KVLANE_RETURN_IF_ERROR(made.status());
   copier_ = std::move(made).value();

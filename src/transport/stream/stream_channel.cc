@@ -26,7 +26,7 @@ namespace {
 Result<DeviceCopier*> CopierIn(std::unique_ptr<DeviceCopier>& slot, const void* first,
                                StagingCopy how) {
   if (slot == nullptr) {
-    KVLANE_ASSIGN_OR_RETURN(slot, MakeDeviceCopier(first, how));
+    KVLANE_ASSIGN_OR_RETURN(slot, MakeDeviceCopier(first, how, /*peer=*/""));
   }
   return slot.get();
 }
