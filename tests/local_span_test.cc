@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <span>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -111,9 +112,13 @@ TEST(LocalSpans, DeregisteredPiecesAreSweptAsNewOnesCome) {
   LocalSpans spans;
   std::unordered_set<uint64_t> registered;
   int asked = 0;
-  auto is_registered = [&](uint64_t k) {
-    ++asked;
-    return registered.contains(k);
+  auto is_registered = [&](std::span<const uint64_t> keys) {
+    std::vector<bool> live;
+    for (uint64_t k : keys) {
+      live.push_back(registered.contains(k));
+      ++asked;
+    }
+    return live;
   };
   FakeDriver d{.off = {{0x1000, 0x2000}}};
   registered.insert(1);
@@ -136,7 +141,11 @@ TEST(LocalSpans, DeregisteredPiecesAreSweptAsNewOnesCome) {
 TEST(LocalSpans, LivePiecesAreNeverSwept) {
   LocalSpans spans;
   std::unordered_set<uint64_t> registered;
-  auto is_registered = [&](uint64_t k) { return registered.contains(k); };
+  auto is_registered = [&](std::span<const uint64_t> keys) {
+    std::vector<bool> live;
+    for (uint64_t k : keys) live.push_back(registered.contains(k));
+    return live;
+  };
   for (uint64_t key = 1; key <= 5000; ++key) {
     registered.insert(key);
     spans.Add(key, LocalSpan(key << 20, true), is_registered);

@@ -72,5 +72,24 @@ TEST(RegistryTest, ARangePastTheAddressSpaceIsRefused) {
   EXPECT_TRUE(r.Add(kAddr, ~uint64_t{0} - kAddr, MemoryKind::kHost, 0).ok());
 }
 
+// Live answers for each key in order: a removed region's keys and an unknown
+// key are not live, the others are; after Close() none is.
+TEST(RegistryTest, LiveSaysWhichKeysStillNameAPiece) {
+  Registry r(4096);
+  auto kept = r.Add(kAddr, 2 * 4096, MemoryKind::kHost, 0);
+  auto gone = r.Add(kAddr + 4 * 4096, 4096, MemoryKind::kHost, 0);
+  ASSERT_TRUE(kept.ok() && gone.ok());
+  std::vector<uint64_t> keys;
+  for (const Piece& p : r.Pieces()) keys.push_back(p.key);  // sorted by base: kept's two, gone's
+  ASSERT_EQ(keys.size(), 3u);
+  ASSERT_TRUE(r.Remove(gone.value()).ok());
+  keys.push_back(keys[0] ^ 1);  // no piece's key (keys are random; this one is not among them)
+  ASSERT_FALSE(r.HasKey(keys[3]));
+  EXPECT_EQ(r.Live(keys), (std::vector<bool>{true, true, false, false}));
+  EXPECT_TRUE(r.Live({}).empty());
+  r.Close();
+  EXPECT_EQ(r.Live(keys), (std::vector<bool>(4, false)));
+}
+
 }  // namespace
 }  // namespace kvlane::core

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "core/device_copier.h"
+#include "core/staging_quota.h"
 #include "fake_copier.h"
 #include "test_util.h"
 
@@ -235,6 +238,65 @@ TEST(StagedTcpOff, ShmDoesNotMoveDeviceMemory) {
       EXPECT_FALSE(transport.ok());
     }
   }
+  core::SetDeviceStagingForTest(nullptr);
+}
+
+// A target counts its staging buffers by the name of the peer each connection
+// serves: one initiator's lanes stop at the per-peer cap (kNotAllowed, its
+// message naming the caps), another name still gets one, and the places come
+// back once the first initiator's connections close.
+TEST(StagedTcpQuota, ATargetCountsItsBuffersByThePeersName) {
+  FakeStaging staging;
+  core::SetDeviceStagingForTest(&staging);
+  core::StagingQuota quota(/*process_cap=*/8, /*peer_cap=*/2);
+  core::SetStagingQuotaForTest(&quota);
+  Buffers bufs;  // outlives the agents
+  {
+    auto target = Agent::Create(OptionsFor("target", "tcp"));
+    AgentOptions go = OptionsFor("greedy", "tcp");
+    go.lanes_per_peer = 3;
+    auto greedy = Agent::Create(go);
+    auto other = Agent::Create(OptionsFor("other", "tcp"));
+    ASSERT_TRUE(target.ok() && greedy.ok() && other.ok());
+    constexpr uint64_t kBytes = 4096;
+    auto& device = bufs.Make(4 * kBytes);
+    ASSERT_TRUE((*target)->RegisterMemory(device.data(), device.size(), MemoryKind::kCuda).ok());
+    auto& host = bufs.Make(kBytes, 0x5a);
+    for (Agent* a : {greedy->get(), other->get()}) {
+      ASSERT_TRUE(a->RegisterMemory(host.data(), host.size(), MemoryKind::kHost).ok());
+      Connect(*a, **target);
+    }
+    // A WRITE of host memory into the target's device memory, on `lane`.
+    auto write = [&](Agent& a, int lane) -> Status {
+      DescList l{MemoryKind::kHost, {}}, r{MemoryKind::kCuda, {}};
+      l.Add(host.data(), kBytes);
+      r.Add(device.data() + lane * kBytes, kBytes);
+      KVLANE_ASSIGN_OR_RETURN(PreparedId lp, a.PrepareLocal(l));
+      KVLANE_ASSIGN_OR_RETURN(PreparedId rp, a.PrepareRemote("target", r));
+      KVLANE_ASSIGN_OR_RETURN(
+          XferHandle h, a.MakeTransfer(Op::kWrite, lp, {}, rp, {}, {}, XferOptions{lane, false}));
+      Status s = PostAndWait(a, &h);
+      (void)a.Release(&h);
+      return s;
+    };
+    EXPECT_TRUE(write(**greedy, 0).ok());
+    EXPECT_TRUE(write(**greedy, 1).ok());
+    const Status refused = write(**greedy, 2);  // a third connection of the name
+    EXPECT_EQ(refused.code(), Code::kNotAllowed) << refused.ToString();
+    EXPECT_NE(refused.message().find("staging buffer"), std::string::npos) << refused.ToString();
+    EXPECT_EQ(quota.alive("greedy"), 2);
+    EXPECT_TRUE(write(**other, 0).ok());  // another name is not held up
+    EXPECT_EQ(quota.alive("other"), 1);
+    EXPECT_EQ(FirstNot(device.data(), 2 * kBytes, 0x5a), -1);        // the accepted WRITEs landed
+    EXPECT_EQ(FirstNot(device.data() + 2 * kBytes, kBytes, 0), -1);  // the refused one did not
+    greedy->reset();  // its connections close, and the target's copiers for them go
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (quota.alive("greedy") > 0 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(quota.alive("greedy"), 0);
+    EXPECT_EQ(quota.alive(), 1);  // other's, still connected
+  }
+  core::SetStagingQuotaForTest(nullptr);
   core::SetDeviceStagingForTest(nullptr);
 }
 

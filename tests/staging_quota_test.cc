@@ -82,6 +82,39 @@ TEST(StagingQuota, TicketsGiveBackTheirPlaceOnce) {
   EXPECT_EQ(q.alive("b"), 0);
 }
 
+// A copier's place is given back only after its own destructor ran (its
+// buffers freed): while it runs, the quota still counts it.
+TEST(StagingQuota, ACopiersPlaceComesBackAfterItsBuffersAreFreed) {
+  // A copier that moves nothing and records what the quota counts as it goes.
+  struct Watched final : DeviceCopier {
+    explicit Watched(int* seen) : seen_(seen) {}
+    ~Watched() override { *seen_ = ProcessStagingQuota().alive(); }
+    size_t capacity() const override { return 0; }
+    uint8_t* half(int) override { return nullptr; }
+    Status ToHost(int, size_t, const void*, size_t) override { return Status::Ok(); }
+    Status ToDevice(int, size_t, void*, size_t) override { return Status::Ok(); }
+    Status Flush(int) override { return Status::Ok(); }
+    Status Wait(int) override { return Status::Ok(); }
+    int* seen_;
+  };
+  struct Staging final : DeviceStaging {
+    Result<std::unique_ptr<DeviceCopier>> MakeCopier(const void*, StagingCopy) override {
+      return std::unique_ptr<DeviceCopier>(new Watched(&seen));
+    }
+    int seen = -1;
+  } staging;
+  SetDeviceStagingForTest(&staging);
+  uint8_t byte = 0;
+  {
+    auto c = MakeDeviceCopier(&byte, StagingCopy::kBatch, "peer");
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(ProcessStagingQuota().alive(), 1);
+  }
+  EXPECT_EQ(staging.seen, 1);  // still counted in the copier's destructor
+  EXPECT_EQ(ProcessStagingQuota().alive(), 0);
+  SetDeviceStagingForTest(nullptr);
+}
+
 class MakeDeviceCopierTest : public ::testing::Test {
  protected:
   void SetUp() override { SetDeviceStagingForTest(&staging_); }

@@ -34,6 +34,7 @@ Result<std::unique_ptr<DeviceCopier>> MakeDeviceCopier(const void* first, Stagin
     return Status::NotSupported("tcp: this process cannot stage device memory (no GPU here)");
   KVLANE_ASSIGN_OR_RETURN(StagingQuota::Ticket ticket, ProcessStagingQuota().Take(peer));
   KVLANE_ASSIGN_OR_RETURN(std::unique_ptr<DeviceCopier> copier, staging->MakeCopier(first, how));
+  if (copier == nullptr) return Status::Backend("tcp: the device staging made no copier");
   copier->HoldQuota(std::move(ticket));
   return copier;
 }

@@ -100,6 +100,14 @@ Status Registry::LookupLocked(uint64_t key, uint64_t addr, uint64_t len, Op op, 
 
 bool Registry::HasKey(uint64_t key) const { return HasKeys({&key, 1}); }
 
+std::vector<bool> Registry::Live(std::span<const uint64_t> keys) const {
+  std::vector<bool> live(keys.size(), false);
+  std::shared_lock lock(mu_);
+  if (closed_) return live;
+  for (size_t i = 0; i < keys.size(); ++i) live[i] = by_key_.contains(keys[i]);
+  return live;
+}
+
 bool Registry::HasKeys(std::span<const uint64_t> keys) const {
   std::shared_lock lock(mu_);
   if (closed_) return false;

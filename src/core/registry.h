@@ -100,6 +100,9 @@ class Registry {
   bool HasKey(uint64_t key) const;
   // Whether every one of `keys` names a live piece (false after Close()).
   bool HasKeys(std::span<const uint64_t> keys) const;
+  // For each of `keys`, in order, whether it names a live piece (all false
+  // after Close()), under one shared lock.
+  std::vector<bool> Live(std::span<const uint64_t> keys) const;
   // Regions removed so far; never decreases. A transfer looks its local pieces
   // up again (HasKeys) only when this moved since it last looked. Sequentially
   // consistent, with Remove's increment: Post marks itself in flight and then

@@ -1,6 +1,14 @@
 #include "core/staging_quota.h"
 
+#include <atomic>
+#include <cassert>
+
 namespace kvlane::core {
+namespace {
+
+std::atomic<StagingQuota*> test_quota{nullptr};
+
+}  // namespace
 
 StagingQuota::Ticket& StagingQuota::Ticket::operator=(Ticket&& o) noexcept {
   if (this != &o) {
@@ -16,7 +24,11 @@ void StagingQuota::Ticket::Give() {
   if (quota_ == nullptr) return;
   std::lock_guard lock(quota_->mu_);
   --quota_->alive_;
-  if (!holder_.empty() && --quota_->by_holder_[holder_] == 0) quota_->by_holder_.erase(holder_);
+  if (!holder_.empty()) {
+    auto it = quota_->by_holder_.find(holder_);
+    assert(it != quota_->by_holder_.end() && it->second > 0);  // Take counted it
+    if (it != quota_->by_holder_.end() && --it->second == 0) quota_->by_holder_.erase(it);
+  }
   quota_ = nullptr;
 }
 
@@ -51,9 +63,12 @@ int StagingQuota::alive(const std::string& holder) const {
 }
 
 StagingQuota& ProcessStagingQuota() {
+  if (StagingQuota* q = test_quota.load(std::memory_order_acquire)) return *q;
   static StagingQuota* const quota =
       new StagingQuota(kMaxStagingCopiers, kMaxStagingCopiersPerPeer);
   return *quota;  // never freed: copiers of threads still running may give back late
 }
+
+void SetStagingQuotaForTest(StagingQuota* q) { test_quota.store(q, std::memory_order_release); }
 
 }  // namespace kvlane::core

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "kvlane/status.h"
 
@@ -16,13 +17,18 @@ namespace kvlane::core {
 // Copiers alive at once in a process: beyond it a staging thread's first
 // device frame fails (kNotAllowed) instead of pinning more.
 inline constexpr int kMaxStagingCopiers = 256;
-// Copiers alive at once for the connections of one peer name.
-inline constexpr int kMaxStagingCopiersPerPeer = 64;
+// Copiers alive at once for the connections of one peer name: room for two of
+// its channels at the largest lanes_per_peer (64 lane connections each, every
+// one with a copier once it served a device frame), e.g. a restarted peer's
+// while its old connections are still open. A peer name is what a handshake
+// announced (docs/SECURITY.md): the cap shares the buffers out, it reserves none.
+inline constexpr int kMaxStagingCopiersPerPeer = 128;
 
-// Thread-safe. Outlives every Ticket it gave.
+// Thread-safe. Outlives every Ticket it gave. REQUIRES: both caps > 0.
 class StagingQuota {
  public:
-  // A copier's place in the quota, given back when the ticket goes. Move-only.
+  // A copier's place in the quota, given back when the ticket goes. Move-only;
+  // one owner (not thread-safe itself).
   class Ticket {
    public:
     Ticket() = default;
@@ -48,6 +54,7 @@ class StagingQuota {
   // process's own lanes (`holder` empty: the process cap only). kNotAllowed
   // naming the cap reached.
   Result<Ticket> Take(const std::string& holder);
+  // Places held now: in all, and by `holder` (tests and diagnostics).
   int alive() const;
   int alive(const std::string& holder) const;
 
@@ -59,7 +66,12 @@ class StagingQuota {
   std::unordered_map<std::string, int> by_holder_;  // GUARDED_BY(mu_); no zero counts
 };
 
-// This process's quota (kMaxStagingCopiers, kMaxStagingCopiersPerPeer).
+// This process's quota (kMaxStagingCopiers, kMaxStagingCopiersPerPeer), or
+// the one a test installed.
 StagingQuota& ProcessStagingQuota();
+
+// Tests: makes ProcessStagingQuota() return `q` (nullptr: the process's own)
+// for copiers made from now on. `q` must outlive every ticket it gives.
+void SetStagingQuotaForTest(StagingQuota* q);
 
 }  // namespace kvlane::core

@@ -52,7 +52,7 @@ void Contiguous(Bench& b, uint64_t len, const char* label) {
 // `rewarm`: untimed posts at the start of every block but the first, on both
 // sides. With none, the first post of a block follows the other side's block
 // (an idle lane for kvlane, an idle stream for the reference): one sample in
-// kBlock, so p99 of a 500-sample row can be set by them alone. The
+// kBlock, 4 of a 500-sample row's 5 above its p99 if they were the slowest. The
 // "block-first" row, printed when rewarm is 0, is those samples' p50.
 void Latency(Bench& b, uint64_t len, const char* label, int n, std::chrono::microseconds gap = {},
              XferOptions xo = {}, int rewarm = 0) {
@@ -70,7 +70,10 @@ void Latency(Bench& b, uint64_t len, const char* label, int n, std::chrono::micr
       const auto r = b.RefTimes(op == Op::kWrite, len, warm, m, gap);
       kv.insert(kv.end(), k.begin(), k.end());
       ref.insert(ref.end(), r.begin(), r.end());
-      if (done > 0) kv_first.push_back(k[0]), ref_first.push_back(r[0]);
+      if (done > 0) {
+        kv_first.push_back(k[0]);
+        ref_first.push_back(r[0]);
+      }
     }
     char name[96];
     std::snprintf(name, sizeof(name), "%s %s p50 us", label, OpName(op));

@@ -349,9 +349,9 @@ TEST_P(CudaTransferTest, LocalRegistrationCyclesAreExactAndLeaveNoTrail) {
   }
   auto ch = agent_->impl()->PeerChannel("target");
   ASSERT_TRUE(ch.ok()) << ch.status().ToString();
-  if (auto* cuda = dynamic_cast<core::CudaChannel*>(ch.value())) {
-    EXPECT_LE(cuda->LocalPiecesForTest(), core::LocalSpans::kMinSweepMark + 1);
-  }
+  auto* cuda = dynamic_cast<core::CudaChannel*>(ch.value());
+  ASSERT_NE(cuda, nullptr);
+  EXPECT_LE(cuda->LocalPiecesForTest(), core::LocalSpans::kMinSweepMark + 1);
   EXPECT_TRUE(agent_->PeerError("target").ok());
 }
 

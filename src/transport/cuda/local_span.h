@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <unordered_map>
+#include <vector>
 
 namespace kvlane::core {
 
@@ -70,12 +72,18 @@ class LocalSpans {
   }
 
   // Adds `span` for `key` (REQUIRES: Find(key) == nullptr), sweeping first if
-  // the mark is reached: `registered(key)` says whether a key still names a
-  // local piece.
+  // the mark is reached: `registered(keys)` says, for every key held, whether
+  // it still names a local piece (a std::vector<bool> in the keys' order; one
+  // registry lock for the whole sweep).
   template <class Registered>
   LocalSpan* Add(uint64_t key, LocalSpan span, Registered&& registered) {
     if (spans_.size() >= sweep_mark_) {
-      std::erase_if(spans_, [&](const auto& kv) { return !registered(kv.first); });
+      std::vector<uint64_t> keys;
+      keys.reserve(spans_.size());
+      for (const auto& kv : spans_) keys.push_back(kv.first);
+      const std::vector<bool> live = registered(std::span<const uint64_t>(keys));
+      for (size_t i = 0; i < keys.size(); ++i)
+        if (i >= live.size() || !live[i]) spans_.erase(keys[i]);
       sweep_mark_ = std::max(kMinSweepMark, 2 * spans_.size());
     }
     return &spans_.emplace(key, span).first->second;

@@ -170,8 +170,9 @@ Result<bool> CudaChannel::CheckLocal(uint64_t addr) {
 Result<LocalSpan*> CudaChannel::LocalPiece(uint64_t key, uint64_t addr) {
   if (LocalSpan* seen = local_on_device_.Find(key)) return seen;
   KVLANE_ASSIGN_OR_RETURN(bool on_device, CheckLocal(addr));
-  return local_on_device_.Add(key, LocalSpan(addr, on_device),
-                              [this](uint64_t k) { return registry_->HasKey(k); });
+  return local_on_device_.Add(
+      key, LocalSpan(addr, on_device),
+      [this](std::span<const uint64_t> keys) { return registry_->Live(keys); });
 }
 
 // REQUIRES: build_mu_ held; called on a lane thread (current device = device_).

@@ -15,6 +15,7 @@
 #include "core/backoff.h"
 #include "core/peer_code.h"
 #include "core/request.h"
+#include "core/staging_quota.h"
 #include "core/sys.h"
 #include "transport/notif_queue.h"
 #include "transport/stream/staged_io.h"
@@ -299,6 +300,9 @@ void StreamChannel::Send(int i) {
 
 namespace {
 
+// The message below names the target's staging caps (a peer of this build).
+static_assert(kMaxStagingCopiers == 256 && kMaxStagingCopiersPerPeer == 128);
+
 // What a target's error code in a reply says, for the initiator's message.
 const char* PeerErrorWhy(int32_t status, PayloadMode mode) {
   if (status != static_cast<int32_t>(Code::kNotAllowed)) return "reported by the peer";
@@ -307,8 +311,9 @@ const char* PeerErrorWhy(int32_t status, PayloadMode mode) {
            "piece, or the kernel forbids it to copy this process's memory: shm needs both "
            "processes run by one user, this one dumpable, and Yama's ptrace_scope 0 (or the "
            "target this process's ancestor under 1); else enable tcp for this peer)";
-  return "the peer refused the access (outside its registered piece, or a WRITE into a "
-         "read-only piece)";
+  return "the peer refused the access (outside its registered piece, a WRITE into a "
+         "read-only piece, or, for its GPU's memory, no staging buffer left: 256 per process, "
+         "128 for one peer name's connections)";
 }
 
 }  // namespace
