@@ -12,12 +12,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <thread>
 
+#include "control_secret.h"
 #include "json_field.h"
 
 namespace kvbench {
 namespace {
+
+constexpr size_t kMacBytes = 32;  // HMAC-SHA256: ControlChannel::Seal
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxMessage = 256u << 20;
@@ -359,9 +363,20 @@ kvlane::Status ControlChannel::ReceiveRaw(void* data, uint64_t len) {
   return kvlane::Status::Ok();
 }
 
+void ControlChannel::Seal(std::string send_key, std::string receive_key) {
+  send_key_ = std::move(send_key);
+  receive_key_ = std::move(receive_key);
+  sent_ = received_ = 0;
+}
+
 kvlane::Status ControlChannel::Send(const nlohmann::json& message) {
   std::string body = message.dump();
   uint32_t len = htonl(static_cast<uint32_t>(body.size()));
+  if (sealed()) {  // the MAC follows the body
+    const std::string mac = MessageMac(send_key_, sent_++, body);
+    if (mac.size() != kMacBytes) return kvlane::Status::Backend("control: HMAC-SHA256 failed");
+    body += mac;
+  }
   KVLANE_RETURN_IF_ERROR(SendRaw(&len, sizeof(len)));
   return SendRaw(body.data(), body.size());
 }
@@ -372,12 +387,23 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
   len = ntohl(len);
   if (len > max_message_) return kvlane::Status::InvalidArgument("control: oversized message");
+  const size_t total = len + (sealed() ? kMacBytes : 0);
   // Grown as the bytes come: a length alone costs no more than what follows it.
   std::string body;
-  while (body.size() < len) {
-    const size_t at = body.size(), step = std::min<size_t>(len - at, size_t{1} << 20);
+  while (body.size() < total) {
+    const size_t at = body.size(), step = std::min<size_t>(total - at, size_t{1} << 20);
     body.resize(at + step);
     KVLANE_RETURN_IF_ERROR(ReceiveRaw(body.data() + at, step));
+  }
+  if (sealed()) {
+    const std::string_view text(body.data(), len), mac(body.data() + len, kMacBytes);
+    if (!MessageMacMatches(receive_key_, received_++, text, mac)) {
+      Abort();  // nothing more on this connection can be trusted
+      return kvlane::Status::InvalidArgument(
+          "control: a message failed its MAC (altered, injected, replayed or reordered on the "
+          "way): the connection is not the peer's alone");
+    }
+    body.resize(len);
   }
   if (JsonDepth(body) > kvlane_tools::kMaxJsonDepth) {
     return kvlane::Status::InvalidArgument("control: a message nested too deeply");

@@ -116,6 +116,16 @@ class ControlChannel {
   // The peer's address, e.g. "10.0.0.7:41234"; "?" when unknown.
   std::string PeerAddress() const;
 
+  // From now on every message sent carries MessageMac(send_key, n) of its bytes
+  // (n: messages sent since), and every message received must carry
+  // MessageMac(receive_key, m) (m: messages received since), else Receive fails
+  // with kInvalidArgument and aborts the channel: a message altered, injected,
+  // replayed, reordered or dropped on the way is not taken. Raw bytes
+  // (SendRaw, ReceiveRaw) carry none. Both ends seal at the same point of their
+  // exchange (control_secret.h: ControlMacKey). REQUIRES: 32-byte keys.
+  void Seal(std::string send_key, std::string receive_key);
+  bool sealed() const { return !send_key_.empty(); }
+
  private:
   friend class ControlListener;
   ControlChannel(int fd, std::chrono::milliseconds timeout);
@@ -127,6 +137,8 @@ class ControlChannel {
   std::optional<std::chrono::steady_clock::time_point> by_;  // Bound's
   uint32_t max_message_;
   bool aborted_ = false;
+  std::string send_key_, receive_key_;  // Seal's; empty: not sealed
+  uint64_t sent_ = 0, received_ = 0;    // messages since the seal
 };
 
 // Splits "host:port"; fails on a missing or bad port.

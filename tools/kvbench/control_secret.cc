@@ -89,6 +89,43 @@ bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0
          CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
 }
 
+namespace {
+
+// HMAC-SHA256 of `data` keyed by `key`: 32 raw bytes, or empty.
+std::string Hmac(const std::string& key, std::string_view data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac,
+           &len) == nullptr ||
+      len != 32) {
+    return {};
+  }
+  return std::string(reinterpret_cast<const char*>(mac), len);
+}
+
+}  // namespace
+
+std::string ControlMacKey(const std::string& secret, int rank, const std::string& nonce0,
+                          const std::string& nonce1) {
+  return Hmac(secret,
+              "kvbench control mac 1 rank " + std::to_string(rank) + " " + nonce0 + " " + nonce1);
+}
+
+std::string MessageMac(const std::string& key, uint64_t seq, std::string_view body) {
+  std::string data(8, '\0');
+  for (int i = 0; i < 8; ++i) data[i] = static_cast<char>(seq >> (56 - 8 * i));
+  data.append(body);
+  return Hmac(key, data);
+}
+
+bool MessageMacMatches(const std::string& key, uint64_t seq, std::string_view body,
+                       std::string_view theirs) {
+  const std::string want = MessageMac(key, seq, body);
+  return !want.empty() && theirs.size() == want.size() &&
+         CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
+}
+
 std::string ToHex(const std::string& bytes) {
   static const char kDigits[] = "0123456789abcdef";
   std::string out;

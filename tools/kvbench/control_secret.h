@@ -4,15 +4,19 @@
 // on its own, learns nothing and is not taken for the peer. The proof is HMAC-SHA256
 // keyed by the secret over both ranks' hello nonces (fresh for each connection),
 // labelled by the rank that sends it: bound to this connection, and not one rank's
-// proof reflected back as the other's. It authenticates the two ends once: the
-// messages after it travel in the clear and without a MAC, as the engine's tcp data
-// does, so an attacker on the path who relays both ends' bytes reads what follows
-// (docs/SECURITY.md). Rank 1 proves first, to whatever answers at --peer: a secret
+// proof reflected back as the other's. Every control message after the proofs
+// carries a MAC keyed per direction and connection, with a sequence number: one
+// altered, injected, replayed, reordered or dropped on the way ends the run. They
+// still travel in the clear, so an attacker on the path who relays both ends' bytes
+// reads what follows (docs/SECURITY.md), and the engine's own tcp data is not
+// covered. Rank 1 proves first, to whatever answers at --peer: a secret
 // of random bytes (head -c 32 /dev/urandom) leaves nothing to guess offline.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "kvlane/status.h"
 
@@ -45,6 +49,23 @@ std::string ControlProof(const std::string& secret, int rank, const std::string&
 // the expected proof could not be made.
 bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
                   const std::string& nonce1, const std::string& theirs);
+
+// The key of the MACs rank `rank` puts on the control messages it sends once both
+// proofs matched (ControlChannel::Seal): HMAC-SHA256(secret, "kvbench control mac 1
+// rank <rank> <nonce0> <nonce1>"), 32 raw bytes; one per direction and per
+// connection. Empty if libcrypto failed.
+std::string ControlMacKey(const std::string& secret, int rank, const std::string& nonce0,
+                          const std::string& nonce1);
+
+// The MAC of the `seq`-th message one direction carries (counted from 0 since the
+// seal), `body` its bytes: HMAC-SHA256(key, seq as 8 bytes big-endian || body), 32
+// raw bytes. Empty if libcrypto failed.
+std::string MessageMac(const std::string& key, uint64_t seq, std::string_view body);
+
+// Whether `theirs` (untrusted) is MessageMac(key, seq, body), compared in constant
+// time; false when it could not be made.
+bool MessageMacMatches(const std::string& key, uint64_t seq, std::string_view body,
+                       std::string_view theirs);
 
 // `bytes` as lowercase hex, and back (nullopt-like: false when `hex` is not an even
 // number of lowercase hex digits).

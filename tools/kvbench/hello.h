@@ -30,8 +30,10 @@ namespace kvbench {
 // with a control secret a "proof" message follows it (control_secret.h): no bump,
 // as ranks without a secret exchange what they did before (the new fields unread
 // by an older build), and a rank with one refuses a peer without, whatever its
-// build, naming the flag.
-inline constexpr int64_t kControlProtocol = 2;
+// build, naming the flag. 3: with a control secret, every message after the proofs
+// carries a MAC (ControlChannel::Seal), which a build of 2 would read as the next
+// message's length.
+inline constexpr int64_t kControlProtocol = 3;
 
 // How long rank 0 gives a connection to say its hello (at most what is left of
 // its control timeout) before it drops it: a kvbench rank sends its own at once.

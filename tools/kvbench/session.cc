@@ -246,6 +246,13 @@ kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
         fmt::format("{} did not prove the control secret: it holds another one", who));
   }
   if (c.rank == kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
+  // Both proofs went: every later message carries a MAC (rank 0 seals after
+  // sending its proof, rank 1 after checking it, the same point of the exchange).
+  std::string send_key = ControlMacKey(c.secret, c.rank, n0, n1),
+              receive_key = ControlMacKey(c.secret, other, n0, n1);
+  if (send_key.empty() || receive_key.empty())
+    return kvlane::Status::Backend("control: HMAC-SHA256 failed (libcrypto)");
+  control_->Seal(std::move(send_key), std::move(receive_key));
   return kvlane::Status::Ok();
 }
 

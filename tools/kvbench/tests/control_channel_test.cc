@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "control_secret.h"
 #include "json_field.h"
 #include "loopback_listener.h"
 
@@ -47,6 +48,79 @@ TEST(ControlChannel, MessagesRoundTrip) {
   std::string big(1 << 20, 'x');
   ASSERT_TRUE(p.b->Send({{"type", "big"}, {"s", big}}).ok());
   EXPECT_EQ(p.a->Expect("big").value()["s"], big);
+}
+
+// Keys of a sealed pair: a sends with ka, b with kb.
+const std::string ka(32, 'a'), kb(32, 'b');
+
+// Sealed ends exchange messages both ways, big ones too, and raw bytes still
+// pass as they are.
+TEST(ControlChannel, SealedMessagesRoundTrip) {
+  Pair p = Connect();
+  p.a->Seal(ka, kb);
+  p.b->Seal(kb, ka);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(p.a->Send({{"type", "ping"}, {"i", i}}).ok());
+    auto m = p.b->Expect("ping");
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ((*m)["i"], i);
+    ASSERT_TRUE(p.b->Send({{"type", "pong"}, {"i", i}}).ok());
+    ASSERT_TRUE(p.a->Expect("pong").ok());
+  }
+  std::string big(3 << 20, 'x');
+  ASSERT_TRUE(p.b->Send({{"type", "big"}, {"s", big}}).ok());
+  EXPECT_EQ(p.a->Expect("big").value()["s"], big);
+  std::vector<uint8_t> out(1 << 16, 9), in(1 << 16, 0);
+  ASSERT_TRUE(p.a->SendRaw(out.data(), out.size()).ok());
+  ASSERT_TRUE(p.b->ReceiveRaw(in.data(), in.size()).ok());
+  EXPECT_EQ(in, out);
+  ASSERT_TRUE(p.a->Send({{"type", "after"}}).ok());
+  EXPECT_TRUE(p.b->Expect("after").ok());
+}
+
+// What reaches a sealed end as a frame of `body` and `mac`, written raw by a
+// man in the middle on the unsealed end.
+kvlane::Status Forged(ControlChannel& raw, const std::string& body, const std::string& mac) {
+  const uint32_t len = htonl(static_cast<uint32_t>(body.size()));
+  std::string frame(reinterpret_cast<const char*>(&len), sizeof(len));
+  frame += body + mac;
+  return raw.SendRaw(frame.data(), frame.size());
+}
+
+// A sealed end takes a message only with the MAC of its key and number: a forged,
+// replayed, skipped-ahead or reflected one fails (kInvalidArgument) and aborts
+// the channel.
+TEST(ControlChannel, ASealedEndRefusesForgedReplayedAndReflectedMessages) {
+  const std::string body = R"({"type":"done","valid":true})";
+  struct Case {
+    const char* what;
+    std::vector<std::string> macs;  // sent in turn; the last must be refused
+  };
+  const Case cases[] = {
+      {"no key", {std::string(32, '\0')}},
+      {"replayed", {MessageMac(ka, 0, body), MessageMac(ka, 0, body)}},
+      {"skipped ahead", {MessageMac(ka, 1, body)}},
+      {"reflected", {MessageMac(kb, 0, body)}},
+      {"short", {MessageMac(ka, 0, body).substr(0, 16) + std::string(16, 'x')}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    Pair p = Connect();  // a stays unsealed: the forger
+    p.b->Seal(kb, ka);
+    for (size_t i = 0; i < c.macs.size(); ++i) {
+      ASSERT_TRUE(Forged(*p.a, body, c.macs[i]).ok());
+      auto m = p.b->Receive();
+      if (i + 1 < c.macs.size()) {
+        ASSERT_TRUE(m.ok()) << m.status().ToString();
+        continue;
+      }
+      ASSERT_FALSE(m.ok());
+      EXPECT_EQ(m.status().code(), kvlane::Code::kInvalidArgument);
+      EXPECT_NE(m.status().message().find("failed its MAC"), std::string::npos)
+          << m.status().message();
+      EXPECT_TRUE(p.b->aborted());
+    }
+  }
 }
 
 TEST(ControlChannel, RawBytes) {

@@ -79,6 +79,31 @@ TEST(ControlSecret, AProofIsBoundToTheSecretTheRankAndBothNonces) {
   for (const char* bad : {"0", "0g", "FF", "0 ", "-1"}) EXPECT_FALSE(FromHex(bad, &bytes)) << bad;
 }
 
+// The MAC keys are one per direction and connection: bound to the secret, the
+// sending rank and both nonces; a message's MAC to its key, its number and its bytes.
+TEST(ControlSecret, MessageMacsAreBoundToTheKeyTheNumberAndTheBytes) {
+  const std::string secret(32, 'k'), n0 = NewNonce().value(), n1 = NewNonce().value();
+  const std::string k1 = ControlMacKey(secret, 1, n0, n1);
+  ASSERT_EQ(k1.size(), 32u);
+  EXPECT_EQ(k1, ControlMacKey(secret, 1, n0, n1));
+  for (const std::string& other :
+       {ControlMacKey(secret, 0, n0, n1), ControlMacKey(secret, 1, n1, n0),
+        ControlMacKey(secret, 1, n0, NewNonce().value()),
+        ControlMacKey(std::string(32, 'K'), 1, n0, n1)}) {
+    EXPECT_NE(other, k1);
+  }
+  const std::string body = R"({"type":"row","op":"push"})";
+  const std::string mac = MessageMac(k1, 7, body);
+  ASSERT_EQ(mac.size(), 32u);
+  EXPECT_TRUE(MessageMacMatches(k1, 7, body, mac));
+  EXPECT_FALSE(MessageMacMatches(k1, 6, body, mac)) << "another message's number";
+  EXPECT_FALSE(MessageMacMatches(k1, 7 + (uint64_t{1} << 32), body, mac)) << "high bits count";
+  EXPECT_FALSE(MessageMacMatches(ControlMacKey(secret, 0, n0, n1), 7, body, mac)) << "reflected";
+  EXPECT_FALSE(MessageMacMatches(k1, 7, R"({"type":"row","op":"pull"})", mac));
+  EXPECT_FALSE(MessageMacMatches(k1, 7, body, mac.substr(0, 31)));
+  EXPECT_FALSE(MessageMacMatches(k1, 7, body, ""));
+}
+
 TEST(ControlSecret, RanksWithTheSameSecretOpenTheRun) {
   const std::string file = SecretFile("shared", std::string(24, 'q'));
   auto pair = OpenBoth({"--transport", "tcp", "--secret-file", file},

@@ -273,11 +273,14 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
       << s.message();
   other["protocol"] = "2";
   EXPECT_FALSE(ReadHello(1, other, &peer).ok());
-  // A build of protocol 1 (no 'busy' during prepare, no boot id in the plan, no
-  // timeout in the row) is refused at the handshake, not mid-run.
-  EXPECT_EQ(kControlProtocol, 2);
-  other["protocol"] = 1;
-  EXPECT_EQ(ReadHello(1, other, &peer).code(), kvlane::Code::kInvalidArgument);
+  // Builds of protocol 1 (no 'busy' during prepare, no boot id in the plan, no
+  // timeout in the row) and 2 (no MAC on sealed messages) are refused at the
+  // handshake, not mid-run.
+  EXPECT_EQ(kControlProtocol, 3);
+  for (int old : {1, 2}) {
+    other["protocol"] = old;
+    EXPECT_EQ(ReadHello(1, other, &peer).code(), kvlane::Code::kInvalidArgument) << old;
+  }
 }
 
 // A fake rank 0: says its hello, then answers each message of rank 1 by `answer`
