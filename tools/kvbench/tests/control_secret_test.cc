@@ -2,12 +2,15 @@
 // which each rank proves it before the other sends it anything more.
 #include "control_secret.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <thread>
 
 #include "hello.h"
 #include "run_config.h"
@@ -343,6 +346,51 @@ TEST(ControlSecret, ASpawnedRankZeroTakesItsListenerFromItsEnvironment) {
   RunConfig unset;
   EXPECT_TRUE(unset.ResolveListener().ok());
   EXPECT_EQ(unset.listen_fd, -1);
+}
+
+// A relay between the ranks that flips one bit of the first message rank 0 sends
+// after the proofs (its budget): rank 1 refuses it for its MAC and the open ends,
+// on both ranks. Without the MAC the flipped message would be read as sent.
+TEST(ControlSecret, AMessageAlteredOnThePathAfterTheProofsEndsTheRun) {
+  const std::string file = SecretFile("relayed", std::string(24, 'm'));
+  testing::LoopbackListener to_target = testing::ListenOnLoopback();
+  testing::LoopbackListener relay = testing::ListenOnLoopback();
+  ASSERT_TRUE(to_target.listener && relay.listener);
+  auto target = OpenTarget(to_target, file);
+  std::atomic<bool> flipped{false};
+  // Forwards frames from `from` to `to` (the MAC's 32 bytes after each frame past
+  // the sender's proof), flipping a bit of the first sealed frame when `flip`.
+  auto pump = [&flipped](ControlChannel* from, ControlChannel* to, bool flip) {
+    bool sealed = false;
+    for (;;) {
+      uint32_t len = 0;
+      if (!from->ReceiveRaw(&len, sizeof(len)).ok()) break;
+      std::string body(ntohl(len) + (sealed ? 32 : 0), '\0');
+      if (!from->ReceiveRaw(body.data(), body.size()).ok()) break;
+      if (sealed && flip && !flipped.exchange(true)) body[body.size() / 4] ^= 1;
+      sealed = sealed || body.find(R"("type":"proof")") != std::string::npos;
+      if (!to->SendRaw(&len, sizeof(len)).ok() || !to->SendRaw(body.data(), body.size()).ok())
+        break;
+    }
+    from->Abort();
+    to->Abort();
+  };
+  auto relaying = std::async(std::launch::async, [&] {
+    auto from_initiator = relay.listener->Accept(std::chrono::seconds(20));
+    auto to_rank0 = ControlChannel::Connect(to_target.peer, std::chrono::seconds(20));
+    if (!from_initiator.ok() || !to_rank0.ok()) return;
+    std::thread back(pump, to_rank0->get(), from_initiator->get(), true);
+    pump(from_initiator->get(), to_rank0->get(), false);
+    back.join();
+  });
+  auto initiator = Session::Open(RankConfig(
+      1, relay.peer, {"--transport", "tcp", "--control-timeout", "20s", "--secret-file", file}));
+  ASSERT_FALSE(initiator.ok());
+  EXPECT_NE(initiator.status().message().find("failed its MAC"), std::string::npos)
+      << initiator.status().ToString();
+  EXPECT_TRUE(flipped.load());
+  EXPECT_FALSE(target.get().ok());
+  relaying.get();
 }
 
 }  // namespace
