@@ -289,8 +289,7 @@ kvlane::Result<std::string> ControlChannel::LocalAddress() const {
 }
 
 void ControlChannel::Abort() {
-  if (!aborted_) (void)shutdown(fd_, SHUT_RDWR);
-  aborted_ = true;
+  if (!aborted_.exchange(true)) (void)shutdown(fd_, SHUT_RDWR);
 }
 
 kvlane::Status ControlChannel::WaitReady(short events) {
@@ -374,15 +373,29 @@ kvlane::Status ControlChannel::Send(const nlohmann::json& message) {
   uint32_t len = htonl(static_cast<uint32_t>(body.size()));
   if (sealed()) {  // the MAC follows the body
     const std::string mac = MessageMac(send_key_, sent_++, body);
-    if (mac.size() != kMacBytes) return kvlane::Status::Backend("control: HMAC-SHA256 failed");
+    if (mac.size() != kMacBytes) {
+      Abort();
+      return kvlane::Status::Backend("control: HMAC-SHA256 failed");
+    }
     body += mac;
   }
-  KVLANE_RETURN_IF_ERROR(SendRaw(&len, sizeof(len)));
-  return SendRaw(body.data(), body.size());
+  kvlane::Status s = SendRaw(&len, sizeof(len));
+  if (s.ok()) s = SendRaw(body.data(), body.size());
+  if (!s.ok() && sealed()) Abort();  // the peer would take the next message as out of order
+  return s;
 }
 
 kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool()>& stop) {
   KVLANE_RETURN_IF_ERROR(WaitReadable(stop));
+  kvlane::Result<std::string> body = ReceiveFrame();
+  if (!body.ok()) {
+    Abort();  // part of a message came, or one not to be taken: the framing is lost
+    return body.status();
+  }
+  return ParseMessage(*body);
+}
+
+kvlane::Result<std::string> ControlChannel::ReceiveFrame() {
   uint32_t len = 0;
   KVLANE_RETURN_IF_ERROR(ReceiveRaw(&len, sizeof(len)));
   len = ntohl(len);
@@ -398,13 +411,16 @@ kvlane::Result<nlohmann::json> ControlChannel::Receive(const std::function<bool(
   if (sealed()) {
     const std::string_view text(body.data(), len), mac(body.data() + len, kMacBytes);
     if (!MessageMacMatches(receive_key_, received_++, text, mac)) {
-      Abort();  // nothing more on this connection can be trusted
       return kvlane::Status::InvalidArgument(
           "control: a message failed its MAC (altered, injected, replayed or reordered on the "
           "way): the connection is not the peer's alone");
     }
     body.resize(len);
   }
+  return body;
+}
+
+kvlane::Result<nlohmann::json> ControlChannel::ParseMessage(const std::string& body) {
   if (JsonDepth(body) > kvlane_tools::kMaxJsonDepth) {
     return kvlane::Status::InvalidArgument("control: a message nested too deeply");
   }

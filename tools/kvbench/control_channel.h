@@ -1,9 +1,12 @@
 // ControlChannel: the control plane between the two kvbench ranks. One plain TCP
 // connection carrying length-prefixed JSON messages (4-byte big-endian length,
 // then UTF-8 JSON), every wait bounded by a timeout. Also carries raw bytes for
-// the socket reference row. Owns its socket; one thread at a time.
+// the socket reference row. Owns its socket; one thread at a time, except that
+// SendRaw and ReceiveRaw may run on two threads at once (one each, a relay) and
+// Abort may come from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -97,7 +100,9 @@ class ControlChannel {
   // line up with what the peer expects (a socket reference failed partway): the
   // peer's wait ends at once (peer closed, or a failed send) instead of at its
   // timeout, and every later call here fails without touching the socket. Bytes
-  // already sent still reach the peer. Idempotent.
+  // already sent still reach the peer. Idempotent. Receive calls it itself when a
+  // message came in part, too long or with a wrong MAC (the framing is lost), and
+  // a sealed Send when it fails (its number is spent).
   void Abort();
   bool aborted() const { return aborted_; }
 
@@ -131,12 +136,16 @@ class ControlChannel {
   ControlChannel(int fd, std::chrono::milliseconds timeout);
   kvlane::Status WaitReady(short events);
   kvlane::Status WaitReadable(const std::function<bool()>& stop);
+  // Receive's parts once something is there to read: the next message's bytes
+  // (its MAC checked and cut off when sealed), then the JSON object they hold.
+  kvlane::Result<std::string> ReceiveFrame();
+  static kvlane::Result<nlohmann::json> ParseMessage(const std::string& body);
 
   int fd_;
   std::chrono::milliseconds timeout_;
   std::optional<std::chrono::steady_clock::time_point> by_;  // Bound's
   uint32_t max_message_;
-  bool aborted_ = false;
+  std::atomic<bool> aborted_{false};    // Abort may come from another thread
   std::string send_key_, receive_key_;  // Seal's; empty: not sealed
   uint64_t sent_ = 0, received_ = 0;    // messages since the seal
 };

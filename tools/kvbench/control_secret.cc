@@ -107,9 +107,9 @@ std::string Hmac(const std::string& key, std::string_view data) {
 }  // namespace
 
 std::string ControlMacKey(const std::string& secret, int rank, const std::string& nonce0,
-                          const std::string& nonce1) {
-  return Hmac(secret,
-              "kvbench control mac 1 rank " + std::to_string(rank) + " " + nonce0 + " " + nonce1);
+                          const std::string& nonce1, const std::string& hellos) {
+  return Hmac(secret, "kvbench control mac 1 rank " + std::to_string(rank) + " " + nonce0 + " " +
+                          nonce1 + "\n" + hellos);
 }
 
 std::string MessageMac(const std::string& key, uint64_t seq, std::string_view body) {

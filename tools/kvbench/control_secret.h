@@ -52,10 +52,12 @@ bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0
 
 // The key of the MACs rank `rank` puts on the control messages it sends once both
 // proofs matched (ControlChannel::Seal): HMAC-SHA256(secret, "kvbench control mac 1
-// rank <rank> <nonce0> <nonce1>"), 32 raw bytes; one per direction and per
-// connection. Empty if libcrypto failed.
+// rank <rank> <nonce0> <nonce1>\n<hellos>"), 32 raw bytes; one per direction and
+// per connection. `hellos`: both ranks' hellos as JSON text, rank 0's first, a
+// newline between (what each rank sent and read), so a hello altered on the way
+// gives the two ranks different keys. Empty if libcrypto failed.
 std::string ControlMacKey(const std::string& secret, int rank, const std::string& nonce0,
-                          const std::string& nonce1);
+                          const std::string& nonce1, const std::string& hellos);
 
 // The MAC of the `seq`-th message one direction carries (counted from 0 since the
 // seal), `body` its bytes: HMAC-SHA256(key, seq as 8 bytes big-endian || body), 32

@@ -146,7 +146,7 @@ kvlane::Status Session::Handshake() {
     if (!hello.ok()) return NotAPeer(c.rank, c.peer, hello.status());
     // The proof first, as rank 0 takes it: rank 0 then reads the hello and names
     // both builds when they differ (it would only see this rank leave otherwise).
-    KVLANE_RETURN_IF_ERROR(Authenticate(hello.value()));
+    KVLANE_RETURN_IF_ERROR(Authenticate(mine, hello.value()));
     KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
     control_->Unbound();
     return kvlane::Status::Ok();
@@ -189,12 +189,12 @@ kvlane::Status Session::Handshake() {
       why = hello.ok() ? kvlane::Status::Ok() : NotAPeer(c.rank, c.peer, hello.status());
       // With a secret, what has not proved it is dropped before its hello is read:
       // an unproven client cannot end the run by claiming another build.
-      if (why.ok() && !c.secret.empty()) why = Authenticate(hello.value());
+      if (why.ok() && !c.secret.empty()) why = Authenticate(mine, hello.value());
       if (why.ok()) {
         control_->Unbound();
         KVLANE_RETURN_IF_ERROR(ReadHello(c.rank, hello.value(), &peer_info_));
         // Proved above with a secret; without one, this refuses a peer that has one.
-        return c.secret.empty() ? Authenticate(hello.value()) : kvlane::Status::Ok();
+        return c.secret.empty() ? Authenticate(mine, hello.value()) : kvlane::Status::Ok();
       }
       // A kvbench rank without the secret (or with another) learns why it is dropped.
       if (hello.ok()) (void)control_->Send({{"type", "error"}, {"message", why.message()}});
@@ -213,7 +213,7 @@ kvlane::Status Session::Handshake() {
 // Both ranks hold a control secret or neither does (the hello's "auth"); with one,
 // rank 1 sends its proof first and rank 0 answers with its own once rank 1's
 // matched, so neither sends anything more to what has not proved the secret.
-kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
+kvlane::Status Session::Authenticate(const json& my_hello, const json& hello) {  // hello: untrusted
   const RunConfig& c = config_;
   const int other = 1 - c.rank;
   // Rank 0's drop notice names the connection's address; rank 1 names --peer.
@@ -237,7 +237,15 @@ kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
   const std::string& n0 = c.rank == kTargetRank ? nonce_ : their_nonce;
   const std::string& n1 = c.rank == kTargetRank ? their_nonce : nonce_;
   const std::string mac = ControlProof(c.secret, c.rank, n0, n1);
-  if (mac.empty()) return kvlane::Status::Backend("control: HMAC-SHA256 failed (libcrypto)");
+  // The MAC keys cover both hellos as this rank sent and read them (rank 0's
+  // first): a hello altered on the way (host name, role, devices, version) leaves
+  // the ranks with different keys, and the first sealed message fails its MAC.
+  const std::string hellos = c.rank == kTargetRank ? my_hello.dump() + "\n" + hello.dump()
+                                                   : hello.dump() + "\n" + my_hello.dump();
+  std::string send_key = ControlMacKey(c.secret, c.rank, n0, n1, hellos),
+              receive_key = ControlMacKey(c.secret, other, n0, n1, hellos);
+  if (mac.empty() || send_key.empty() || receive_key.empty())
+    return kvlane::Status::Backend("control: HMAC-SHA256 failed (libcrypto)");
   const json proof = {{"type", "proof"}, {"proof", mac}};
   if (c.rank != kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
   KVLANE_ASSIGN_OR_RETURN(json m, control_->Expect("proof"));
@@ -248,10 +256,6 @@ kvlane::Status Session::Authenticate(const json& hello) {  // hello: untrusted
   if (c.rank == kTargetRank) KVLANE_RETURN_IF_ERROR(control_->Send(proof));
   // Both proofs went: every later message carries a MAC (rank 0 seals after
   // sending its proof, rank 1 after checking it, the same point of the exchange).
-  std::string send_key = ControlMacKey(c.secret, c.rank, n0, n1),
-              receive_key = ControlMacKey(c.secret, other, n0, n1);
-  if (send_key.empty() || receive_key.empty())
-    return kvlane::Status::Backend("control: HMAC-SHA256 failed (libcrypto)");
   control_->Seal(std::move(send_key), std::move(receive_key));
   return kvlane::Status::Ok();
 }

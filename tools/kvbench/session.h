@@ -65,10 +65,12 @@ class Session {
  private:
   explicit Session(const RunConfig& config) : config_(config) {}
   kvlane::Status Handshake();
-  // The control secret's mutual proof after the hellos (control_secret.h); `hello`
-  // is the peer's. Without a secret on either rank: Ok. A mismatch (one rank has
-  // one) or a wrong proof: kInvalidArgument naming what to pass.
-  kvlane::Status Authenticate(const nlohmann::json& hello);
+  // The control secret's mutual proof after the hellos (control_secret.h);
+  // `my_hello` is this rank's hello, `hello` the peer's. With a secret, the channel is sealed
+  // after the proofs, keyed over both hellos too. Without a secret on either rank:
+  // Ok. A mismatch (one rank has one) or a wrong proof: kInvalidArgument naming
+  // what to pass.
+  kvlane::Status Authenticate(const nlohmann::json& my_hello, const nlohmann::json& hello);
   kvlane::Status ResolveTransport();
   kvlane::Status SelectDevice(int gpus);
   kvlane::Status AgreeOnPath(const kvlane::Status& resolved);

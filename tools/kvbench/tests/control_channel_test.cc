@@ -78,6 +78,19 @@ TEST(ControlChannel, SealedMessagesRoundTrip) {
   EXPECT_TRUE(p.b->Expect("after").ok());
 }
 
+// A wait on a sealed end given up on a stop (nothing read) spends no message
+// number: the next message is still taken.
+TEST(ControlChannel, AStoppedWaitOnASealedEndKeepsTheNumbering) {
+  Pair p = Connect();
+  p.a->Seal(ka, kb);
+  p.b->Seal(kb, ka);
+  auto stopped = p.b->Receive([] { return true; });
+  EXPECT_EQ(stopped.status().code(), kvlane::Code::kCanceled);
+  EXPECT_FALSE(p.b->aborted());
+  ASSERT_TRUE(p.a->Send({{"type", "next"}}).ok());
+  EXPECT_TRUE(p.b->Expect("next").ok());
+}
+
 // What reaches a sealed end as a frame of `body` and `mac`, written raw by a
 // man in the middle on the unsealed end.
 kvlane::Status Forged(ControlChannel& raw, const std::string& body, const std::string& mac) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -86,13 +87,20 @@ TEST(ControlSecret, AProofIsBoundToTheSecretTheRankAndBothNonces) {
 // sending rank and both nonces; a message's MAC to its key, its number and its bytes.
 TEST(ControlSecret, MessageMacsAreBoundToTheKeyTheNumberAndTheBytes) {
   const std::string secret(32, 'k'), n0 = NewNonce().value(), n1 = NewNonce().value();
-  const std::string k1 = ControlMacKey(secret, 1, n0, n1);
+  const std::string hellos = R"({"rank":0})"
+                             "\n"
+                             R"({"rank":1})";
+  const std::string k1 = ControlMacKey(secret, 1, n0, n1, hellos);
   ASSERT_EQ(k1.size(), 32u);
-  EXPECT_EQ(k1, ControlMacKey(secret, 1, n0, n1));
+  EXPECT_EQ(k1, ControlMacKey(secret, 1, n0, n1, hellos));
   for (const std::string& other :
-       {ControlMacKey(secret, 0, n0, n1), ControlMacKey(secret, 1, n1, n0),
-        ControlMacKey(secret, 1, n0, NewNonce().value()),
-        ControlMacKey(std::string(32, 'K'), 1, n0, n1)}) {
+       {ControlMacKey(secret, 0, n0, n1, hellos), ControlMacKey(secret, 1, n1, n0, hellos),
+        ControlMacKey(secret, 1, n0, NewNonce().value(), hellos),
+        ControlMacKey(std::string(32, 'K'), 1, n0, n1, hellos),
+        ControlMacKey(secret, 1, n0, n1,
+                      R"({"rank":0})"
+                      "\n"
+                      R"({"rank":2})")}) {
     EXPECT_NE(other, k1);
   }
   const std::string body = R"({"type":"row","op":"push"})";
@@ -101,7 +109,8 @@ TEST(ControlSecret, MessageMacsAreBoundToTheKeyTheNumberAndTheBytes) {
   EXPECT_TRUE(MessageMacMatches(k1, 7, body, mac));
   EXPECT_FALSE(MessageMacMatches(k1, 6, body, mac)) << "another message's number";
   EXPECT_FALSE(MessageMacMatches(k1, 7 + (uint64_t{1} << 32), body, mac)) << "high bits count";
-  EXPECT_FALSE(MessageMacMatches(ControlMacKey(secret, 0, n0, n1), 7, body, mac)) << "reflected";
+  EXPECT_FALSE(MessageMacMatches(ControlMacKey(secret, 0, n0, n1, hellos), 7, body, mac))
+      << "reflected";
   EXPECT_FALSE(MessageMacMatches(k1, 7, R"({"type":"row","op":"pull"})", mac));
   EXPECT_FALSE(MessageMacMatches(k1, 7, body, mac.substr(0, 31)));
   EXPECT_FALSE(MessageMacMatches(k1, 7, body, ""));
@@ -348,26 +357,35 @@ TEST(ControlSecret, ASpawnedRankZeroTakesItsListenerFromItsEnvironment) {
   EXPECT_EQ(unset.listen_fd, -1);
 }
 
-// A relay between the ranks that flips one bit of the first message rank 0 sends
-// after the proofs (its budget): rank 1 refuses it for its MAC and the open ends,
-// on both ranks. Without the MAC the flipped message would be read as sent.
-TEST(ControlSecret, AMessageAlteredOnThePathAfterTheProofsEndsTheRun) {
-  const std::string file = SecretFile("relayed", std::string(24, 'm'));
+// Both ranks' opens, rank 1 reaching rank 0 through a relay that forwards every
+// frame (and the 32 MAC bytes after each one past its sender's proof), and flips
+// one bit of rank 0's frame number `flip` (0: its hello) at the first place
+// `alter` finds in it; `flipped` says whether it did.
+struct Relayed {
+  testing::SessionOrError target, initiator;
+  bool flipped = false;
+};
+Relayed OpenThroughARelay(const std::string& file, int flip,
+                          const std::function<size_t(const std::string&)>& alter) {
   testing::LoopbackListener to_target = testing::ListenOnLoopback();
   testing::LoopbackListener relay = testing::ListenOnLoopback();
-  ASSERT_TRUE(to_target.listener && relay.listener);
+  EXPECT_TRUE(to_target.listener && relay.listener);
   auto target = OpenTarget(to_target, file);
   std::atomic<bool> flipped{false};
-  // Forwards frames from `from` to `to` (the MAC's 32 bytes after each frame past
-  // the sender's proof), flipping a bit of the first sealed frame when `flip`.
-  auto pump = [&flipped](ControlChannel* from, ControlChannel* to, bool flip) {
+  auto pump = [&](ControlChannel* from, ControlChannel* to, bool from_rank0) {
     bool sealed = false;
-    for (;;) {
+    for (int frame = 0;; ++frame) {
       uint32_t len = 0;
       if (!from->ReceiveRaw(&len, sizeof(len)).ok()) break;
       std::string body(ntohl(len) + (sealed ? 32 : 0), '\0');
       if (!from->ReceiveRaw(body.data(), body.size()).ok()) break;
-      if (sealed && flip && !flipped.exchange(true)) body[body.size() / 4] ^= 1;
+      if (from_rank0 && frame == flip) {
+        const size_t at = alter(body);
+        if (at < body.size()) {
+          body[at] ^= 1;
+          flipped = true;
+        }
+      }
       sealed = sealed || body.find(R"("type":"proof")") != std::string::npos;
       if (!to->SendRaw(&len, sizeof(len)).ok() || !to->SendRaw(body.data(), body.size()).ok())
         break;
@@ -383,14 +401,54 @@ TEST(ControlSecret, AMessageAlteredOnThePathAfterTheProofsEndsTheRun) {
     pump(from_initiator->get(), to_rank0->get(), false);
     back.join();
   });
-  auto initiator = Session::Open(RankConfig(
+  testing::SessionOrError initiator = Session::Open(RankConfig(
       1, relay.peer, {"--transport", "tcp", "--control-timeout", "20s", "--secret-file", file}));
-  ASSERT_FALSE(initiator.ok());
-  EXPECT_NE(initiator.status().message().find("failed its MAC"), std::string::npos)
-      << initiator.status().ToString();
-  EXPECT_TRUE(flipped.load());
-  EXPECT_FALSE(target.get().ok());
+  testing::SessionOrError rank0 = target.get();
   relaying.get();
+  return {std::move(rank0), std::move(initiator), flipped.load()};
+}
+
+// A bit of the first message rank 0 sends after the proofs flipped on the way
+// (frames: hello, proof, then sealed ones): rank 1 refuses it for its MAC, and the
+// open ends on both ranks. Without the MAC it would be read as sent.
+TEST(ControlSecret, AMessageAlteredOnThePathAfterTheProofsEndsTheRun) {
+  const std::string file = SecretFile("relayed", std::string(24, 'm'));
+  Relayed r = OpenThroughARelay(file, 2, [](const std::string& b) { return b.size() / 4; });
+  EXPECT_TRUE(r.flipped);
+  ASSERT_FALSE(r.initiator.ok());
+  EXPECT_NE(r.initiator.status().message().find("failed its MAC"), std::string::npos)
+      << r.initiator.status().ToString();
+  EXPECT_FALSE(r.target.ok());
+}
+
+// Rank 0's hello altered on the way (a bit of its host name, still valid JSON),
+// which the proofs do not cover: the ranks derive different MAC keys from the
+// hellos they saw, so the first sealed message fails its MAC and the open ends.
+TEST(ControlSecret, AHelloAlteredOnThePathEndsTheRun) {
+  const std::string file = SecretFile("relayed_hello", std::string(24, 'h'));
+  Relayed r = OpenThroughARelay(file, 0, [](const std::string& b) {
+    const size_t at = b.find(R"("hostname":")");
+    return at == std::string::npos ? b.size() : at + 12;  // the name's first byte
+  });
+  EXPECT_TRUE(r.flipped);
+  ASSERT_FALSE(r.initiator.ok());
+  ASSERT_FALSE(r.target.ok());
+  const std::string both = r.initiator.status().message() + " | " + r.target.status().message();
+  EXPECT_NE(both.find("failed its MAC"), std::string::npos) << both;
+}
+
+// Ranks with a secret seal their control channel; ranks without one do not.
+TEST(ControlSecret, OnlyRanksWithASecretSealTheirChannel) {
+  const std::string file = SecretFile("sealed", std::string(24, 's'));
+  auto with = OpenBoth({"--transport", "tcp", "--secret-file", file},
+                       {"--transport", "tcp", "--secret-file", file});
+  ASSERT_TRUE(with.target.ok() && with.initiator.ok());
+  EXPECT_TRUE((*with.target)->control().sealed());
+  EXPECT_TRUE((*with.initiator)->control().sealed());
+  auto without = OpenBoth({"--transport", "tcp"}, {"--transport", "tcp"});
+  ASSERT_TRUE(without.target.ok() && without.initiator.ok());
+  EXPECT_FALSE((*without.target)->control().sealed());
+  EXPECT_FALSE((*without.initiator)->control().sealed());
 }
 
 }  // namespace
