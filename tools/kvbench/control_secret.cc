@@ -67,28 +67,6 @@ kvlane::Result<std::string> NewNonce() {
   return ToHex(bytes);
 }
 
-std::string ControlProof(const std::string& secret, int rank, const std::string& nonce0,
-                         const std::string& nonce1) {
-  const std::string text =
-      "kvbench control proof 1 rank " + std::to_string(rank) + " " + nonce0 + " " + nonce1;
-  unsigned char mac[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
-           reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac,
-           &len) == nullptr ||
-      len != 32) {
-    return {};  // no proof: ProofMatches matches nothing against it
-  }
-  return ToHex(std::string(reinterpret_cast<const char*>(mac), len));
-}
-
-bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
-                  const std::string& nonce1, const std::string& theirs) {
-  const std::string want = ControlProof(secret, rank, nonce0, nonce1);
-  return !want.empty() && theirs.size() == want.size() &&
-         CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
-}
-
 namespace {
 
 // HMAC-SHA256 of `data` keyed by `key`: 32 raw bytes, or empty.
@@ -104,7 +82,26 @@ std::string Hmac(const std::string& key, std::string_view data) {
   return std::string(reinterpret_cast<const char*>(mac), len);
 }
 
+// Whether `theirs` (untrusted) is `want`, compared in constant time over
+// want's length; false when `want` is empty (it could not be made).
+bool Matches(std::string_view want, std::string_view theirs) {
+  return !want.empty() && theirs.size() == want.size() &&
+         CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
+}
+
 }  // namespace
+
+std::string ControlProof(const std::string& secret, int rank, const std::string& nonce0,
+                         const std::string& nonce1) {
+  // Empty when HMAC failed (ToHex of nothing): ProofMatches matches nothing against it.
+  return ToHex(Hmac(secret, "kvbench control proof 1 rank " + std::to_string(rank) + " " + nonce0 +
+                                " " + nonce1));
+}
+
+bool ProofMatches(const std::string& secret, int rank, const std::string& nonce0,
+                  const std::string& nonce1, const std::string& theirs) {
+  return Matches(ControlProof(secret, rank, nonce0, nonce1), theirs);
+}
 
 std::string ControlMacKey(const std::string& secret, int rank, const std::string& nonce0,
                           const std::string& nonce1, const std::string& hellos) {
@@ -121,9 +118,7 @@ std::string MessageMac(const std::string& key, uint64_t seq, std::string_view bo
 
 bool MessageMacMatches(const std::string& key, uint64_t seq, std::string_view body,
                        std::string_view theirs) {
-  const std::string want = MessageMac(key, seq, body);
-  return !want.empty() && theirs.size() == want.size() &&
-         CRYPTO_memcmp(theirs.data(), want.data(), want.size()) == 0;
+  return Matches(MessageMac(key, seq, body), theirs);
 }
 
 std::string ToHex(const std::string& bytes) {
