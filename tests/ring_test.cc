@@ -152,6 +152,24 @@ TEST_P(RingTest, PostMayWaitTellsAFullRing) {
   for (auto& h : hs) EXPECT_TRUE(a().Release(&h).ok());
 }
 
+// A region deregistered since a handle's last post (any region): its next Post
+// looks its own regions up again, under the registry's lock, so PostMayWait
+// says it may wait until that post is made.
+TEST_P(RingTest, PostMayWaitTellsARegionRemovedSinceTheLastPost) {
+  XferHandle h = Make(Op::kWrite, 3);
+  ASSERT_TRUE(PostAndWait(a(), &h).ok());
+  EXPECT_FALSE(a().PostMayWait(h));
+  std::vector<uint8_t> spare(4096);
+  auto region = a().RegisterMemory(spare.data(), spare.size());
+  ASSERT_TRUE(region.ok());
+  EXPECT_FALSE(a().PostMayWait(h)) << "a registration changes nothing";
+  ASSERT_TRUE(a().DeregisterMemory(*region).ok());
+  EXPECT_TRUE(a().PostMayWait(h));
+  ASSERT_TRUE(PostAndWait(a(), &h).ok());
+  EXPECT_FALSE(a().PostMayWait(h)) << "the post looked its regions up";
+  EXPECT_TRUE(a().Release(&h).ok());
+}
+
 // All 16 slots in use: the 17th MakeTransfer is refused, not blocked.
 TEST_P(RingTest, SlotExhaustionIsRefused) {
   std::vector<XferHandle> hs;

@@ -177,10 +177,15 @@ class Agent {
   // AgentOptions::post_timeout: past it (kTimeout), or on the agent's close
   // (kCanceled), this post ends with that error, returned once the chunks
   // already queued drained (some bytes may have moved), and Check reads it.
+  // A copy of the handle posted or released on another thread at the same
+  // moment (against its REQUIRES): one of them gets kNotAllowed, nothing done.
   Status Post(XferHandle* handle);
   // Whether a Post of this handle now might wait for lane ring space: some
   // lane it could be queued on lacks room for its chunks (a peer that stopped
-  // taking data, a burst of posts). A host read of the rings, no lock; a hint:
+  // taking data, a burst of posts); or for the registry's lock: a region was
+  // deregistered since its last post, so Post looks its regions up again (a
+  // deregistration waiting on a peer's access holds that lock up). A host read
+  // of the rings and a counter, no lock; a hint:
   // posts from other threads may take the room after it answered false. For
   // callers that must not block (an event loop, a binding that holds an
   // interpreter lock): hand a post that may wait to a thread that can.
@@ -212,7 +217,9 @@ class Agent {
   // the GPU published holds it past io_timeout. A transfer left poisoned (its post
   // ended with "may still copy": an shm target or a wedged GPU that held on) is
   // released (kOk) but its slot stays taken for good, a bounded leak: MakeTransfer's
-  // kNotAllowed for full slots counts them.
+  // kNotAllowed for full slots counts them. Against a copy posted or released on
+  // another thread at the same moment: kNotAllowed, or kNotFound once that post
+  // began; the slot stays the post's.
   Status Release(XferHandle* handle);
 
   // Standalone notification of at most 64 KiB to a peer (ordered after this

@@ -21,7 +21,9 @@ struct PreparedId {
 
 // A transfer handle: names one request slot and the generation of its latest
 // post. A handle is used by one thread at a time; copies of it read as stale
-// once the slot is posted again or released.
+// once the slot is posted again or released. Copies posted or released on two
+// threads at once are refused (kNotAllowed) rather than raced; a Cancel of a
+// copy, though, may cancel the post another thread just made.
 struct XferHandle {
   uint32_t slot = UINT32_MAX;
   uint32_t gen = 0;

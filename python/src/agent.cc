@@ -34,6 +34,8 @@ Agent& PyAgent::agent() {
 }
 
 void PyAgent::Close() {
+  if (closing_)
+    throw std::runtime_error("kvlane.Agent.close(): another thread is closing this agent");
   // (A forked child may have inherited calls in flight on threads it does not
   // have: they never end there.)
   if (busy_ > 0 && ForkGeneration() == fork_generation_)
@@ -50,6 +52,13 @@ Status PyAgent::Destroy() {
     (void)agent_.release();
   } else if (agent_ != nullptr) {
     std::unique_ptr<Agent> agent = std::move(agent_);
+    // Until the engine is gone another thread's close() must not let go of the
+    // pins below: the engine, or an shm target, may still copy into them.
+    closing_ = true;
+    struct Leave {
+      bool* closing;
+      ~Leave() { *closing = false; }  // runs with the GIL back
+    } leave{&closing_};
     closed = WithoutGil([&] {  // joins the engine's threads
       Status s = agent->Close();
       agent.reset();
@@ -77,6 +86,12 @@ void PyAgent::ReleaseOrphans() {
   const std::vector<XferHandle> still = Blocking([&](Agent& a) {
     std::vector<XferHandle> held;
     for (XferHandle h : mine) {
+      // Still in flight: kept without a Release, which could wait for it (up
+      // to io_timeout per orphan, a wedged lane) while the caller is stuck.
+      if (a.Check(h).in_progress()) {
+        held.push_back(h);
+        continue;
+      }
       // kNotAllowed: a lane still owns it; kTimeout: a lane still holds a
       // post the GPU published. Ok frees the slot; kNotFound: it is gone.
       const Code c = a.Release(&h).code();

@@ -81,9 +81,10 @@ class PyAgent {
   // Closes and destroys the engine agent (GIL released), then lets go of every
   // pinned buffer, or, when Agent::Close said memory may still be copied
   // (kBackend), of none: then raises that kvlane.Error, the agent closed.
-  // RuntimeError while another thread is inside a call of this agent.
-  // Idempotent. In a forked child the engine agent is let go of, not destroyed
-  // (its threads live in the parent only).
+  // RuntimeError while another thread is inside a call of this agent, or is
+  // closing it (its engine close runs with the GIL released: the pins must
+  // stay until it returns). Idempotent. In a forked child the engine agent is let go of, not
+  // destroyed (its threads live in the parent only).
   void Close();
   // ValueError unless `owner` is this agent's serial.
   void CheckOwner(uint64_t owner, const char* what) const;
@@ -117,7 +118,8 @@ class PyAgent {
   // of their pins, so the Python buffers live as long as the process.
   std::set<uint64_t> poisoned_;
   std::unique_ptr<Agent> agent_;
-  int busy_ = 0;  // Blocking calls in flight (GIL-guarded)
+  int busy_ = 0;                     // Blocking calls in flight (GIL-guarded)
+  bool closing_ = false;             // Destroy's engine close in flight (GIL-guarded)
   std::vector<XferHandle> orphans_;  // GIL-guarded
 };
 

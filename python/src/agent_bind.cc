@@ -66,7 +66,11 @@ read_only: peers may READ the region but a WRITE into it fails (kvlane.Error NOT
 void DefPeers(AgentClass& c) {
   c.def(
        "export_metadata",
-       [](PyAgent& a) { return py::bytes(ValueOrRaise(a.agent().ExportMetadata())); },
+       [](PyAgent& a) {
+         // GIL released: it reads the registry under its lock, which a
+         // deregistration waiting for a peer's access may hold up.
+         return py::bytes(ValueOrRaise(a.Blocking([](Agent& ag) { return ag.ExportMetadata(); })));
+       },
        R"(This agent's metadata (bytes): identity, secret, endpoints, regions.
 
 Whoever holds it may access the registered regions: send it only to trusted peers.

@@ -72,7 +72,8 @@ A range outside every registered region raises kvlane.Error.)")
           "release_prepared",
           [](PyAgent& a, const PyPrepared& p) {
             a.CheckOwner(p.owner, "this list");
-            RaiseIfError(a.agent().ReleasePrepared(p.id));
+            // GIL released: the last list of a removed peer closes its channels.
+            RaiseIfError(a.Blocking([&](Agent& ag) { return ag.ReleasePrepared(p.id); }));
           },
           py::arg("prepared"), "Forgets a prepared list; transfers made from it keep working.")
       .def("make_transfer", &MakeTransfer, py::arg("op"), py::arg("local"), py::arg("remote"),

@@ -156,4 +156,5 @@ def test_threads_post_their_own_transfers(local_pair):
         w.start()
     for w in workers:
         w.join(60)
+    assert not any(w.is_alive() for w in workers), "a worker still runs after 60 s"
     assert not errors, errors

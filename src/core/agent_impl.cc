@@ -150,6 +150,9 @@ Status AgentImpl::Close() {
   // Every lane has ended: a request is poisoned for good now, or never.
   bool held = false;
   for (auto& r : slots_) held = held || r->poisoned.load(std::memory_order_acquire);
+  // Such a post's record may still be written by its GPU: the table stays
+  // (mapped, never freed), before the transports that mapped it go.
+  if (held) records_.Abandon();
   for (auto& r : slots_) r->peer.reset();
   prepared_.clear();
   peers_.clear();

@@ -63,6 +63,11 @@ class AgentImpl {
   // Chunks of the handle's current post that a lane has started (it then owns
   // the request: Cancel refuses). For tests that must wait for that moment.
   Result<uint32_t> ChunksStarted(const XferHandle& handle) const;
+  // The slot a handle names, nullptr past the table. For tests that hold its
+  // claim as another thread's Post would.
+  Request* SlotForTest(const XferHandle& handle) const {
+    return handle.slot < slots_.size() ? slots_[handle.slot].get() : nullptr;
+  }
 
  private:
   explicit AgentImpl(const AgentOptions& options);
@@ -87,8 +92,12 @@ class AgentImpl {
   // piece is no longer registered (CheckLocalKeys).
   Status CollectLocalKeys(Request* r) const;
   Status CheckLocalKeys(const Request& r) const;
+  // Takes Request::posting for this thread: false when another thread holds it
+  // (a copy of the handle posted or released at the same moment).
+  static bool ClaimSlot(Request& r);
   // Returns the slot to the free list, unless the request is poisoned: a target or
-  // a wedged GPU may still touch its state, so the slot is never reused.
+  // a wedged GPU may still touch its state, so the slot is never reused. Lets
+  // the slot's claim go.
   void FreeSlot(Request* r);
   // MakeTransfer's refusal when no slot is free, counting the poisoned ones.
   Status AllSlotsTaken() const;

@@ -133,6 +133,12 @@ void Completer::WaitPublished(const std::atomic<uint64_t>& record, uint32_t gen,
   };
   std::unique_lock lock(wait_mu_);
   waiters_.fetch_add(1, std::memory_order_seq_cst);
+  // Between the count and the record's first load, pairing with WakeWaiters'
+  // fence between the record's store and its load of the count: either this
+  // reads the record terminal or the publisher reads the count and notifies.
+  // (The increment alone does not keep the acquire load below from being
+  // satisfied before it on every architecture.)
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   while (!terminal()) {
     if (wait_cv_.wait_until(lock, deadline) == std::cv_status::timeout) break;
   }

@@ -7,6 +7,12 @@
 
 namespace kvlane::core {
 
+namespace {
+constexpr const char* kSlotClaimed =
+    "another thread is posting or releasing this transfer (a handle is used by one thread at "
+    "a time)";
+}  // namespace
+
 Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
   if (h.slot >= slots_.size()) return Status::InvalidArgument("invalid transfer handle");
   return slots_[h.slot].get();
@@ -38,10 +44,25 @@ Status AgentImpl::Post(XferHandle* h) {
   if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
     return Status::NotFound("stale transfer handle");
   if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
-  Channel* ch = r->channel;
-  KVLANE_RETURN_IF_ERROR(ch->latch().Get());  // latched: reject, handle unchanged
-  if (ch->closing().load(std::memory_order_acquire))
-    return Status::Canceled("agent is shutting down");
+  // The slot's claim (Request::posting), then the record once more, and only
+  // then the slot's channel: a copy of this handle posted or released on another
+  // thread meanwhile is refused here instead of resetting or freeing the post
+  // under this one (Release frees the slot under the claim). The first look
+  // above keeps a stale copy from taking the claim from the slot's next owner.
+  // The exchange is sequentially consistent: DeregisterMemory's pairing below.
+  if (!ClaimSlot(*r)) return Status::NotAllowed(kSlotClaimed);
+  w = r->record.load(std::memory_order_acquire);
+  Channel* ch = nullptr;
+  Status refused = RecordGen(w) != h->gen ? Status::NotFound("stale transfer handle")
+                   : RecordCode(w) == Code::kInProgress
+                       ? Status::NotAllowed("transfer is still in flight")
+                       : (ch = r->channel)->latch().Get();  // latched: reject, handle unchanged
+  if (refused.ok() && ch->closing().load(std::memory_order_acquire))
+    refused = Status::Canceled("agent is shutting down");
+  if (!refused.ok()) {
+    r->posting.store(false, std::memory_order_release);
+    return refused;
+  }
   // No wait for Request::settled: a record reads terminal only once the lanes
   // are done with the request's fields (the host publishes after the last
   // retire), or, when a device published it, once the data moved; that lane
@@ -53,7 +74,6 @@ Status AgentImpl::Post(XferHandle* h) {
   // DeregisterMemory sees this post (and waits for it). One load unless a region
   // was removed since the local pieces were last found live; then they are
   // looked up again. A refused post never touched the record.
-  r->posting.store(true, std::memory_order_seq_cst);
   const uint64_t removals = ctx_.registry->removals();
   if (removals != r->local_removals) {
     Status live = CheckLocalKeys(*r);
@@ -128,6 +148,9 @@ bool AgentImpl::PostMayWait(const XferHandle& h) const {
   if (RecordGen(r.record.load(std::memory_order_acquire)) != h.gen ||
       !r.in_use.load(std::memory_order_relaxed))
     return false;
+  // Post looks the local regions up again, under the registry's shared lock,
+  // which a DeregisterMemory waiting on a peer's access may hold up.
+  if (ctx_.registry->removals() != r.local_removals) return true;
   const Channel& ch = *r.channel;
   const int lanes = ch.lane_count();
   const uint32_t chunks = static_cast<uint32_t>(r.chunks.size());
@@ -247,9 +270,21 @@ Status AgentImpl::Release(XferHandle* h) {
     completer_.WaitPublished(r->record, h->gen, std::chrono::steady_clock::time_point::max());
   }
   KVLANE_RETURN_IF_ERROR(AwaitSettled(*r, h->gen, std::chrono::steady_clock::now() + ctx_.options.io_timeout));
+  // As in Post: a copy posted again meanwhile keeps its slot (FreeSlot lets the
+  // claim go).
+  if (!ClaimSlot(*r)) return Status::NotAllowed(kSlotClaimed);
+  w = r->record.load(std::memory_order_acquire);
+  if (RecordGen(w) != h->gen || RecordCode(w) == Code::kInProgress) {
+    r->posting.store(false, std::memory_order_release);
+    return Status::NotFound("stale transfer handle (posted again meanwhile)");
+  }
   FreeSlot(r);
   *h = XferHandle{};
   return Status::Ok();
+}
+
+bool AgentImpl::ClaimSlot(Request& r) {
+  return !r.posting.exchange(true, std::memory_order_seq_cst);
 }
 
 void AgentImpl::FreeSlot(Request* r) {
@@ -264,13 +299,19 @@ void AgentImpl::FreeSlot(Request* r) {
   // Poisoned: a wedged device may still read its state, move its data and write
   // its record, so its state and local_keys (for DeregisterMemory) stay and the
   // slot is never reused (a bounded leak per wedge).
-  if (r->poisoned.load(std::memory_order_acquire)) return;
+  // The claim goes before the slot can be made anew: a new owner's first Post
+  // must not find it taken.
+  if (r->poisoned.load(std::memory_order_acquire)) {
+    r->posting.store(false, std::memory_order_release);
+    return;
+  }
   {
     std::lock_guard lock(r->keys_mu);
     r->local_keys.clear();
   }
   r->transport_state.reset();
   r->transport_ready.store(nullptr, std::memory_order_relaxed);
+  r->posting.store(false, std::memory_order_release);
   std::lock_guard lock(free_mu_);
   free_slots_.push_back(r->slot);
 }

@@ -16,6 +16,8 @@ RecordTable::RecordTable(uint32_t slots, uint32_t first_gen) : slots_(slots) {
     new (base_ + size_t{i} * kStride) std::atomic<uint64_t>(PackRecord(first_gen, Code::kNotFound));
 }
 
-RecordTable::~RecordTable() { std::free(base_); }
+RecordTable::~RecordTable() {
+  if (!abandoned()) std::free(base_);
+}
 
 }  // namespace kvlane::core

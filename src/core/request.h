@@ -117,8 +117,11 @@ struct alignas(64) Request {
   bool AwaitOffRegions(std::span<const uint64_t> sorted_keys) const;
 
   // Per post.
-  // True from the start of Post's look for removed local regions until its
-  // record says in flight (or it refused): DeregisterMemory waits it out.
+  // The slot's claim (AgentImpl::ClaimSlot): true from the start of Post's look
+  // for removed local regions until its record says in flight (or it refused),
+  // which DeregisterMemory waits out; and while Release frees the slot. One
+  // thread holds it at a time, so copies of a handle posted or released on two
+  // threads at once are refused (kNotAllowed) instead of racing.
   std::atomic<bool> posting{false};
   uint32_t gen = 0;
   // Registry::removals() when local_keys were last found live (MakeTransfer,

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/agent_impl.h"
+#include "core/request.h"
 #include "cuda_transfer_fixture.h"
 #include "target_proc.h"
 #include "transport/cuda/cuda_channel.h"
@@ -193,6 +194,35 @@ TEST_P(CudaWedgeTest, ContiguousRecordLandingAsTheLaneGivesUpStandsAsOk) {
 }
 TEST_P(CudaWedgeTest, ScatteredRecordLandingAsTheLaneGivesUpStandsAsOk) {
   LandAsTheLaneGivesUp(Shape::kScattered);
+}
+
+// The agent closed while the GPU still holds a copy it gave up on: Close says to
+// keep the memory (kBackend), and the record table stays mapped and allocated,
+// so the record the GPU writes once it goes on lands there, with no fault on
+// the device (before, the table was unmapped and freed under the pending
+// write). The destruction does not wait for the device.
+TEST_P(CudaWedgeTest, AnAgentClosedUnderAHeldCopyKeepsItsRecordsMapped) {
+  ASSERT_NO_FATAL_FAILURE(SetUpWrite(Shape::kContiguous));
+  ASSERT_TRUE(cuda_->HoldLaneForTest(0, &release_).ok());
+  ASSERT_FALSE(agent_->Post(&h_).is_error());
+  (void)agent_->Wait(h_, 20 * kIoTimeout);
+  ASSERT_EQ(agent_->Check(h_).code(), Code::kTimeout);
+  const std::atomic<uint64_t>* record = &agent_->impl()->SlotForTest(h_)->record;
+  const uint64_t landed = core::PackRecord(h_.gen, Code::kOk);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status closed = agent_->Close();
+  EXPECT_EQ(closed.code(), Code::kBackend) << closed.ToString();
+  ASSERT_TRUE(agent_->impl()->context().records->abandoned());
+  agent_.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10 * kIoTimeout);
+  release_.store(true, std::memory_order_release);
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (record->load(std::memory_order_acquire) != landed &&
+         std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(record->load(std::memory_order_acquire), landed) << "the GPU's record never landed";
+  EXPECT_TRUE(Moved(kNew));
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaWedgeTest, ::testing::Values("two_gpus", "one_gpu"),

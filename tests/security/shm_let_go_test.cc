@@ -261,6 +261,8 @@ void ExpectCloseKeepsTheMemory(bool remove_peer) {
   const Status s = r.agent->Close();
   EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
   EXPECT_NE(s.message().find("do not free or reuse"), std::string::npos) << s.ToString();
+  // The records stay too: a transport's device might still write the held post's.
+  EXPECT_TRUE(r.agent->impl()->context().records->abandoned());
   EXPECT_EQ(r.agent->Close().code(), Code::kBackend);
   target.Release();
 }
@@ -283,6 +285,7 @@ TEST(ShmLetGo, CloseIsOkWhenNothingIsHeld) {
   ASSERT_TRUE(r.agent->Wait(*r.x, 10s).ok());
   const Status s = r.agent->Close();
   EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(r.agent->impl()->context().records->abandoned());
 }
 
 // A raw shm initiator sends a READ frame that waits at the lock, then shuts its

@@ -339,8 +339,10 @@ kvlane::Status ControlChannel::SendRaw(const void* data, uint64_t len) {
   const char* p = static_cast<const char*>(data);
   while (len > 0) {
     KVLANE_RETURN_IF_ERROR(WaitReady(POLLOUT));
-    ssize_t n = send(fd_, p, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    // Not blocking: a blocking send of more than the socket has room for would
+    // wait for the whole of it past the timeout (a peer that stopped reading).
+    ssize_t n = send(fd_, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (n < 0)
       return kvlane::Status::RemoteDisconnect("control: send: " + std::string(strerror(errno)));
     p += n;
@@ -353,8 +355,8 @@ kvlane::Status ControlChannel::ReceiveRaw(void* data, uint64_t len) {
   char* p = static_cast<char*>(data);
   while (len > 0) {
     KVLANE_RETURN_IF_ERROR(WaitReady(POLLIN));
-    ssize_t n = recv(fd_, p, len, 0);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = recv(fd_, p, len, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (n <= 0) return kvlane::Status::RemoteDisconnect("control: peer closed the connection");
     p += n;
     len -= static_cast<uint64_t>(n);

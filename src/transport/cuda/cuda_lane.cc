@@ -152,8 +152,11 @@ bool CudaChannel::PostWhole(Request* r, int i) {
   KVLANE_HOP_BY_POSTER(1);
   l.issuing.store(true, std::memory_order_seq_cst);  // pairs with HandleRevoke
   const WorkItem whole{r, 0, r->gen, static_cast<uint32_t>(r->chunks.size())};
-  // A Cancel racing the post, or a revoked region: the queued path reports it.
-  if (!BeginChunk(whole) || AnyRevoked(*t)) {
+  // A Cancel racing the post, or a revoked region: the queued path reports it
+  // (and begins the post again: a begun one would keep refusing a Cancel).
+  const bool started = BeginChunk(whole);
+  if (!started || AnyRevoked(*t)) {
+    if (started) UnbeginChunk(whole);
     l.issuing.store(false, std::memory_order_seq_cst);
     return false;
   }
@@ -426,6 +429,9 @@ void CudaChannel::RetireLoop(int i) {
     KVLANE_HOP(kHopDoneSeen);
     if (b.items == 0 && b.bytes != 0) queue(i).TakeBytes(b.bytes);  // what PostWhole counted
     if (b.direct) {
+      // The record comes with the completion word (either order); a lane that
+      // gave up meanwhile treats its wait like a failed WaitDone, below.
+      if (s.ok()) s = WaitRecord(l, b);
       if (!s.ok()) {
         Request* r = b.items == 0 ? b.whole.req : queue(i).PeekRetire()->req;
         // Given up on while the GPU holds it: the record may land at any time.
@@ -439,7 +445,6 @@ void CudaChannel::RetireLoop(int i) {
           r->poisoned.store(false, std::memory_order_release);  // the GPU is done with it
         }
       }
-      if (s.ok()) s = WaitRecord(l, b);
       if (s.ok()) {
         // The lane's count first: a post of the owner that follows is
         // published by the GPU only behind batches the lane counts as retired.

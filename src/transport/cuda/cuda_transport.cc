@@ -72,7 +72,10 @@ class CudaTransport final : public Transport {
         server_(ctx, [this](uint64_t key, uint32_t index) { return ExportFd(key, index); }) {}
   ~CudaTransport() override {
     Stop();
-    if (records_dev_ != nullptr) (void)cudaHostUnregister(ctx_->records->base());  // channels are closed
+    // The channels are closed. A record table left to a wedged GPU (a post
+    // poisoned at close) stays mapped: the GPU may still write a record there.
+    if (records_dev_ != nullptr && !ctx_->records->abandoned())
+      (void)cudaHostUnregister(ctx_->records->base());
   }
 
   const char* name() const override { return "cuda"; }

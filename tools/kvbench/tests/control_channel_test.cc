@@ -91,6 +91,26 @@ TEST(ControlChannel, AStoppedWaitOnASealedEndKeepsTheNumbering) {
   EXPECT_TRUE(p.b->Expect("next").ok());
 }
 
+// A sealed Send that stops part-way (here: the peer reads nothing and the send
+// buffers fill) spends its number: the channel aborts, so it sends nothing more,
+// and the peer's wait on the cut message ends as a disconnect, not as a wait for
+// bytes that never come or as a later message taken out of order.
+TEST(ControlChannel, ASealedSendThatFailsPartWayAbortsBothEnds) {
+  Pair p = Connect();
+  p.a->Seal(ka, kb);
+  p.b->Seal(kb, ka);
+  p.a->set_timeout(milliseconds(300));
+  const std::string big(64 << 20, 'x');  // far above what loopback buffers hold
+  const kvlane::Status s = p.a->Send({{"type", "big"}, {"s", big}});
+  ASSERT_EQ(s.code(), kvlane::Code::kTimeout) << s.ToString();
+  EXPECT_TRUE(p.a->aborted());
+  EXPECT_EQ(p.a->Send({{"type", "next"}}).code(), kvlane::Code::kCanceled);
+  auto m = p.b->Receive();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), kvlane::Code::kRemoteDisconnect) << m.status().ToString();
+  EXPECT_TRUE(p.b->aborted());
+}
+
 // What reaches a sealed end as a frame of `body` and `mac`, written raw by a
 // man in the middle on the unsealed end.
 kvlane::Status Forged(ControlChannel& raw, const std::string& body, const std::string& mac) {

@@ -11,14 +11,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "loopback_address.h"
 
 namespace kvbench::testing {
 
@@ -54,18 +58,15 @@ inline std::string ReadFile(const fs::path& path) {
 // so it can neither take the port in between nor have its rank 1 connect here;
 // only a process binding the port on every address could come between.
 inline std::string FreeLoopbackPeer() {
-  const auto pid = static_cast<uint32_t>(getpid());
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl((uint32_t{127} << 24) | (pid & 0xffffff));
-  char host[INET_ADDRSTRLEN] = {};
-  inet_ntop(AF_INET, &a.sin_addr, host, sizeof(host));
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  socklen_t len = sizeof(a);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0) << host;
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  close(fd);
-  return std::string(host) + ":" + std::to_string(ntohs(a.sin_port));
+  const uint32_t host = (uint32_t{127} << 24) | (static_cast<uint32_t>(getpid()) & 0xffffff);
+  const sockaddr_in a = LoopbackAddress(0, host);
+  char name[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &a.sin_addr, name, sizeof(name));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const uint16_t port = fd >= 0 ? BindLoopback(fd, host) : 0;
+  EXPECT_NE(port, 0) << "binding a port on " << name << ": " << std::strerror(errno);
+  if (fd >= 0) close(fd);
+  return std::string(name) + ":" + std::to_string(port);
 }
 
 // Runs `binary args` through the shell; its exit code, -1 when it did not exit.

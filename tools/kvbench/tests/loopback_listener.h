@@ -4,9 +4,7 @@
 // could be. Header-only.
 #pragma once
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,28 +15,9 @@
 #include <string>
 
 #include "control_channel.h"
+#include "loopback_address.h"
 
 namespace kvbench::testing {
-
-// 127.0.0.1:`port` as a socket address.
-inline sockaddr_in LoopbackAddress(uint16_t port) {
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  return a;
-}
-
-// Binds the IPv4 socket `fd` to a loopback port the kernel picks and returns
-// that port; 0 when bind or getsockname failed (errno says why).
-inline uint16_t BindLoopback(int fd) {
-  sockaddr_in a = LoopbackAddress(0);
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0)
-    return 0;
-  return ntohs(a.sin_port);
-}
 
 struct LoopbackListener {
   std::unique_ptr<ControlListener> listener;  // null when the bind failed (a test failure)
