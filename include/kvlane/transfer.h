@@ -23,7 +23,9 @@ struct PreparedId {
 // post. A handle is used by one thread at a time; copies of it read as stale
 // once the slot is posted again or released. Copies posted or released on two
 // threads at once are refused (kNotAllowed) rather than raced; a Cancel of a
-// copy, though, may cancel the post another thread just made.
+// copy, though, may cancel the post another thread just made. Generations are
+// 32 bits: a copy kept while its slot is posted 2^32 more times may read as
+// current again.
 struct XferHandle {
   uint32_t slot = UINT32_MAX;
   uint32_t gen = 0;

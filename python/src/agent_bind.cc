@@ -44,6 +44,7 @@ void DefMemory(AgentClass& c) {
        "register_memory",
        [](PyAgent& a, py::handle target, std::optional<uint64_t> length, const std::string& kind,
           int32_t device, bool read_only) {
+         if (device < 0) throw py::value_error("device is a CUDA ordinal (0..2**31-1)");
          return a.Register(target, length, ParseKind(kind), device, read_only);
        },
        py::arg("buffer_or_addr"), py::arg("length") = py::none(), py::arg("kind") = "host",

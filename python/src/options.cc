@@ -120,6 +120,10 @@ AgentOptions OptionsFromKwargs(const std::string& name, const py::kwargs& kwargs
     } catch (const py::value_error& e) {
       throw py::value_error("Agent() keyword '" + key + "': " + e.what());
     } catch (const py::cast_error&) {
+      if (std::string_view(f->type) == "int" && PyLong_Check(v.ptr()) && !PyBool_Check(v.ptr()))
+        throw py::value_error("Agent() keyword '" + key +
+                              "': " + py::cast<std::string>(py::str(v)) +
+                              " is out of range for this option");
       throw py::type_error("Agent() keyword '" + key + "' wants " + f->type + ", got " +
                            py::cast<std::string>(py::str(py::type::of(v).attr("__name__"))));
     }

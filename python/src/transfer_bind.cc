@@ -56,7 +56,9 @@ finished one is left as it is.)")
            R"(Frees the transfer's slot; the object is unusable afterwards.
 
 An in-flight post is canceled first; if a lane still owns it, kvlane.Error NOT_ALLOWED and
-the transfer stays usable. Calling it again does nothing.)")
+the transfer stays usable. It may block (GIL released) up to the agent's io_timeout while
+the lane of a post the GPU published lets go; past it, kvlane.Error TIMEOUT, the transfer
+usable. Calling it again does nothing.)")
       .def("describe", &PyTransfer::Describe, "A TransferInfo: bytes, pairs, segments, chunks.")
       .def_property_readonly(
           "op", [](const PyTransfer& t) { return std::string(OpName(t.op())); },

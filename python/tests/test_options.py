@@ -57,6 +57,17 @@ def test_unknown_keyword_and_wrong_types():
         kvlane.Agent("x", tcp_keepalive_s=0.5)  # would round to 0: keepalive off
     with pytest.raises(ValueError, match="spin_s.*round to 0"):
         kvlane.Agent("x", spin_s=1e-7)  # under a microsecond: would be no spin at all
+    # An int the option's type cannot hold is a bad value, not a bad type.
+    with pytest.raises(ValueError, match="tcp_listen_port.*70000 is out of range"):
+        kvlane.Agent("x", tcp_listen_port=70000)
+    with pytest.raises(ValueError, match="max_requests.*-1 is out of range"):
+        kvlane.Agent("x", max_requests=-1)
+
+
+def test_a_negative_device_is_refused():
+    with kvlane.Agent("x", transports=["local"]) as a:
+        with pytest.raises(ValueError, match="CUDA ordinal"):
+            a.register_memory(bytearray(4096), device=-1)
 
 
 @pytest.mark.parametrize("bad", [dict(lanes_per_peer=0), dict(transports=["rdma"]),

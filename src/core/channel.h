@@ -42,7 +42,8 @@ class Channel {
     return Status::Ok();
   }
   // Stops the lane threads. Every item still queued retires with an error.
-  // REQUIRES: called once, before destruction, by the owner.
+  // Called by the owner before destruction, and idempotent: an agent's Close
+  // and then its peer's destruction both call it.
   virtual void Close() = 0;
   // Stops the lane threads and any progress running on a device (a resident
   // kernel) without freeing anything, so that no other channel's Close()
