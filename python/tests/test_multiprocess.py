@@ -277,3 +277,53 @@ def test_a_small_post_into_a_full_ring_lets_other_threads_run(child):
             assert t.wait(30) == kvlane.Code.OK
         del ts
     assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("shm",)], indirect=True, ids=["shm"])
+def test_a_second_close_while_one_waits_for_a_stopped_target_raises(child):
+    # The shm target is stopped (SIGSTOP) with a WRITE in flight: close() waits
+    # for it to let go of this agent's memory, with the GIL released. A close()
+    # from another thread meanwhile found the engine agent gone, returned, and
+    # unpinned every registered buffer while the target could still copy.
+    import signal
+    import time
+    a = kvlane.Agent("parent", transports=["shm"], io_timeout_s=1)
+    src = bytearray(pattern(41, SIZE))
+    rs = a.register_memory(src)
+    assert a.load_peer(child.meta) == "child"
+    w = a.make_transfer("write", a.prepare_local([(rs.addr, SIZE)]),
+                        a.prepare_remote("child", [(child.addr, SIZE)]))
+    stopped = False
+    try:
+        for _ in range(20):  # until the stop comes while the post is in flight
+            w.post()
+            os.kill(child.proc.pid, signal.SIGSTOP)
+            stopped = True
+            time.sleep(0.05)
+            if w.check() == kvlane.Code.IN_PROGRESS:
+                break
+            os.kill(child.proc.pid, signal.SIGCONT)
+            stopped = False
+        assert stopped, "every post finished before the stop"
+        first = []
+
+        def close_first():
+            try:
+                a.close()
+                first.append(None)
+            except kvlane.Error as e:
+                first.append(e.code)
+
+        closer = threading.Thread(target=close_first)
+        closer.start()
+        time.sleep(0.3)  # the first close() waits for the stopped target
+        assert closer.is_alive(), "close() did not wait for the stopped target"
+        with pytest.raises(RuntimeError, match="another thread is closing"):
+            a.close()
+    finally:
+        os.kill(child.proc.pid, signal.SIGCONT)
+    closer.join(60)
+    assert not closer.is_alive()
+    assert first in ([None], [kvlane.Code.BACKEND])
+    del w
+    assert child.quit() == 0
