@@ -59,7 +59,9 @@ void DefTransfers(AgentClass& c) {
 
 descs: a list of (addr, len) or (addr, len, device) tuples, or an integer array of shape
     (n, 2) or (n, 3) (numpy int64/uint64: read without a Python call per descriptor).
-A range outside every registered region raises kvlane.Error.)")
+A range outside every registered region raises kvlane.Error. A Prepared is not freed when
+dropped: the engine keeps the list (and, for a remote list, its peer's connections) until
+release_prepared or close().)")
       .def(
           "prepare_remote",
           [](PyAgent& a, const std::string& peer, py::handle descs, const std::string& kind) {
