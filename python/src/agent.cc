@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fork_guard.h"
+#include "scoped_flag.h"
 #include "status.h"
 
 namespace kvlane::python {
@@ -54,11 +55,7 @@ Status PyAgent::Destroy() {
     std::unique_ptr<Agent> agent = std::move(agent_);
     // Until the engine is gone another thread's close() must not let go of the
     // pins below: the engine, or an shm target, may still copy into them.
-    closing_ = true;
-    struct Leave {
-      bool* closing;
-      ~Leave() { *closing = false; }  // runs with the GIL back
-    } leave{&closing_};
+    const ScopedFlag closing(&closing_);
     closed = WithoutGil([&] {  // joins the engine's threads
       Status s = agent->Close();
       agent.reset();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "scoped_flag.h"
 #include "status.h"
 
 namespace kvlane::python {
@@ -42,11 +43,7 @@ PyAgent& PyTransfer::Use() {
 template <typename F>
 auto PyTransfer::Blocking(F&& fn) {
   PyAgent& agent = Use();
-  busy_ = true;
-  struct Leave {
-    bool* busy;
-    ~Leave() { *busy = false; }
-  } leave{&busy_};
+  const ScopedFlag busy(&busy_);
   XferHandle h = handle_;  // the engine works on a copy while the GIL is released
   auto result = agent.Blocking([&](Agent& a) { return fn(a, h); });
   handle_ = h;
@@ -70,11 +67,7 @@ py::object PyTransfer::Post() {
   Agent& agent = Use().agent();  // before marking: a refused call leaves posting_ alone
   if (chunks_ <= kUnlockedPostChunks && !agent.PostMayWait(handle_))
     return CodeOrRaise(agent.Post(&handle_));
-  posting_ = true;
-  struct Leave {
-    bool* posting;
-    ~Leave() { *posting = false; }
-  } leave{&posting_};
+  const ScopedFlag posting(&posting_);
   return CodeOrRaise(Blocking([](Agent& a, XferHandle& h) { return a.Post(&h); }));
 }
 

@@ -11,6 +11,14 @@ namespace {
 constexpr const char* kSlotClaimed =
     "another thread is posting or releasing this transfer (a handle is used by one thread at "
     "a time)";
+
+// Why the record `w` refuses a post of a handle at generation `gen`: stale, or
+// its previous post still in flight; Ok when neither.
+Status RecordRefusal(uint64_t w, uint32_t gen) {
+  if (RecordGen(w) != gen) return Status::NotFound("stale transfer handle");
+  if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
+  return Status::Ok();
+}
 }  // namespace
 
 Result<Request*> AgentImpl::SlotOf(const XferHandle& h) const {
@@ -41,9 +49,8 @@ int AgentImpl::PickLane(const Request& r, uint32_t chunk, uint32_t rotation) con
 Status AgentImpl::Post(XferHandle* h) {
   KVLANE_ASSIGN_OR_RETURN(Request * r, SlotOf(*h));
   uint64_t w = r->record.load(std::memory_order_acquire);
-  if (!r->in_use.load(std::memory_order_relaxed) || RecordGen(w) != h->gen)
-    return Status::NotFound("stale transfer handle");
-  if (RecordCode(w) == Code::kInProgress) return Status::NotAllowed("transfer is still in flight");
+  if (!r->in_use.load(std::memory_order_relaxed)) return Status::NotFound("stale transfer handle");
+  KVLANE_RETURN_IF_ERROR(RecordRefusal(w, h->gen));
   // The slot's claim (Request::posting), then the record once more, and only
   // then the slot's channel: a copy of this handle posted or released on another
   // thread meanwhile is refused here instead of resetting or freeing the post
@@ -51,12 +58,9 @@ Status AgentImpl::Post(XferHandle* h) {
   // above keeps a stale copy from taking the claim from the slot's next owner.
   // The exchange is sequentially consistent: DeregisterMemory's pairing below.
   if (!ClaimSlot(*r)) return Status::NotAllowed(kSlotClaimed);
-  w = r->record.load(std::memory_order_acquire);
-  Channel* ch = nullptr;
-  Status refused = RecordGen(w) != h->gen ? Status::NotFound("stale transfer handle")
-                   : RecordCode(w) == Code::kInProgress
-                       ? Status::NotAllowed("transfer is still in flight")
-                       : (ch = r->channel)->latch().Get();  // latched: reject, handle unchanged
+  Status refused = RecordRefusal(r->record.load(std::memory_order_acquire), h->gen);
+  Channel* ch = refused.ok() ? r->channel : nullptr;  // the slot is still this handle's
+  if (refused.ok()) refused = ch->latch().Get();      // latched: reject, handle unchanged
   if (refused.ok() && ch->closing().load(std::memory_order_acquire))
     refused = Status::Canceled("agent is shutting down");
   if (!refused.ok()) {
