@@ -21,7 +21,7 @@ class RecordTable {
   // found. An agent picks it at random, so that another agent's handle (same slot,
   // its own generations) reads stale here rather than naming this agent's transfer.
   RecordTable(uint32_t slots, uint32_t first_gen);
-  ~RecordTable();  // frees the block unless Abandon() was called
+  ~RecordTable();  // frees the block unless Abandon() was called (then keeps it)
   RecordTable(const RecordTable&) = delete;
   RecordTable& operator=(const RecordTable&) = delete;
 
@@ -33,8 +33,9 @@ class RecordTable {
   uint32_t slots() const { return slots_; }
 
   // A device may still write records (a request left poisoned at close): the
-  // block is never freed, and a transport that mapped it leaves it mapped. A
-  // bounded leak, once per agent that closed so.
+  // block is never freed (the destructor moves it to a process-wide list, so it
+  // stays reachable), and a transport that mapped it leaves it mapped. A bounded
+  // leak, once per agent that closed so.
   void Abandon() { abandoned_.store(true, std::memory_order_release); }
   bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
 
