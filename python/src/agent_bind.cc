@@ -52,8 +52,8 @@ void DefMemory(AgentClass& c) {
 
 buffer_or_addr: a writable, contiguous buffer (bytearray, memoryview, numpy array): it is
     pinned (kept alive, and not resizable) until deregister_memory or close; or an int
-    address (e.g. a torch tensor's data_ptr()) with `length`: the caller keeps that memory
-    alive for as long as it is registered.
+    address (e.g. a torch tensor's data_ptr(), or a numpy integer) with `length`: the
+    caller keeps that memory alive for as long as it is registered.
 length: bytes to register (default: the whole buffer).
 kind: "host", or "cuda" for device memory (an address only) on CUDA ordinal `device`.
 read_only: peers may READ the region but a WRITE into it fails (kvlane.Error NOT_ALLOWED).)")

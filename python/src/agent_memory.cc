@@ -5,6 +5,35 @@
 #include "status.h"
 
 namespace kvlane::python {
+namespace {
+
+bool WritableBuffer(py::handle obj) {
+  if (!PyObject_CheckBuffer(obj.ptr())) return false;
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj.ptr(), &view, PyBUF_WRITABLE) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  PyBuffer_Release(&view);
+  return true;
+}
+
+// `obj` as an address: an int (not a bool), or an integer-like object that is
+// not a writable buffer and whose __index__ answers (a numpy integer scalar,
+// which exports a read-only buffer of its own bytes). nullopt: not an address.
+std::optional<py::int_> AsAddress(py::handle obj) {
+  if (PyBool_Check(obj.ptr())) return std::nullopt;
+  if (PyLong_Check(obj.ptr())) return py::reinterpret_borrow<py::int_>(obj);
+  if (!PyIndex_Check(obj.ptr()) || WritableBuffer(obj)) return std::nullopt;
+  PyObject* index = PyNumber_Index(obj.ptr());
+  if (index == nullptr) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return py::reinterpret_steal<py::int_>(index);
+}
+
+}  // namespace
 
 BufferPin::BufferPin(py::handle obj) {
   if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_WRITABLE | PyBUF_ANY_CONTIGUOUS) == 0) return;
@@ -22,8 +51,8 @@ PyRegion PyAgent::Register(py::handle target, std::optional<uint64_t> length, Me
                            int32_t device, bool read_only) {
   std::unique_ptr<BufferPin> pin;
   uint64_t addr = 0;
-  if (PyLong_Check(target.ptr()) && !PyBool_Check(target.ptr())) {
-    addr = PyLong_AsUnsignedLongLong(target.ptr());
+  if (std::optional<py::int_> as_int = AsAddress(target)) {
+    addr = PyLong_AsUnsignedLongLong(as_int->ptr());
     if (PyErr_Occurred()) {
       PyErr_Clear();
       throw py::value_error("an address is a non-negative int below 2**64");

@@ -140,6 +140,28 @@ def test_binding_misuse(local_pair):
     t.release()  # again: nothing
 
 
+def test_a_numpy_integer_is_an_address(local_pair):
+    np = pytest.importorskip("numpy")
+    a, _ = local_pair
+    buf = np.zeros(4096, dtype=np.uint8)
+    addr = buf.ctypes.data
+    for as_int in (np.uint64(addr), np.int64(addr), np.uintp(addr)):
+        r = a.register_memory(as_int, np.uint32(4096))
+        assert (r.addr, r.length) == (addr, 4096)
+        a.deregister_memory(r)
+    with pytest.raises(ValueError, match="non-negative"):
+        a.register_memory(np.int64(-1), 16)
+    with pytest.raises(TypeError, match="needs a length"):
+        a.register_memory(np.uint64(addr))
+    with pytest.raises(BufferError, match="writable"):  # a read-only array is no address
+        ro = np.zeros(16, dtype=np.uint8)
+        ro.flags.writeable = False
+        a.register_memory(ro)
+    r = a.register_memory(np.zeros((), dtype=np.int64))  # a writable 0-d array is a buffer
+    assert r.length == 8
+    a.deregister_memory(r)
+
+
 def test_cuda_memory_needs_a_transport_that_moves_it(local_pair):
     a, b = local_pair
     with pytest.raises(kvlane.Error) as e:  # no cuda transport enabled here

@@ -10,10 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/agent_impl.h"
 #include "core/metadata.h"
 #include "cuda_transfer_fixture.h"
 #include "target_proc.h"
 #include "transport/cuda/cuda_blob.h"
+#include "transport/cuda/cuda_channel.h"
 
 namespace kvlane::test {
 namespace {
@@ -48,6 +50,12 @@ class CudaHostileTest : public CudaTransferTest {
     Status s = PostWait(&x);
     (void)agent_->Release(&x);
     return s;
+  }
+  // How many legacy IPC handles the channel to "target" holds open (-1: no cuda channel).
+  int64_t LegacyOpened() {
+    auto ch = agent_->impl()->PeerChannel("target");
+    auto* cuda = ch.ok() ? dynamic_cast<core::CudaChannel*>(ch.value()) : nullptr;
+    return cuda == nullptr ? -1 : static_cast<int64_t>(cuda->LegacyOpenedForTest());
   }
   // Whether every byte of device memory [p, p + len) is `v`.
   static bool AllBytes(const uint8_t* p, uint64_t len, uint8_t v) {
@@ -85,7 +93,8 @@ TEST_P(CudaHostileTest, ForgedProcessTokenGetsNoRawAddress) {
 }
 
 // A target whose export claims a larger cudaMalloc allocation (and piece) than
-// the IPC handle opens: the part past the real allocation is not reachable.
+// the IPC handle opens: the part past the real allocation is not reachable, and
+// the handle opened to check the claim is closed again.
 TEST_P(CudaHostileTest, LegacyAllocationLongerThanItsHandleIsRefused) {
   MakeAgent();
   constexpr uint64_t kBytes = 64 << 10, kClaim = uint64_t{1} << 30;
@@ -114,12 +123,14 @@ TEST_P(CudaHostileTest, LegacyAllocationLongerThanItsHandleIsRefused) {
   Status s = ReadInto(dst, r.addr + (kClaim / 2), kBytes);
   EXPECT_EQ(s.code(), Code::kNotAllowed) << s.ToString();
   EXPECT_TRUE(AllBytes(dst, kBytes, 0xCC)) << "dst changed";
+  EXPECT_EQ(LegacyOpened(), 0) << "the refused handle stays open";
   // The channel stays usable for what the target really has.
   core::AgentMeta honest = TargetMeta();
   ASSERT_TRUE(agent_->LoadPeer(core::EncodeMeta(honest)).ok());
   ASSERT_EQ(RemoteFill(r.addr, kBytes, 9), "ok");
   EXPECT_TRUE(ReadInto(dst, r.addr, kBytes).ok());
   EXPECT_EQ(CheckDevice(dst, kBytes, 9), -1);
+  EXPECT_EQ(LegacyOpened(), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, CudaHostileTest, ::testing::Values("two_gpus", "one_gpu"),

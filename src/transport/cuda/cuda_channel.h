@@ -91,6 +91,12 @@ class CudaChannel final : public Channel {
   // GPU holds, before it poisons the post and takes its last look at the
   // record. REQUIRES: set before the post, while no lane gives up.
   void SetGiveUpHookForTest(std::function<void()> hook) { give_up_hook_ = std::move(hook); }
+  // Test hook: how many of a peer's cudaMalloc allocations (legacy IPC
+  // handles) the channel holds open.
+  size_t LegacyOpenedForTest() {
+    std::lock_guard lock(build_mu_);
+    return opened_.size();
+  }
   // Test hook: how many local pieces the channel holds a judgement of.
   size_t LocalPiecesForTest() {
     std::lock_guard lock(build_mu_);

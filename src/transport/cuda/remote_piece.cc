@@ -145,10 +145,19 @@ Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
     m.len = size;
     it = opened_.emplace(id, m).first;
   }
-  if (e.alloc_len > it->second.len)
-    return Status::NotAllowed("peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
-                              "-byte allocation; its handle opens " +
-                              std::to_string(it->second.len) + " bytes");
+  if (e.alloc_len > it->second.len) {
+    const Status refused = Status::NotAllowed(
+        "peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
+        "-byte allocation; its handle opens " + std::to_string(it->second.len) + " bytes");
+    // No piece maps into it (opened just now for this claim): it is closed
+    // again rather than kept open until the channel closes.
+    if (it->second.keys.empty()) {
+      (void)cudaIpcCloseMemHandle(it->second.ptr);
+      (void)cudaGetLastError();
+      opened_.erase(it);
+    }
+    return refused;
+  }
   if (std::find(it->second.keys.begin(), it->second.keys.end(), e.key) == it->second.keys.end())
     it->second.keys.push_back(e.key);
   return reinterpret_cast<uint64_t>(it->second.ptr) + (e.piece_base - e.alloc_base);
