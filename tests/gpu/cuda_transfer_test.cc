@@ -302,7 +302,8 @@ TEST_P(CudaTransferTest, RefreshWhoseTargetNeverAnswersEndsByItsDeadline) {
 
 // A peer that registers, deregisters and frees memory again and again: the
 // initiator closes each mapping once its pieces are revoked, so the freed
-// memory goes back to the device (kept open, 8 x 512 MiB would stay allocated).
+// memory goes back to the device (kept open, 8 x 512 MiB would stay allocated),
+// and lets go of the pieces themselves (a trail of one per registration before).
 TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
   MakeAgent();
   constexpr uint64_t kBytes = 512ull << 20;
@@ -324,6 +325,15 @@ TEST_P(CudaTransferTest, ChurnedRegionsGoBackToTheDevice) {
   EXPECT_GE(free_after + 2 * kBytes, free_before)
       << "the freed allocations stay alive: " << (free_before - free_after) / (1 << 20) << " MiB";
   EXPECT_TRUE(agent_->PeerError("target").ok());
+  auto ch = agent_->impl()->PeerChannel("target");
+  ASSERT_TRUE(ch.ok()) << ch.status().ToString();
+  auto* cuda = dynamic_cast<core::CudaChannel*>(ch.value());
+  ASSERT_NE(cuda, nullptr);
+  const auto held = cuda->PeerHeldForTest();
+  EXPECT_EQ(held.opened, 0u);
+  EXPECT_EQ(held.mappings, 0u);
+  // Those the last two tables name (the last two rounds'), not one per round.
+  EXPECT_LE(held.revoked_keys, 2u);
 }
 
 // This side registering a buffer, reading into it and deregistering it, again

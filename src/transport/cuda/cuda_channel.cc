@@ -333,7 +333,8 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
 }
 
 // Records the keys of a kRevoke frame (or a live check's answer) that this
-// channel opened, found live, or is asking about; any other key is ignored (a
+// channel opened, found live, or is asking about, and lets go of the pieces
+// opened (and of the mappings no piece uses any more); any other key is ignored (a
 // hostile peer may send any number): should a table name it later, it is asked
 // about then (PeerTableChanged).
 void CudaChannel::MarkRevoked(const std::string& keys) {
@@ -342,10 +343,13 @@ void CudaChannel::MarkRevoked(const std::string& keys) {
     uint64_t key;
     std::memcpy(&key, keys.data() + i, 8);
     auto it = remote_.find(key);
-    if (it != remote_.end()) it->second->revoked.store(true, std::memory_order_seq_cst);
+    const bool opened = it != remote_.end();
+    if (opened) {
+      it->second->revoked.store(true, std::memory_order_seq_cst);
+      remote_.erase(it);  // the tables that use it keep it (and see it revoked)
+    }
     const bool was_live = live_keys_.erase(key) != 0;
-    const bool known = it != remote_.end() || was_live || checking_.contains(key);
-    if (known) revoked_keys_.insert(key);
+    if (opened || was_live || checking_.contains(key)) revoked_keys_.insert(key);
   }
   RetireRevoked();
 }

@@ -97,6 +97,15 @@ class CudaChannel final : public Channel {
     std::lock_guard lock(build_mu_);
     return opened_.size();
   }
+  // Test hook: what the channel holds of a peer's pieces: opened, their keys
+  // known revoked, and mappings (legacy IPC and VMM) in use.
+  struct PeerHeld {
+    size_t opened = 0, revoked_keys = 0, mappings = 0;
+  };
+  PeerHeld PeerHeldForTest() {
+    std::lock_guard lock(build_mu_);
+    return {remote_.size(), revoked_keys_.size(), opened_.size() + vmm_.size()};
+  }
   // Test hook: how many local pieces the channel holds a judgement of.
   size_t LocalPiecesForTest() {
     std::lock_guard lock(build_mu_);
@@ -207,14 +216,14 @@ class CudaChannel final : public Channel {
   // xfer_table.cc
   Status TableFor(Request* r, XferTable** out);
   Status BuildTable(Request* r, XferTable* t);
-  Result<RemotePiece*> FindRemote(Request* r, uint64_t key);
+  Result<std::shared_ptr<RemotePiece>> FindRemote(Request* r, uint64_t key);
   Result<bool> CheckLocal(uint64_t addr);
   Result<LocalSpan*> LocalPiece(uint64_t key, uint64_t addr);
   bool OnThisDevice(uint64_t addr, uint64_t len);
   Status EnablePeer(int device);
 
   // remote_piece.cc
-  Result<RemotePiece*> OpenRemote(Request* r, uint64_t key);
+  Result<std::shared_ptr<RemotePiece>> OpenRemote(Request* r, uint64_t key);
   Status PeerPiece(Request* r, uint64_t key, Piece* piece, CudaExport* e, AgentMeta* dial);
   Result<uint64_t> MapExport(const CudaExport& e, const AgentMeta& dial);
   Result<uint64_t> MapLegacy(const CudaExport& e);
@@ -270,14 +279,16 @@ class CudaChannel final : public Channel {
   // The lanes' kernel streams, for the stream-ordered free of this channel's
   // tables (XferTable::free_order).
   std::shared_ptr<TableFreeOrder> free_order_ = std::make_shared<TableFreeOrder>();
-  std::unordered_map<uint64_t, std::unique_ptr<RemotePiece>> remote_;  // GUARDED_BY(build_mu_)
+  // The peer's pieces opened here and not revoked (MarkRevoked lets go of a
+  // revoked one; the tables that use it keep it). GUARDED_BY(build_mu_)
+  std::unordered_map<uint64_t, std::shared_ptr<RemotePiece>> remote_;
   // A peer's cudaMalloc allocations opened here, by their IPC handle's bytes
   // (a later allocation at the same address is other memory, with another
   // handle): the mapping and its size as this process's driver reports it.
   struct LegacyMapping {
     void* ptr = nullptr;
     uint64_t len = 0;
-    std::vector<uint64_t> keys;  // the pieces that use it (see RetireRevoked)
+    std::vector<uint64_t> keys;  // the pieces that use it, not revoked (RetireRevoked)
   };
   std::unordered_map<std::string, LegacyMapping> opened_;  // GUARDED_BY(build_mu_)
   std::vector<void*> retired_legacy_;  // closed as retired_vmm_ below; GUARDED_BY(build_mu_)
@@ -289,7 +300,7 @@ class CudaChannel final : public Channel {
   // stay alive.
   struct VmmEntry {
     std::unique_ptr<VmmMapping> mapping;
-    std::vector<uint64_t> keys;
+    std::vector<uint64_t> keys;  // as LegacyMapping::keys
   };
   std::map<std::pair<uint64_t, uint64_t>, VmmEntry> vmm_;          // GUARDED_BY(build_mu_)
   std::vector<std::unique_ptr<VmmMapping>> retired_vmm_;           // GUARDED_BY(build_mu_)
@@ -299,7 +310,8 @@ class CudaChannel final : public Channel {
   // (CheckLiveKeys, PeerTableChanged) and not revoked since, and those of the
   // check in flight. Every key of the peer's installed table is revoked or
   // live; OpenRemote opens no other. Bounded by the keys of the peer's last two
-  // tables and those opened. GUARDED_BY(build_mu_)
+  // tables and those opened and not revoked (a revoked piece leaves remote_).
+  // GUARDED_BY(build_mu_)
   std::unordered_set<uint64_t> revoked_keys_;
   std::unordered_set<uint64_t> live_keys_;
   std::unordered_set<uint64_t> checking_;

@@ -29,7 +29,7 @@ void CpuRelax() {
 
 // A region of the transfer that the peer deregistered since the table was built.
 bool AnyRevoked(const XferTable& t) {
-  for (const RemotePiece* p : t.pieces)
+  for (const auto& p : t.pieces)
     if (p->revoked.load(std::memory_order_seq_cst)) return true;
   return false;
 }

@@ -17,7 +17,7 @@
 namespace kvlane::core {
 
 // Resolves a peer piece against the peer's latest metadata. REQUIRES: build_mu_ held.
-Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
+Result<std::shared_ptr<RemotePiece>> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   if (revoked_keys_.contains(key)) return Status::RemoteStale("peer deregistered this piece");
   // Every key of the peer's installed table is revoked or live (live_keys_):
   // anything else is a key this channel never asked the peer about.
@@ -27,7 +27,7 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
   CudaExport e;
   AgentMeta dial;
   KVLANE_RETURN_IF_ERROR(PeerPiece(r, key, &piece, &e, &dial));
-  auto rp = std::make_unique<RemotePiece>();
+  auto rp = std::make_shared<RemotePiece>();
   rp->key = key;
   rp->base = piece.base;
   rp->len = piece.len;
@@ -60,9 +60,8 @@ Result<RemotePiece*> CudaChannel::OpenRemote(Request* r, uint64_t key) {
                            return (a.handles & kVmmFabric) != 0;
                          });
   rp->on_device = same_node && OnThisDevice(rp->mapped, rp->len);
-  RemotePiece* raw = rp.get();
-  remote_[key] = std::move(rp);
-  return raw;
+  remote_[key] = rp;
+  return rp;
 }
 
 // Copies the peer's piece `key` and, for a peer in another process, its export
@@ -179,12 +178,13 @@ Result<uint64_t> CudaChannel::MapVmm(const CudaExport& e, const AgentMeta& dial)
   return it->second.mapping->base() + (e.piece_base - e.alloc_base);
 }
 
-// Moves the mappings (legacy IPC and VMM) whose pieces are all revoked out of
-// the lookup maps. REQUIRES: build_mu_ held.
+// Drops the revoked keys from the mappings' key lists, and moves the mappings
+// (legacy IPC and VMM) left with none out of the lookup maps. REQUIRES:
+// build_mu_ held, every revoked key of theirs in revoked_keys_ (MarkRevoked).
 void CudaChannel::RetireRevoked() {
-  auto all_revoked = [&](const std::vector<uint64_t>& keys) {
-    return std::all_of(keys.begin(), keys.end(),
-                       [&](uint64_t k) { return revoked_keys_.contains(k); });
+  auto all_revoked = [&](std::vector<uint64_t>& keys) {
+    std::erase_if(keys, [&](uint64_t k) { return revoked_keys_.contains(k); });
+    return keys.empty();
   };
   for (auto it = vmm_.begin(); it != vmm_.end();) {
     if (!all_revoked(it->second.keys)) {

@@ -63,7 +63,7 @@ Status CudaChannel::TableFor(Request* r, XferTable** out) {
 
 Status CudaChannel::BuildTable(Request* r, XferTable* t) {
   t->host_segs.resize(r->segs.size());
-  RemotePiece* rp = nullptr;
+  std::shared_ptr<RemotePiece> rp;
   const bool write = r->op == Op::kWrite;
   // A READ lands in local memory, a WRITE in the peer's (opened here): on this
   // GPU when every destination byte is, a peer sharing this GPU included (its
@@ -114,9 +114,9 @@ Status CudaChannel::BuildTable(Request* r, XferTable* t) {
 }
 
 // REQUIRES: build_mu_ held.
-Result<RemotePiece*> CudaChannel::FindRemote(Request* r, uint64_t key) {
+Result<std::shared_ptr<RemotePiece>> CudaChannel::FindRemote(Request* r, uint64_t key) {
   auto it = remote_.find(key);
-  if (it != remote_.end()) return it->second.get();
+  if (it != remote_.end()) return it->second;
   return OpenRemote(r, key);
 }
 

@@ -16,7 +16,8 @@
 
 namespace kvlane::core {
 
-// A peer's piece as this channel reaches it. Never freed before the channel.
+// A peer's piece as this channel reaches it. Held by the channel until the
+// peer revokes it, and by every table that uses it.
 struct RemotePiece {
   uint64_t key = 0;
   uint64_t base = 0;     // peer's virtual address of the piece
@@ -61,7 +62,7 @@ struct XferTable {
   bool pooled = false;                  // `segs` is from cudaMallocAsync (freed without a device sync)
   std::shared_ptr<TableFreeOrder> free_order;  // the channel's (pooled tables)
   bool dst_on_device = false;  // every destination is memory of `device` (gpu::BlockFence::kDevice)
-  std::vector<RemotePiece*> pieces;     // distinct peer pieces the transfer touches
+  std::vector<std::shared_ptr<RemotePiece>> pieces;  // distinct peer pieces the transfer touches
   Status error;                         // set when the build failed: every post ends with it
 };
 
