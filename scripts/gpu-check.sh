@@ -6,7 +6,8 @@
 # optionally cuda_sync_probe (which CUDA calls wait for a running kernel);
 # optionally cuda_copier_probe (tcp's device staging per window);
 # optionally lanebench, from build-cuda/tools/lanebench, run on cuda, tcp and shm).
-# Logs and JSON (cuda_bench.json, lanebench-<transport>.json) go to OUT.
+# Logs and JSON (cuda_bench.json, lanebench-<run>.json for each LANEBENCH_RUNS
+# entry, e.g. lanebench-cuda-warm.json) go to OUT.
 #   usage: [OUT=/tmp/gpu-check] scripts/gpu-check.sh [BIN]
 set -u
 BIN=${1:-gpu-bin}

@@ -82,13 +82,14 @@ Export again after registering memory, and have peers load it again.)")
             return ValueOrRaise(a.Blocking([&](Agent& ag) { return ag.LoadPeer(blob); }));
           },
           py::arg("metadata"),
-          R"(Loads (or refreshes) a peer's metadata; returns its name.
+          R"(Loads (or refreshes) a peer's metadata (bytes from its export_metadata); returns its name.
 
 A blob with another agent id under a loaded name (the peer restarted) replaces
 the entry; lists and transfers made before keep the old one. A refresh waits
 for a connect to that peer in progress, and, with a cuda channel open to it,
 first asks the peer which of the new table's device pieces are still registered
-(one round trip, up to io_timeout per 8,192 new pieces): a peer that does not
+(one round trip per 8,192 new pieces, all within io_timeout x (2 + one per 8,192),
+the two for a revocation in progress): a peer that does not
 answer in time fails that channel and this raises kvlane.Error (code TIMEOUT),
 the old table kept. Releases the GIL while it waits.)")
       .def(
@@ -96,7 +97,10 @@ the old table kept. Releases the GIL while it waits.)")
           [](PyAgent& a, const std::string& peer) {
             RaiseIfError(a.Blocking([&](Agent& ag) { return ag.RemovePeer(peer); }));
           },
-          py::arg("peer"))
+          py::arg("peer"), R"(Forgets a peer: prepare_remote, send_notification,
+peer_transport and peer_error naming it raise kvlane.Error (code NOT_FOUND) from then on.
+Prepared lists and transfers made before keep it (they still post to it; its connections
+close once the last of them is released). Loading its metadata again makes a new entry.)")
       .def(
           "peer_transport",
           [](PyAgent& a, const std::string& peer, const std::string& kind) {

@@ -86,7 +86,8 @@ release_prepared or close().)")
 op: "write" (local to remote) or "read" (remote to local).
 local_idx, remote_idx: which descriptors of each list, pair by pair (a sequence of ints or a
     1-D int array); None means all, in order. Paired lengths must match.
-notif: bytes delivered to the peer (take_notifications) after the data is visible there.
+notif: bytes (a str goes as its UTF-8 bytes) delivered to the peer (take_notifications)
+    after the data is visible there.
 lane: pin every post to one lane, 0 .. lanes_per_peer - 1 (None: the engine picks; a larger
     one raises kvlane.Error INVALID_ARGUMENT, a negative one ValueError); stripe: allow
     striping bulk transfers over every lane.)")
@@ -96,7 +97,8 @@ lane: pin every post to one lane, 0 .. lanes_per_peer - 1 (None: the engine pick
             RaiseIfError(a.Blocking([&](Agent& ag) { return ag.SendNotification(peer, payload); }));
           },
           py::arg("peer"), py::arg("payload"),
-          "Sends bytes to a peer, ordered after this agent's finished WRITEs to it.")
+          "Sends bytes (a str goes as its UTF-8 bytes) to a peer, ordered after this agent's "
+          "finished WRITEs to it.")
       .def("take_notifications", &TakeNotifications,
            "Every notification received so far, as a list of (peer name, payload bytes).");
 }

@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kAutomaticBudgetNote =
     "pool budget: 64 GiB capped at a quarter of the host memory this process may take here "
-    "(MemAvailable, or its cgroup memory limit less the cgroup's usage where smaller), as "
+    "(MemAvailable, or its cgroup memory limit less the cgroup's working set where smaller), as "
     "`kvbench run` sets it for a pool "
     "in host memory; a run derives a GPU pool's from that GPU's free memory, and two ranks "
     "take the smaller of their budgets (--pool-budget fixes it)";

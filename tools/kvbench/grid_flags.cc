@@ -91,7 +91,8 @@ void AddGridFlags(CLI::App* app, GridFlags* flags) {
   app->add_option(
       "--pool-budget", flags->pool_budget,
       "pool bytes per rank, e.g. 64GiB (env KVBENCH_POOL_BUDGET; default 64GiB capped at 1/4 "
-      "of MemAvailable; run takes a device pool's from its GPU's free memory)");
+      "of the host memory free to this process: MemAvailable, or its cgroup's limit less its "
+      "working set where smaller; run takes a device pool's from its GPU's free memory)");
 }
 
 CLI::Validator NotNegative() {
