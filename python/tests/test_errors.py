@@ -162,6 +162,26 @@ def test_a_numpy_integer_is_an_address(local_pair):
     a.deregister_memory(r)
 
 
+def test_a_removed_peer_is_not_found_but_its_transfers_still_post(local_pair):
+    a, b = local_pair
+    src, dst, ra, rb = registered(a, b)
+    n = len(src)
+    t = a.make_transfer("write", a.prepare_local([(ra.addr, n)]), a.prepare_remote("b", [(rb.addr, n)]))
+    a.remove_peer("b")
+    for call in (lambda: a.prepare_remote("b", [(rb.addr, 16)]), lambda: a.peer_error("b"),
+                 lambda: a.peer_transport("b"), lambda: a.send_notification("b", b"x"),
+                 lambda: a.remove_peer("b")):
+        with pytest.raises(kvlane.Error) as e:
+            call()
+        assert e.value.code == Code.NOT_FOUND
+    t.post()
+    assert t.wait(10) == Code.OK
+    assert first_mismatch(dst, src) == -1
+    t.release()
+    connect(a, b)  # a new entry
+    assert a.peer_error("b") is None
+
+
 def test_cuda_memory_needs_a_transport_that_moves_it(local_pair):
     a, b = local_pair
     with pytest.raises(kvlane.Error) as e:  # no cuda transport enabled here
