@@ -339,6 +339,7 @@ void CudaChannel::HandleRevoke(const std::string& keys, uint64_t seq) {
 // about then (PeerTableChanged).
 void CudaChannel::MarkRevoked(const std::string& keys) {
   std::lock_guard lock(build_mu_);
+  bool any_opened = false;
   for (size_t i = 0; i + 8 <= keys.size(); i += 8) {
     uint64_t key;
     std::memcpy(&key, keys.data() + i, 8);
@@ -347,11 +348,14 @@ void CudaChannel::MarkRevoked(const std::string& keys) {
     if (opened) {
       it->second->revoked.store(true, std::memory_order_seq_cst);
       remote_.erase(it);  // the tables that use it keep it (and see it revoked)
+      any_opened = true;
     }
     const bool was_live = live_keys_.erase(key) != 0;
     if (opened || was_live || checking_.contains(key)) revoked_keys_.insert(key);
   }
-  RetireRevoked();
+  // Only opened keys are in the mappings' lists: a frame of others (a peer's
+  // revocations of pieces this channel never used) walks none of them.
+  if (any_opened) RetireRevoked();
 }
 
 // The seq_cst store of `revoked` (MarkRevoked) and the lanes' seq_cst
