@@ -151,8 +151,10 @@ __device__ void Decided(uint32_t nsegs, uint64_t segs, CopySeg* staged, int c, i
   const unsigned lane = threadIdx.x;
   if (c == kCmdCopy && nsegs > 1) {
     // The list was written before `ready`: the fence makes the relaxed read of
-    // `ready` an acquire for the reads below.
+    // `ready` (lane 0's) an acquire, and the barrier extends it to every lane's
+    // reads below (an acquire is per thread).
     __threadfence_system();
+    __syncwarp();
     const uint32_t words = nsegs * 3u;
     const auto* list = reinterpret_cast<const uint64_t*>(segs);
     for (uint32_t i = lane; i < words; i += 32)
@@ -342,7 +344,14 @@ __device__ void Finish(const ProxyArgs& a, const ProxyEntry& e, uint64_t n, bool
     KVLANE_PROXY_MARK(5);
     return;
   }
-  __threadfence();
+  // This block's copies before its arrival counts: as the copy kernel's blocks
+  // do (SignalWhenLast), a system fence unless every destination is this GPU's
+  // memory (or this block copied nothing): the last block's fence in Publish
+  // orders only its own block's copies for a reader off this GPU.
+  if (skip || e.op == kProxyCopyLocal)
+    __threadfence();
+  else
+    __threadfence_system();
   unsigned int* count = &a.scratch->arrivals[n % kProxyRing];
   if (atomicAdd(count, 1u) + 1 != gridDim.x) return;
   *count = 0;  // every block is done with it; its next use is kProxyRing entries later
@@ -380,6 +389,10 @@ __device__ bool FirstEntry(const ProxyArgs& a, uint64_t* first) {
       while (TaggedGen16(w = *reinterpret_cast<volatile unsigned long long*>(&a.chain->handoff)) !=
              ((a.gen - 1) & 0xffff)) {
       }
+      // Acquire (device scope, as HandOff released it): what the predecessor
+      // stored before its hand-off, its raised error (gpu_error) among them,
+      // is seen by this launch's first look.
+      __threadfence();
     }
     if (TaggedFlag(w)) HandOff(a, TaggedCount(w), true);
     if (gridDim.x > 1) {

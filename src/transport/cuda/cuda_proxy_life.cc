@@ -40,13 +40,14 @@ Status CudaProxy::Submit(const gpu::CopySeg* host, uint32_t sb, uint32_t se, uin
     std::atomic_ref<uint64_t>(ctl_->handoff).store(start, std::memory_order_release);
     KVLANE_RETURN_IF_ERROR(Launch(last + 1, &start));
     serving_noted_ = 0;  // Tend notes generation last + 1 serving and sets the renewal
-    running_.store(true, std::memory_order_relaxed);
+    // Release: Tend (the issue thread) reads gen_ and serving_noted_ after it.
+    running_.store(true, std::memory_order_release);
   }
   return Queue(host, sb, se, value, record, gen, dst_on_device);
 }
 
 Status CudaProxy::Tend() {
-  if (!running()) return Status::Ok();
+  if (!running_.load(std::memory_order_acquire)) return Status::Ok();  // pairs with Submit
   const uint64_t gen = gen_.load(std::memory_order_relaxed);
   const uint32_t stopped = handoff_gen16();
   // Generation gen - 1 stopped: gen serves (or is about to). Generation gen
