@@ -9,6 +9,16 @@ namespace kvbench {
 
 inline constexpr uint8_t kSentinelByte = 0xA5;
 
+// A row's second pattern, for its last timed burst (checked as its first burst
+// is): the row's epoch with the top bit set. Row epochs count rows from 1 and
+// never reach that bit, so the two patterns of a row, and those of any two rows,
+// differ: stale bytes of an earlier burst never pass for a later one.
+inline constexpr uint64_t kLastBurstEpochBit = uint64_t{1} << 63;
+inline constexpr uint64_t LastBurstEpoch(uint64_t row_epoch) {
+  return row_epoch | kLastBurstEpochBit;
+}
+inline constexpr bool IsLastBurstEpoch(uint64_t epoch) { return (epoch & kLastBurstEpochBit) != 0; }
+
 // The pattern word at word index `word` of a source owned by `rank` in `epoch`.
 uint64_t PatternWord(uint32_t rank, uint64_t epoch, uint64_t word);
 

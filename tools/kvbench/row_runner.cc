@@ -261,7 +261,7 @@ std::optional<RowResult> RowRunner::RunRow(const std::string& op, const PlanPoin
   progress_.phase = "the verified burst (prepare, move, check)";
   if (!VerifiedBurst(&burst.value(), op, point, map, epoch, &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
-  if (Stopping() || !TimedBursts(&burst.value(), &row)) return std::nullopt;
+  if (Stopping() || !TimedBursts(&burst.value(), op, point, map, epoch, &row)) return std::nullopt;
   if (row.verdict == Verdict::kFail) return row;
   progress_.phase = "the reference";
   if (Stopping() || !Reference(op, point, map, epoch, &row)) return std::nullopt;
@@ -294,7 +294,8 @@ std::optional<nlohmann::json> RowRunner::Answer(const std::vector<std::string>& 
 }
 
 bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
-                              const BurstMap& map, uint64_t epoch, RowResult* row) {
+                              const BurstMap& map, uint64_t epoch, RowResult* row,
+                              BurstTiming* timing) {
   kvlane::Status s = s_->control().Send(
       {{"type", "row"},
        {"op", op},
@@ -312,7 +313,9 @@ bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoi
   if (!Answer({"ready"}, row).has_value()) return false;
   if (row->verdict == Verdict::kFail) return true;
   std::string detail;
-  std::optional<LocalCheck> mine = LandAndCheck(burst, op == "push", map, epoch, &detail);
+  BurstTiming t;
+  std::optional<LocalCheck> mine = LandAndCheck(burst, op == "push", map, epoch, &detail, &t);
+  if (timing != nullptr) *timing = std::move(t);
   if (pool_in_use_) {  // its transfers still run: the run ends here, the row failed
     AddFailure(row, detail);
     return true;
@@ -322,14 +325,21 @@ bool RowRunner::VerifiedBurst(Burst* burst, const std::string& op, const PlanPoi
 }
 
 std::optional<LocalCheck> RowRunner::LandAndCheck(Burst* burst, bool push, const BurstMap& map,
-                                                  uint64_t epoch, std::string* detail) {
+                                                  uint64_t epoch, std::string* detail,
+                                                  BurstTiming* timing) {
   // push lands on the target (this rank is the source); pull lands here.
   PoolView pool = s_->pool_view();
   const StopCheck stop = [this] { return StoppingWhileTargetWaits(); };
-  kvlane::Status s = push ? FillSources(pool, list_, map.initiator, kInitiatorRank, epoch, stop)
-                          : WipeDestinations(pool, list_, map.initiator, stop);
+  // The fault leaves the sources as the row's first burst had them: bytes that
+  // are stale for this pattern.
+  const bool stale = s_->config().fault == "stale-last-burst" && IsLastBurstEpoch(epoch);
+  kvlane::Status s =
+      push ? (stale ? kvlane::Status::Ok()
+                    : FillSources(pool, list_, map.initiator, kInitiatorRank, epoch, stop))
+           : WipeDestinations(pool, list_, map.initiator, stop);
   if (!s.ok() && Stopping()) return std::nullopt;
-  BurstTiming t = s.ok() ? RunBurst(burst) : BurstTiming{0, {}, s};
+  BurstTiming& t = *timing;
+  t = s.ok() ? RunBurst(burst) : BurstTiming{0, {}, s};
   if (t.abandoned) return std::nullopt;
   if (!t.status.ok()) {
     *detail = "transfer: " + t.status.ToString();
@@ -368,7 +378,24 @@ bool RowRunner::AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowRe
   return true;
 }
 
-bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
+bool RowRunner::VerifiedLastBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+                                  const BurstMap& map, uint64_t epoch, RowResult* row,
+                                  BurstTiming* t) {
+  const char* phase = progress_.phase;
+  progress_.phase = "the last timed burst (a fresh pattern, then checked)";
+  const Verdict first = row->verdict;
+  std::string first_detail = std::move(row->verify_detail);
+  row->verify_detail.clear();
+  const bool measured = VerifiedBurst(burst, op, point, map, LastBurstEpoch(epoch), row, t);
+  row->verdict = Worse(first, row->verdict);
+  row->verify_detail =
+      first_detail + (first_detail.empty() ? "" : "; ") + "last timed burst: " + row->verify_detail;
+  progress_.phase = phase;
+  return measured;
+}
+
+bool RowRunner::TimedBursts(Burst* burst, const std::string& op, const PlanPoint& point,
+                            const BurstMap& map, uint64_t epoch, RowResult* row) {
   const RunConfig& c = s_->config();
   std::vector<BurstTiming> timings;
   const int64_t total = int64_t{c.warmup} + int64_t{c.samples} * c.trials;  // Resolve bounds it
@@ -382,7 +409,13 @@ bool RowRunner::TimedBursts(Burst* burst, RowResult* row) {
   for (int64_t i = 0; i < total; ++i) {
     progress_.burst = i + 1;
     if (StoppingWhileTargetWaits()) return false;
-    BurstTiming t = RunBurst(burst);
+    BurstTiming t;
+    if (i + 1 < total) {
+      t = RunBurst(burst);
+    } else {
+      if (!VerifiedLastBurst(burst, op, point, map, epoch, row, &t)) return false;
+      if (row->verdict == Verdict::kFail) return true;  // its reason is in the detail
+    }
     if (t.abandoned) return false;
     if (!t.status.ok()) {
       AddFailure(row, "timed burst failed: " + t.status.ToString());
@@ -414,6 +447,11 @@ bool RowRunner::Reference(const std::string& op, const PlanPoint& point, const B
                    : MemcpyReference(s_->pool(), list_, map, OpOf(op), reps, alone);
     if (!ref.has_value()) return false;
     row->reference = *ref;
+    // A copy that failed (a CUDA error, no scratch memory) ends the run as a failed
+    // socket reference does: a 0 GB/s reference beside a passing row says nothing.
+    if (ref->method.ends_with("-failed"))
+      StopRun(fmt::format("reference ({}, isl {}, batch {}): the in-process copy failed ({})", op,
+                          point.isl, row->batch, ref->method));
     return true;
   }
   const StopCheck stop = [this] { return Stopping(); };

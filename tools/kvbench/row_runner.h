@@ -78,13 +78,22 @@ class RowRunner {
   // caller then abandons it with the target).
   std::optional<RowResult> RunRow(const std::string& op, const PlanPoint& point,
                                   const BurstMap& map, uint64_t epoch);
-  // These return false when a stop dropped the row.
+  // These return false when a stop dropped the row. VerifiedBurst: the burst
+  // between a fresh pattern of `epoch` (sources filled, destinations wiped) and
+  // the check of every landed byte; its timing goes to `timing` (if given).
   bool VerifiedBurst(Burst* burst, const std::string& op, const PlanPoint& point,
-                     const BurstMap& map, uint64_t epoch, RowResult* row);
+                     const BurstMap& map, uint64_t epoch, RowResult* row,
+                     BurstTiming* timing = nullptr);
   std::optional<LocalCheck> LandAndCheck(Burst* burst, bool push, const BurstMap& map,
-                                         uint64_t epoch, std::string* detail);
+                                         uint64_t epoch, std::string* detail, BurstTiming* timing);
   bool AgreeOnVerdict(LocalCheck mine, const std::string& detail, RowResult* row);
-  bool TimedBursts(Burst* burst, RowResult* row);
+  // The warm-up and timed bursts; the last timed one is verified too
+  // (LastBurstEpoch): its sample is kept only if every byte landed.
+  bool TimedBursts(Burst* burst, const std::string& op, const PlanPoint& point, const BurstMap& map,
+                   uint64_t epoch, RowResult* row);
+  // The last timed burst, verified; adds its check to the row's verdict and detail.
+  bool VerifiedLastBurst(Burst* burst, const std::string& op, const PlanPoint& point,
+                         const BurstMap& map, uint64_t epoch, RowResult* row, BurstTiming* t);
   bool Reference(const std::string& op, const PlanPoint& point, const BurstMap& map, uint64_t epoch,
                  RowResult* row);
   // Reads an answer of `types` to a row message, or the target's "stopped"; gives

@@ -335,11 +335,13 @@ void AddRunFlags(CLI::App* app, RunConfig* c) {
                   "wipe or fill before a verified burst, from the second row on until the run "
                   "is stopped; long-target-prepare repeats the target's wipe or fill of every "
                   "row for 3 of its control timeouts; silent-target-prepare keeps the target "
-                  "silent for 2 of them before its wipe or fill of the first row")
-      ->check(
-          CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
-                         "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
-                         "slow-target-prepare", "long-target-prepare", "silent-target-prepare"}))
+                  "silent for 2 of them before its wipe or fill of the first row; "
+                  "stale-last-burst leaves the sources of each row's last timed burst "
+                  "unfilled (holding the row's first pattern)")
+      ->check(CLI::IsMember({"flip-byte", "ref-target-setup", "ref-target-stream",
+                             "ref-initiator-setup", "ref-initiator-stream", "slow-reference",
+                             "slow-target-prepare", "long-target-prepare", "silent-target-prepare",
+                             "stale-last-burst"}))
       ->group("Testing");
   app->add_flag("--spawned", c->spawned, "set by the launcher on the ranks it spawns")
       ->group("");  // hidden: not for people to pass

@@ -105,8 +105,11 @@ json Implementation(const Session& s, const RunResult& result) {
           {"control_auth", s.config().secret.empty() ? "none" : "shared secret"}};
 }
 
+// The boot ids decide where both ranks told theirs (Session::same_host), else the
+// host names.
 std::string Link(const Session& s) {
-  if (s.self().hostname != s.peer().hostname) return "network";
+  const bool same_host = s.same_host().value_or(s.self().hostname == s.peer().hostname);
+  if (!same_host) return "network";
   return s.transport_used() == "local" ? "same-process" : "same-host";
 }
 

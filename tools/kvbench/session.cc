@@ -340,6 +340,7 @@ kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& b
   pools.bound = SharedBound(host, theirs_host, 1 - config_.rank);
   host_bound_ = {host.Bytes(), host.Describe()};
   const bool same_host = SameHost(path_.transport, mine, peer);
+  same_host_ = same_host;
   if (same_host) shared_bound_ = pools.bound;
   return CheckSharedHostMemory(pools, same_host);
 }

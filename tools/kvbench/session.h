@@ -61,6 +61,9 @@ class Session {
   // The bound both ranks' host pools were checked against together (SharedBound);
   // none when the ranks are on two hosts.
   const std::optional<MemoryBound>& shared_bound() const { return shared_bound_; }
+  // Whether the ranks share a host (host_pools.h SameHost: the boot ids decide
+  // where both are known); nullopt before the plan messages were exchanged.
+  std::optional<bool> same_host() const { return same_host_; }
 
  private:
   explicit Session(const RunConfig& config) : config_(config) {}
@@ -95,6 +98,7 @@ class Session {
   std::string transport_used_, peer_name_, budget_source_;
   MemoryBound host_bound_;
   std::optional<MemoryBound> shared_bound_;
+  std::optional<bool> same_host_;  // SameHost, once the plan messages were exchanged
   uint64_t remote_base_ = 0;
   int device_ = 0;
   int remote_device_ = 0;

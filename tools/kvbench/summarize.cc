@@ -192,13 +192,15 @@ std::string CaseSection(const LoadedDocument& d) {
 }  // namespace
 
 kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
-                                                          std::ostream& log) {
+                                                          std::ostream& log,
+                                                          std::vector<std::string>* skipped) {
   std::vector<LoadedDocument> docs;
   KVLANE_ASSIGN_OR_RETURN(std::vector<std::string> files, ExpandInputs(inputs));
   for (const std::string& path : files) {
     auto d = LoadOne(path);
     if (!d.ok()) {
       fmt::print(log, "kvbench summarize: skipping {}: {}\n", path, d.status().message());
+      if (skipped != nullptr) skipped->push_back(path + ": " + d.status().message());
       continue;
     }
     docs.push_back(std::move(d).value());
@@ -222,11 +224,17 @@ kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std:
 }
 
 std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
-                           const std::vector<std::string>& chart_files) {
+                           const std::vector<std::string>& chart_files,
+                           const std::vector<std::string>& skipped) {
   std::string s = fmt::format(
       "# kvbench summary\n\nRendered from {} case document(s). Metrics are defined in "
       "docs/METHODOLOGY.md; GB/s are decimal (1e9 B/s) of request bytes.\n\n",
       docs.size());
+  if (!skipped.empty()) {
+    s += fmt::format("Skipped {} file(s), not rendered:\n\n", skipped.size());
+    for (const std::string& why : skipped) s += "- " + why + "\n";
+    s += "\n";
+  }
   s += PartialNote(docs);
   for (const LoadedDocument& d : docs) s += CaseSection(d);
   if (!chart_files.empty()) s += "## Charts\n\n";
@@ -254,7 +262,8 @@ SummaryOutcome Fail(int exit_code, kvlane::Status why) { return {exit_code, std:
 
 SummaryOutcome WriteSummary(const std::vector<std::string>& inputs, const std::string& out_dir,
                             std::ostream& log) {
-  auto docs = LoadDocuments(inputs, log);
+  std::vector<std::string> skipped;
+  auto docs = LoadDocuments(inputs, log, &skipped);
   if (!docs.ok()) {
     const bool none = docs.status().code() == kvlane::Code::kNotFound;
     return Fail(none ? kSummaryNoDocuments : kSummaryError, docs.status());
@@ -268,7 +277,7 @@ SummaryOutcome WriteSummary(const std::vector<std::string>& inputs, const std::s
   kvlane::Status charts = RenderCharts(docs.value(), out_dir, &files);
   // Whole or not at all: a reader never sees half a page, nor a failed render's.
   auto md = WriteFileAtomically((fs::path(out_dir) / "summary.md").string(),
-                                RenderMarkdown(docs.value(), files));
+                                RenderMarkdown(docs.value(), files, skipped));
   if (!md.ok()) return Fail(kSummaryError, md.status());
   fmt::print(log, "kvbench summarize: {} document(s) -> {}/summary.md, {} chart(s)\n", docs->size(),
              out_dir, files.size());

@@ -27,16 +27,20 @@ struct LoadedDocument {
 // Reads every *.json case document in the given files or directories (sorted by
 // path). Files without an integer "version" and "rows" are skipped with a note.
 // kInvalidArgument when an input does not exist or cannot be listed; kNotFound
-// when no document was found.
-kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(const std::vector<std::string>& inputs,
-                                                          std::ostream& log);
+// when no document was found. `skipped` (if given) gets "path: why" of each file
+// skipped.
+kvlane::Result<std::vector<LoadedDocument>> LoadDocuments(
+    const std::vector<std::string>& inputs, std::ostream& log,
+    std::vector<std::string>* skipped = nullptr);
 
 // The summary page: one table per case, then the charts (by file name). A partial
 // document (a stopped run) is called PARTIAL in the page's header and its case's
 // heading, and its section lists the rows it lacks as not measured: they are
 // neither failures nor missing results of a complete run.
+// `skipped`: the files read and not rendered (LoadDocuments), listed under the header.
 std::string RenderMarkdown(const std::vector<LoadedDocument>& docs,
-                           const std::vector<std::string>& chart_files);
+                           const std::vector<std::string>& chart_files,
+                           const std::vector<std::string>& skipped = {});
 
 // The exit codes of `kvbench summarize` (README), apart for a calling script.
 inline constexpr int kSummaryWritten = 0;      // summary.md and every chart

@@ -7,6 +7,7 @@
 
 #include "common/stop_signal.h"
 #include "json_field.h"
+#include "pattern.h"
 #include "pool_ops.h"
 #include "reference.h"
 
@@ -133,7 +134,11 @@ bool TargetLoop::InterruptedWhileInitiatorWaits() {
 kvlane::Status TargetLoop::Prepare(bool push, const BurstMap& map, uint64_t epoch,
                                    const StopCheck& stop) {
   PoolView pool = s_->pool_view();
-  const std::string& fault = s_->config().fault;
+  // The injected faults act on a row's first pattern, not on its last timed
+  // burst's, but for stale-last-burst (its sources keep the first pattern).
+  if (s_->config().fault == "stale-last-burst" && IsLastBurstEpoch(epoch) && !push)
+    return kvlane::Status::Ok();
+  const std::string fault = IsLastBurstEpoch(epoch) ? std::string() : s_->config().fault;
   const bool slow = fault == "slow-target-prepare" && epoch > 1;
   const bool lingers = fault == "long-target-prepare";
   const auto until = std::chrono::steady_clock::now() + 3 * s_->config().control_timeout_ms;

@@ -8,6 +8,12 @@ Verdict Combine(LocalCheck a, LocalCheck b) {
   return Verdict::kNoVerifier;
 }
 
+Verdict Worse(Verdict a, Verdict b) {
+  if (a == Verdict::kFail || b == Verdict::kFail) return Verdict::kFail;
+  if (a == Verdict::kNoVerifier || b == Verdict::kNoVerifier) return Verdict::kNoVerifier;
+  return Verdict::kPass;
+}
+
 const char* LocalCheckName(LocalCheck c) {
   switch (c) {
     case LocalCheck::kNotVerifier:

@@ -23,6 +23,9 @@ enum class Verdict {
 // Fail if either side failed; else pass if at least one side checked; else
 // no-verifier. Symmetric, so both ranks compute the same verdict.
 Verdict Combine(LocalCheck a, LocalCheck b);
+// A row checked twice: fail if either check failed; else no-verifier if either
+// had none; else pass.
+Verdict Worse(Verdict a, Verdict b);
 
 const char* LocalCheckName(LocalCheck c);
 const char* VerdictName(Verdict v);  // "pass", "fail", "no-verifier"

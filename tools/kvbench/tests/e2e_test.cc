@@ -34,6 +34,12 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
   fs::path out = FreshDir("shm"), summary = FreshDir("shm_summary");
   ASSERT_EQ(Kvbench(std::string("run --transport shm ") + kTiny + " --out " + out.string()), 0);
   ExpectValid(OnlyDocument(out), "shm", 4);  // 2 batches x pull, push
+  for (const auto& row : OnlyDocument(out)["rows"]) {  // checked before and in the timed bursts
+    const std::string detail = row["verify_detail"].get<std::string>();
+    const size_t last = detail.find("last timed burst: ");
+    ASSERT_NE(last, std::string::npos) << detail;
+    EXPECT_NE(detail.find(" 0 mismatching", last), std::string::npos) << detail;
+  }
   ASSERT_EQ(Kvbench("summarize " + out.string() + " --out " + summary.string()), 0)
       << "summarize failed (is gnuplot installed? .ci/run installs gnuplot-nox)";
   EXPECT_TRUE(fs::exists(summary / "summary.md"));
@@ -139,6 +145,30 @@ TEST(KvbenchEndToEnd, CorruptedByteFailsTheRunWithNonZeroExit) {
     EXPECT_EQ(row["verified"], "fail");
     EXPECT_NE(row["verify_detail"].get<std::string>().find("1 mismatching"), std::string::npos)
         << row["verify_detail"];
+  }
+}
+
+// The last timed burst of each row is checked against a pattern of its own: sources
+// left as the row's first burst had them (bytes that moved, but stale) fail every
+// row, for pull (the initiator checks) and push (the target does), though the first
+// check passed.
+TEST(KvbenchEndToEnd, StaleBytesInTheLastTimedBurstFailTheRun) {
+  Dirs FreshDir;
+  fs::path out = FreshDir("stale");
+  EXPECT_EQ(Kvbench(std::string("run --transport shm --inject-fault stale-last-burst ") + kTiny +
+                    " --out " + out.string() + " > /dev/null 2>&1"),
+            1);
+  nlohmann::json doc = OnlyDocument(out);
+  EXPECT_EQ(doc["outcome"]["valid"], false);
+  ASSERT_EQ(doc["rows"].size(), 4u);
+  for (const auto& row : doc["rows"]) {
+    EXPECT_EQ(row["verified"], "fail");
+    const std::string detail = row["verify_detail"].get<std::string>();
+    const size_t last = detail.find("last timed burst: ");
+    ASSERT_NE(last, std::string::npos) << detail;
+    EXPECT_NE(detail.find(" 0 mismatching"), std::string::npos) << "the first check: " << detail;
+    EXPECT_EQ(detail.find(" 0 mismatching", last), std::string::npos) << detail;
+    EXPECT_NE(detail.find("mismatching", last), std::string::npos) << detail;
   }
 }
 

@@ -62,11 +62,19 @@ TEST(Summarize, LoadsDocumentsAndSkipsOtherJson) {
   Write(dir / "a.json", DocumentToJson(SampleDoc()));
   Write(dir / "other.json", {{"hello", 1}});
   std::ostringstream log;
-  auto docs = LoadDocuments({dir.string()}, log);
+  std::vector<std::string> skipped;
+  auto docs = LoadDocuments({dir.string()}, log, &skipped);
   ASSERT_TRUE(docs.ok()) << docs.status().message();
   ASSERT_EQ(docs->size(), 1u);
   EXPECT_EQ((*docs)[0].series, "kv-dsv4 shm");
   EXPECT_NE(log.str().find("other.json"), std::string::npos);
+  // The page says so too, not only the log.
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_NE(skipped[0].find("other.json"), std::string::npos);
+  const std::string md = RenderMarkdown(docs.value(), {}, skipped);
+  EXPECT_NE(md.find("Skipped 1 file(s)"), std::string::npos) << md;
+  EXPECT_NE(md.find("other.json"), std::string::npos) << md;
+  EXPECT_EQ(RenderMarkdown(docs.value(), {}).find("Skipped"), std::string::npos);
 }
 
 // Two cases whose lines would read alike (one workload and path, two policies)
