@@ -82,6 +82,30 @@ json PlanToJson(const Plan& plan) {
           {"layout", LayoutToJson(plan.layout)}};
 }
 
+std::string ShedSummary(const json& points) {
+  const auto field = [](const json& o, const char* key) -> std::string {
+    if (!o.is_object()) return "?";
+    const auto it = o.find(key);
+    if (it == o.end()) return "?";
+    if (it->is_number_unsigned()) return std::to_string(it->get<uint64_t>());
+    if (it->is_string() && it->get_ref<const std::string&>().size() <= 32)
+      return it->get<std::string>();
+    return "?";
+  };
+  std::string s;
+  if (!points.is_array()) return s;
+  for (const json& p : points) {
+    if (!p.is_object() || !p.contains("shed") || !p["shed"].is_array()) continue;
+    std::string batches;
+    for (const json& b : p["shed"])
+      batches += fmt::format("{}{} ({})", batches.empty() ? "" : ", ", field(b, "batch"),
+                             field(b, "reason"));
+    if (!batches.empty())
+      s += fmt::format("{}isl {}: {}", s.empty() ? "" : "; ", field(p, "isl"), batches);
+  }
+  return s;
+}
+
 void PrintPlan(const Plan& plan, std::ostream& out) {
   const PlanOptions& o = plan.options;
   const std::string& dtype = plan.workload.dtype();

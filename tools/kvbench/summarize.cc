@@ -11,6 +11,7 @@
 
 #include "atomic_file.h"
 #include "path_choice.h"
+#include "plan_report.h"
 #include "summary_charts.h"
 
 namespace kvbench {
@@ -175,6 +176,12 @@ std::string CaseSection(const LoadedDocument& d) {
                    DescribeMemory(impl), impl.value("lanes", 0), impl.value("policy", "?"),
                    impl.value("library_version", "?"));
   if (partial) s += PartialLine(d);
+  const auto workload = d.json.find("workload");
+  const std::string shed =
+      workload != d.json.end() && workload->is_object() && workload->contains("points")
+          ? ShedSummary((*workload)["points"])
+          : std::string();
+  if (!shed.empty()) s += "- not measured, shed by the budgets (batch (budget)): " + shed + "\n";
   s += fmt::format("- outcome: {}{}\n", outcome.value("valid", false) ? "valid" : "INVALID",
                    partial ? " (over the rows measured)" : "");
   const json reasons = outcome.value("reasons", json::array());

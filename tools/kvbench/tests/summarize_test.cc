@@ -77,6 +77,36 @@ TEST(Summarize, LoadsDocumentsAndSkipsOtherJson) {
   EXPECT_EQ(RenderMarkdown(docs.value(), {}).find("Skipped"), std::string::npos);
 }
 
+// Batches the budgets shed are named in the case's section (not measured, not
+// failed); a document whose points are malformed (untrusted input) says nothing
+// of them rather than failing.
+TEST(Summarize, ShedBatchesAreNamedInTheCaseSection) {
+  TempDirs TempDir;
+  fs::path dir = TempDir("shed");
+  CaseDocument doc = SampleDoc();
+  doc.workload["points"] = {
+      {{"isl", 8192}, {"shed", nlohmann::json::array()}},
+      {{"isl", 32768},
+       {"shed", {{{"batch", 8}, {"reason", "pool-budget"}}, {{"batch", 16}, {"reason", 7}}}}}};
+  Write(dir / "a.json", DocumentToJson(doc));
+  doc.case_name = "odd";
+  doc.workload["points"] = {{{"isl", "x"}, {"shed", "not a list"}}, 5};
+  Write(dir / "b.json", DocumentToJson(doc));
+  std::ostringstream log;
+  auto docs = LoadDocuments({dir.string()}, log).value();
+  ASSERT_EQ(docs.size(), 2u);
+  const std::string md = RenderMarkdown(docs, {});
+  EXPECT_NE(md.find("shed by the budgets (batch (budget)): isl 32768: 8 (pool-budget), 16 (?)\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("isl 8192:"), std::string::npos) << md;
+  size_t n = 0;
+  for (size_t at = md.find("shed by the budgets"); at != std::string::npos;
+       at = md.find("shed by the budgets", at + 1))
+    ++n;
+  EXPECT_EQ(n, 1u) << md;
+}
+
 // Two cases whose lines would read alike (one workload and path, two policies)
 // get their case names in the charts' legends; a case alone keeps the short name.
 // Each case's header names its policy.
