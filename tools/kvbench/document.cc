@@ -18,8 +18,10 @@ Verdict ParseVerdict(const std::string& name) {
 json RanksToJson(const std::vector<RankInfo>& ranks) {
   json out = json::array();
   for (const RankInfo& r : ranks) {
-    out.push_back(
-        {{"rank", r.rank}, {"role", r.role}, {"hostname", r.hostname}, {"devices", r.devices}});
+    json rank = {
+        {"rank", r.rank}, {"role", r.role}, {"hostname", r.hostname}, {"devices", r.devices}};
+    if (!r.version.empty()) rank["version"] = r.version;
+    out.push_back(std::move(rank));
   }
   return out;
 }

@@ -70,6 +70,7 @@ struct RankInfo {
   std::string role;  // "target" | "initiator"
   std::string hostname;
   std::vector<std::string> devices;  // memory the pool lives in, e.g. "host"
+  std::string version;  // its build (kvlane::VersionString, its git revision); empty: unknown
 };
 
 // Whether a run measured every row it planned. A run stopped by a signal keeps the

@@ -35,6 +35,13 @@ kvlane::Status ReadHello(int my_rank, const json& m, RankInfo* peer) {
   peer->role = text("role").value_or("");
   peer->hostname = text("hostname").value_or("");
   peer->devices = PeerStrings(FieldOrNull(m, "devices"), 64, 255);
+  peer->version = text("version").value_or("");
+  // The same control protocol from another build runs on: said, and recorded
+  // (topology.ranks[].version), so a document ties each rank to its build.
+  if (peer->version != kvlane::VersionString())
+    fmt::print(stderr, "[kvbench] note: the peer runs {}, this rank {} (same control protocol)\n",
+               peer->version.empty() ? std::string("an unnamed build") : peer->version,
+               kvlane::VersionString());
   return kvlane::Status::Ok();
 }
 

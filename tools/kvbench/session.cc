@@ -121,7 +121,11 @@ kvlane::Status Session::Handshake() {
                1 - c.rank, c.rank == kTargetRank ? "to connect to" : "to listen at", c.peer,
                waited.count(), c.control_timeout_ms.count() / 1000);
   }};
-  self_ = {c.rank, c.rank == kTargetRank ? "target" : "initiator", HostName(), {"host"}};
+  self_ = {c.rank,
+           c.rank == kTargetRank ? "target" : "initiator",
+           HostName(),
+           {"host"},
+           kvlane::VersionString()};
   // This rank's hello, with a fresh nonce_ for each connection: a proof seen on
   // one cannot be replayed on the next.
   const auto hello_with_fresh_nonce = [&]() -> kvlane::Result<json> {

@@ -40,6 +40,11 @@ TEST(KvbenchEndToEnd, ShmRunThenSummarize) {
     ASSERT_NE(last, std::string::npos) << detail;
     EXPECT_NE(detail.find(" 0 mismatching", last), std::string::npos) << detail;
   }
+  // Both ranks' builds, one and the same here.
+  const auto& ranks = OnlyDocument(out)["topology"]["ranks"];
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[0].value("version", ""), kvlane::VersionString());
+  EXPECT_EQ(ranks[1].value("version", ""), kvlane::VersionString());
   ASSERT_EQ(Kvbench("summarize " + out.string() + " --out " + summary.string()), 0)
       << "summarize failed (is gnuplot installed? .ci/run installs gnuplot-nox)";
   EXPECT_TRUE(fs::exists(summary / "summary.md"));

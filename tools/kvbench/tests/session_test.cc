@@ -227,13 +227,18 @@ TEST(SessionHandshake, APeerOfAnotherProtocolIsRefused) {
 // left out (role, host, devices), never thrown on.
 TEST(SessionHandshake, AHelloIsReadFieldByField) {
   RankInfo peer;
-  const nlohmann::json good = {{"type", "hello"},  {"protocol", kControlProtocol},
-                               {"rank", 0},        {"role", "target"},
-                               {"hostname", "h0"}, {"devices", {"host"}}};
+  const nlohmann::json good = {{"type", "hello"},
+                               {"protocol", kControlProtocol},
+                               {"rank", 0},
+                               {"role", "target"},
+                               {"hostname", "h0"},
+                               {"devices", {"host"}},
+                               {"version", "kvlane 9.9 (abc)"}};
   ASSERT_TRUE(ReadHello(1, good, &peer).ok());
   EXPECT_EQ(peer.rank, 0);
   EXPECT_EQ(peer.hostname, "h0");
   EXPECT_EQ(peer.devices, std::vector<std::string>{"host"});
+  EXPECT_EQ(peer.version, "kvlane 9.9 (abc)");  // the peer's build, for the document
 
   nlohmann::json odd = good;
   odd["hostname"] = 7;
