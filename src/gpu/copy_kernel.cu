@@ -5,6 +5,8 @@
 // pinned host memory.
 #include <cuda_runtime.h>
 
+#include <mutex>
+
 #include "gpu/copy_device.cuh"
 #include "gpu/copy_launch.h"
 #include "gpu/tma_copy.cuh"
@@ -132,9 +134,18 @@ cudaError_t LaunchCopySegmentsTma(const CopySeg* segs, uint32_t begin, uint32_t 
                                   int blocks, const CopyDone& done, BlockFence fence,
                                   cudaStream_t stream) {
   constexpr int kSmem = kTmaStages * kTmaStageBytes;
-  static const cudaError_t attr =
-      cudaFuncSetAttribute(CopySegmentsTmaKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-  if (attr != cudaSuccess) return attr;
+  // The attribute is the current device's: set once per device that launches.
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static cudaError_t attr[kMaxDevices];
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (device < 0 || device >= kMaxDevices) return cudaErrorInvalidDevice;
+  std::call_once(once[device], [&] {
+    attr[device] = cudaFuncSetAttribute(CopySegmentsTmaKernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  });
+  if (attr[device] != cudaSuccess) return attr[device];
   CopySegmentsTmaKernel<<<blocks, kTmaThreads, kSmem, stream>>>(segs, begin, end, parts, done,
                                                                 fence);
   return cudaGetLastError();
