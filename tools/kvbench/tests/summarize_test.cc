@@ -87,7 +87,9 @@ TEST(Summarize, ShedBatchesAreNamedInTheCaseSection) {
   doc.workload["points"] = {
       {{"isl", 8192}, {"shed", nlohmann::json::array()}},
       {{"isl", 32768},
-       {"shed", {{{"batch", 8}, {"reason", "pool-budget"}}, {{"batch", 16}, {"reason", 7}}}}}};
+       {"shed", {{{"batch", 8}, {"reason", "pool-budget"}}, {{"batch", 16}, {"reason", 7}}}}},
+      {{"isl", 65536},
+       {"shed", {{{"batch", nlohmann::json::array()}, {"reason", std::string(99, 'r')}}}}}};
   Write(dir / "a.json", DocumentToJson(doc));
   doc.case_name = "odd";
   doc.workload["points"] = {{{"isl", "x"}, {"shed", "not a list"}}, 5};
@@ -96,7 +98,8 @@ TEST(Summarize, ShedBatchesAreNamedInTheCaseSection) {
   auto docs = LoadDocuments({dir.string()}, log).value();
   ASSERT_EQ(docs.size(), 2u);
   const std::string md = RenderMarkdown(docs, {});
-  EXPECT_NE(md.find("shed by the budgets (batch (budget)): isl 32768: 8 (pool-budget), 16 (?)\n"),
+  EXPECT_NE(md.find("shed by the budgets (batch (budget)): isl 32768: 8 (pool-budget), 16 (7); "
+                    "isl 65536: ? (?)\n"),
             std::string::npos)
       << md;
   EXPECT_EQ(md.find("isl 8192:"), std::string::npos) << md;
