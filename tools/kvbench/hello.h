@@ -32,8 +32,10 @@ namespace kvbench {
 // by an older build), and a rank with one refuses a peer without, whatever its
 // build, naming the flag. 3: with a control secret, every message after the proofs
 // carries a MAC (ControlChannel::Seal), which a build of 2 would read as the next
-// message's length.
-inline constexpr int64_t kControlProtocol = 3;
+// message's length. 4: each row is verified twice (a second "row" exchange, its
+// epoch with bit 63 set, for the last timed burst), which a build of 3 would
+// serve with its injected faults applied to it.
+inline constexpr int64_t kControlProtocol = 4;
 
 // How long rank 0 gives a connection to say its hello (at most what is left of
 // its control timeout) before it drops it: a kvbench rank sends its own at once.

@@ -382,7 +382,9 @@ bool RowRunner::VerifiedLastBurst(Burst* burst, const std::string& op, const Pla
                                   const BurstMap& map, uint64_t epoch, RowResult* row,
                                   BurstTiming* t) {
   const char* phase = progress_.phase;
+  const int64_t bursts = progress_.bursts;
   progress_.phase = "the last timed burst (a fresh pattern, then checked)";
+  progress_.bursts = 0;  // TellProgress says the phase, not the burst count
   const Verdict first = row->verdict;
   std::string first_detail = std::move(row->verify_detail);
   row->verify_detail.clear();
@@ -391,6 +393,7 @@ bool RowRunner::VerifiedLastBurst(Burst* burst, const std::string& op, const Pla
   row->verify_detail =
       first_detail + (first_detail.empty() ? "" : "; ") + "last timed burst: " + row->verify_detail;
   progress_.phase = phase;
+  progress_.bursts = bursts;
   return measured;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pattern.h"
 #include "session_pair.h"
 
 namespace kvbench {
@@ -25,11 +26,13 @@ json NextNotBusy(ControlChannel* c) {
   }
 }
 
-testing::SessionPair OnePullRow() {
-  const std::vector<std::string> flags = {"--transport", "tcp", "--ops",    "pull", "--warmup", "0",
+testing::SessionPair OneRow(const std::string& op) {
+  const std::vector<std::string> flags = {"--transport", "tcp", "--ops",    op, "--warmup", "0",
                                           "--samples",   "1",   "--trials", "1"};
   return testing::OpenBoth(flags, flags);
 }
+
+testing::SessionPair OnePullRow() { return OneRow("pull"); }
 
 // The target stops at the row with `stopped` ({"type": "stopped", ...}), then answers
 // the abandon and the done. The initiator's result; the messages the target got.
@@ -109,6 +112,47 @@ TEST(RowRunner, TheTargetIsToldBusyBeforeEachProgressCall) {
   EXPECT_EQ(result.rows[0].verdict, Verdict::kFail);
   EXPECT_NE(result.rows[0].verify_detail.find("the test's target"), std::string::npos)
       << result.rows[0].verify_detail;
+}
+
+// The row's second check (its last timed burst) is a second "row" exchange, with
+// the row's epoch and bit 63 set. A stop the target tells there drops the row
+// (never kept half-checked) and the ranks part as after a stop in the first:
+// abandon, done.
+TEST(RowRunner, AStopInTheSecondCheckDropsTheRow) {
+  testing::SessionPair pair = OneRow("push");  // the target checks: the test's says pass
+  ASSERT_TRUE(pair.target.ok() && pair.initiator.ok());
+  ControlChannel* c = &pair.target.value()->control();
+  std::vector<std::string> got;
+  std::vector<uint64_t> epochs;
+  auto target = std::async(std::launch::async, [c, &got, &epochs] {
+    json row = NextNotBusy(c);
+    got.push_back(row["type"]);
+    epochs.push_back(row.value("epoch", uint64_t{0}));
+    (void)c->Send({{"type", "ready"}});
+    got.push_back(NextNotBusy(c)["type"]);  // "check"
+    (void)c->Send({{"type", "verdict"}, {"local", "pass"}, {"detail", "first"}});
+    row = NextNotBusy(c);
+    got.push_back(row["type"]);
+    epochs.push_back(row.value("epoch", uint64_t{0}));
+    (void)c->Send({{"type", "stopped"}, {"signal", "SIGTERM"}});
+    got.push_back(NextNotBusy(c)["type"]);  // "abandon"
+    (void)c->Send({{"type", "abandoned"}});
+    got.push_back(NextNotBusy(c)["type"]);  // "done"
+    (void)c->Send({{"type", "bye"}});
+  });
+  RunResult result;
+  {
+    RowRunner runner(pair.initiator.value().get());
+    result = runner.RunAll([](const RunResult&) {});
+  }
+  target.get();
+  EXPECT_EQ(got, (std::vector<std::string>{"row", "check", "row", "abandon", "done"}));
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[1], LastBurstEpoch(epochs[0]));
+  EXPECT_NE(epochs[0], epochs[1]);
+  EXPECT_TRUE(result.rows.empty()) << "a row half-checked was kept";
+  EXPECT_EQ(result.stopped_by, "SIGTERM");
+  EXPECT_EQ(result.stopped_rank, "target");
 }
 
 }  // namespace

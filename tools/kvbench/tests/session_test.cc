@@ -279,10 +279,11 @@ TEST(SessionHandshake, AHelloIsReadFieldByField) {
   other["protocol"] = "2";
   EXPECT_FALSE(ReadHello(1, other, &peer).ok());
   // Builds of protocol 1 (no 'busy' during prepare, no boot id in the plan, no
-  // timeout in the row) and 2 (no MAC on sealed messages) are refused at the
-  // handshake, not mid-run.
-  EXPECT_EQ(kControlProtocol, 3);
-  for (int old : {1, 2}) {
+  // timeout in the row), 2 (no MAC on sealed messages) and 3 (one check per row:
+  // its injected faults would act on the second) are refused at the handshake,
+  // not mid-run.
+  EXPECT_EQ(kControlProtocol, 4);
+  for (int old : {1, 2, 3}) {
     other["protocol"] = old;
     EXPECT_EQ(ReadHello(1, other, &peer).code(), kvlane::Code::kInvalidArgument) << old;
   }
