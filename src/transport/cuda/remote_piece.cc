@@ -182,12 +182,13 @@ Result<uint64_t> CudaChannel::MapVmm(const CudaExport& e, const AgentMeta& dial)
 // (legacy IPC and VMM) left with none out of the lookup maps. REQUIRES:
 // build_mu_ held, every revoked key of theirs in revoked_keys_ (MarkRevoked).
 void CudaChannel::RetireRevoked() {
-  auto all_revoked = [&](std::vector<uint64_t>& keys) {
+  // Drops `keys`' revoked ones; whether none is left.
+  auto unused_now = [&](std::vector<uint64_t>& keys) {
     std::erase_if(keys, [&](uint64_t k) { return revoked_keys_.contains(k); });
     return keys.empty();
   };
   for (auto it = vmm_.begin(); it != vmm_.end();) {
-    if (!all_revoked(it->second.keys)) {
+    if (!unused_now(it->second.keys)) {
       ++it;
       continue;
     }
@@ -195,7 +196,7 @@ void CudaChannel::RetireRevoked() {
     it = vmm_.erase(it);
   }
   for (auto it = opened_.begin(); it != opened_.end();) {
-    if (!all_revoked(it->second.keys)) {
+    if (!unused_now(it->second.keys)) {
       ++it;
       continue;
     }
