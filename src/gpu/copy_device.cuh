@@ -1,5 +1,6 @@
 // Device helpers shared by the copy kernels: a byte range copied by `n`
-// cooperating threads (this one is number `rank`) with 16-byte vectors.
+// cooperating threads (this one is number `rank`) in vectors, and the loads
+// and stores that talk to the host.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,42 +11,93 @@ namespace kvlane::gpu {
 
 inline constexpr int kUnroll = 4;  // 16-byte vectors in flight per thread (the copy kernel's)
 
-// 16-byte body with byte head and tail, kU vectors in flight per thread.
-// REQUIRES: dst and src congruent mod 16.
-template <int kU = kUnroll>
-__device__ __forceinline__ void CopyAligned(uint8_t* dst, const uint8_t* src, uint64_t len,
+// A body of V-sized vectors with byte head and tail, kN vectors in flight per
+// thread. REQUIRES: dst and src congruent mod sizeof(V).
+template <typename V, int kN>
+__device__ __forceinline__ void CopyVectors(uint8_t* dst, const uint8_t* src, uint64_t len,
                                             uint64_t rank, uint64_t n) {
-  uint64_t head = min(len, (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15);
+  constexpr uint64_t kW = sizeof(V);
+  const uint64_t head = min(len, (kW - (reinterpret_cast<uintptr_t>(dst) & (kW - 1))) & (kW - 1));
   for (uint64_t i = rank; i < head; i += n) dst[i] = src[i];
-  const uint64_t nv = (len - head) / 16;
-  uint4* d = reinterpret_cast<uint4*>(dst + head);
-  const uint4* s = reinterpret_cast<const uint4*>(src + head);
-  for (uint64_t base = rank; base < nv; base += n * kU) {
-    uint4 v[kU];
+  const uint64_t nv = (len - head) / kW;
+  V* d = reinterpret_cast<V*>(dst + head);
+  const V* s = reinterpret_cast<const V*>(src + head);
+  for (uint64_t base = rank; base < nv; base += n * kN) {
+    V v[kN];
 #pragma unroll
-    for (int k = 0; k < kU; ++k) {
+    for (int k = 0; k < kN; ++k) {
       uint64_t i = base + k * n;
       if (i < nv) v[k] = s[i];
     }
 #pragma unroll
-    for (int k = 0; k < kU; ++k) {
+    for (int k = 0; k < kN; ++k) {
       uint64_t i = base + k * n;
       if (i < nv) d[i] = v[k];
     }
   }
-  for (uint64_t i = head + nv * 16 + rank; i < len; i += n) dst[i] = src[i];
+  for (uint64_t i = head + nv * kW + rank; i < len; i += n) dst[i] = src[i];
 }
 
+// dst and src not congruent mod 4: each 4-byte word of dst (after a byte head)
+// is cut from the two aligned source words its bytes lie in (a funnel shift).
+// Both of those words hold bytes of the range (the range's bytes straddle them),
+// so nothing outside the range's own aligned words is read. kN words in flight.
+// REQUIRES: ((dst ^ src) & 3) != 0.
+template <int kN>
+__device__ __forceinline__ void CopyShifted(uint8_t* dst, const uint8_t* src, uint64_t len,
+                                            uint64_t rank, uint64_t n) {
+  const uint64_t head = min(len, (4 - (reinterpret_cast<uintptr_t>(dst) & 3)) & 3);
+  for (uint64_t i = rank; i < head; i += n) dst[i] = src[i];
+  const uint64_t nw = (len - head) / 4;
+  uint32_t* d = reinterpret_cast<uint32_t*>(dst + head);
+  const uintptr_t s = reinterpret_cast<uintptr_t>(src + head);
+  const uint32_t* w = reinterpret_cast<const uint32_t*>(s & ~uintptr_t{3});
+  const uint32_t shift = static_cast<uint32_t>(s & 3) * 8;  // 8, 16 or 24
+  for (uint64_t base = rank; base < nw; base += n * kN) {
+    uint32_t v[kN];
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      uint64_t i = base + k * n;
+      if (i < nw) v[k] = __funnelshift_r(w[i], w[i + 1], shift);
+    }
+#pragma unroll
+    for (int k = 0; k < kN; ++k) {
+      uint64_t i = base + k * n;
+      if (i < nw) d[i] = v[k];
+    }
+  }
+  for (uint64_t i = head + nw * 4 + rank; i < len; i += n) dst[i] = src[i];
+}
+
+// The paths of CopyRange for addresses not congruent mod 16: 8- or 4-byte
+// vectors where the addresses are congruent mod those, else funnel-shifted
+// words. Out of line, with half the vectors in flight, so that the aligned
+// path keeps its registers (the copy kernel's bound is 32; with these paths
+// inline it spilled, ptxas -v).
+template <int kN>
+__device__ __noinline__ void CopyMisaligned(uint8_t* d, const uint8_t* s, uint64_t len,
+                                            uint64_t rank, uint64_t n) {
+  const uint64_t x = reinterpret_cast<uintptr_t>(d) ^ reinterpret_cast<uintptr_t>(s);
+  if ((x & 7) == 0)
+    CopyVectors<uint2, kN>(d, s, len, rank, n);
+  else if ((x & 3) == 0)
+    CopyVectors<uint32_t, kN>(d, s, len, rank, n);
+  else
+    CopyShifted<kN>(d, s, len, rank, n);
+}
+
+// `len` bytes from src to dst by `n` cooperating threads (this one is number
+// `rank`): 16-byte vectors where the two addresses are congruent mod 16 (kU in
+// flight per thread), else CopyMisaligned.
 template <int kU = kUnroll>
 __device__ __forceinline__ void CopyRange(uint64_t dst, uint64_t src, uint64_t len, uint64_t rank,
                                           uint64_t n) {
   auto* d = reinterpret_cast<uint8_t*>(dst);
   const auto* s = reinterpret_cast<const uint8_t*>(src);
-  if (((dst ^ src) & 15) == 0) {
-    CopyAligned<kU>(d, s, len, rank, n);
-  } else {
-    for (uint64_t i = rank; i < len; i += n) d[i] = s[i];
-  }
+  if (((dst ^ src) & 15) == 0)
+    CopyVectors<uint4, kU>(d, s, len, rank, n);
+  else
+    CopyMisaligned<kU / 2>(d, s, len, rank, n);
 }
 
 // A relaxed load at system scope: each call reads memory another agent (the

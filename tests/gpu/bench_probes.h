@@ -16,6 +16,14 @@ namespace kvlane::test {
 void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs,
                  uint64_t n, uint64_t d);
 
+// Probe (not kvlane): the copy kernel (LaunchCopySegments, one block per
+// descriptor) over the scattered list with every destination moved by 8, 4, 2
+// and 1 bytes off the source's congruence, and the byte loop it used for such
+// pairs before; each beside the same list aligned, in this run. Every
+// destination byte is checked after each variant's first launch.
+void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs,
+                   uint64_t n, uint64_t d);
+
 // Probe (not kvlane): the copy-engine mechanism of the bulk path alone, on the
 // target's IPC-mapped buffer: cudaMemcpyAsync + cuStreamWriteValue64 into
 // pinned host memory that this thread polls, and cudaMemcpyAsync +

@@ -46,4 +46,8 @@ inline constexpr struct {
 cudaError_t LaunchFenceProbe(ProbeFence fence, const gpu::CopySeg* segs, uint32_t n,
                              uint32_t* blocks_finished, cudaStream_t stream);
 
+// One block of kCopyThreads per segment of segs[0, n), one byte per thread per
+// step (the copy kernel's loop for misaligned pairs before session 37).
+cudaError_t LaunchByteLoopProbe(const gpu::CopySeg* segs, uint32_t n, cudaStream_t stream);
+
 }  // namespace kvlane::test

@@ -154,6 +154,7 @@ void Scattered(Bench& b) {
     (void)b.agent->Release(&hc);
   }
   KernelSweep(b, ls, rs, n, d);
+  MisalignProbe(b, ls, rs, n, d);
 }
 
 // Trace build only (KVLANE_HOP_TRACE): where a 4 KiB (and a 2 MiB) request's time goes,

@@ -103,6 +103,61 @@ TEST_P(CudaTransferTest, MergedRunsOfPagesMoveExactly) {
   EXPECT_TRUE(agent_->Release(&r).ok());
 }
 
+// Descriptors whose two sides are not congruent mod 16 (every class 0-15
+// between local and remote, others on the way back), long enough for the copy
+// kernel (not the proxy) and of odd length: every byte lands, and none of the
+// bytes around a destination changes.
+TEST_P(CudaTransferTest, MisalignedDescriptorsMoveExactly) {
+  MakeAgent();
+  constexpr uint64_t kDescs = 16, kLen = (192 << 10) + 13, kSlot = kLen + 64;
+  constexpr uint64_t kBytes = kDescs * kSlot;
+  uint8_t* src = DevAlloc(kBytes);
+  uint8_t* back = DevAlloc(kBytes);
+  auto at = [](uint64_t i, uint64_t shift) { return i * kSlot + 16 + shift; };
+  auto local_shift = [](uint64_t i) { return i; };
+  auto remote_shift = [](uint64_t i) { return (i * 7 + 3) % 16; };
+  auto back_shift = [](uint64_t i) { return (i * 5 + 11) % 16; };
+  for (uint64_t i = 0; i < kDescs; ++i) FillDevice(src + at(i, local_shift(i)), kLen, 600 + i);
+  cudaMemset(back, 0xCC, kBytes);
+  cudaStreamSynchronize(cudaStreamLegacy);
+  ASSERT_NO_FATAL_FAILURE(Register(src, kBytes));
+  ASSERT_NO_FATAL_FAILURE(Register(back, kBytes));
+  Remote dst = Alloc(kBytes);
+  ASSERT_EQ(RemoteMemset(dst.addr, kBytes, 0x5A), "ok");
+  Load();
+  DescList ls{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}};
+  for (uint64_t i = 0; i < kDescs; ++i) {
+    ls.Add(src + at(i, local_shift(i)), kLen);
+    lb.Add(back + at(i, back_shift(i)), kLen);
+    rd.Add(dst.addr + at(i, remote_shift(i)), kLen);
+  }
+  XferHandle w = Make(Op::kWrite, ls, rd);
+  auto plan = agent_->Describe(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->segments, kDescs);
+  ASSERT_TRUE(PostWait(&w).ok());
+  for (uint64_t i = 0; i < kDescs; ++i) {
+    const uint64_t r = at(i, remote_shift(i));
+    ASSERT_EQ(RemoteCheck(dst.addr + r, kLen, 600 + i), -1) << "descriptor " << i;
+    const uint64_t slot = i * kSlot, next = slot + kSlot;
+    EXPECT_EQ(RemoteCheckByte(dst.addr + slot, r - slot, 0x5A), -1) << "before descriptor " << i;
+    EXPECT_EQ(RemoteCheckByte(dst.addr + r + kLen, next - r - kLen, 0x5A), -1)
+        << "after descriptor " << i;
+  }
+  XferHandle r = Make(Op::kRead, lb, rd);
+  ASSERT_TRUE(PostWait(&r).ok());
+  std::vector<uint8_t> got(kBytes);
+  ASSERT_EQ(cudaMemcpy(got.data(), back, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (uint64_t i = 0; i < kDescs; ++i) {
+    const uint64_t b = at(i, back_shift(i));
+    ASSERT_EQ(CheckDevice(back + b, kLen, 600 + i), -1) << "descriptor " << i;
+    for (uint64_t k = i * kSlot; k < (i + 1) * kSlot; ++k)
+      if (k < b || k >= b + kLen) ASSERT_EQ(got[k], 0xCC) << "descriptor " << i << " byte " << k;
+  }
+  EXPECT_TRUE(agent_->Release(&w).ok());
+  EXPECT_TRUE(agent_->Release(&r).ok());
+}
+
 // 14 requests of 2 chunks each fill 28 ring slots; 129 more reuse the slots.
 TEST_P(CudaTransferTest, FourteenOutstandingThenReuse) {
   AgentOptions o;

@@ -351,6 +351,10 @@ kvlane::Status Session::CheckHostMemory(const json& theirs, const std::string& b
 
 // Resolves --transport and --memory for this rank (path_choice.h); a device pool
 // then gets its GPU (--device applies to the ranks whose pool is on one).
+// "One host" here is the host name, not the boot id that the memory check uses
+// (SameHost): two containers of one kernel share its memory, but with host
+// names of their own they usually have their own /dev/shm and IPC namespace
+// too, where shm or CUDA IPC between them would fail and TCP works.
 kvlane::Status Session::ResolveTransport() {
   const int gpus = DeviceCount();
   auto path = ResolveDataPath(config_.transport, config_.memory,

@@ -119,6 +119,11 @@ Result<uint64_t> CudaChannel::MapExport(const CudaExport& e, const AgentMeta& di
 // keeps the piece inside alloc_base + alloc_len), else the GPU would copy past
 // the mapping, into whatever this process has there. REQUIRES: build_mu_ held.
 Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
+  auto refused = [&](uint64_t opens) {
+    return Status::NotAllowed("peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
+                              "-byte allocation; its handle opens " + std::to_string(opens) +
+                              " bytes");
+  };
   const std::string id(e.handle.begin(), e.handle.end());
   auto it = opened_.find(id);
   if (it == opened_.end()) {
@@ -135,27 +140,22 @@ Result<uint64_t> CudaChannel::MapLegacy(const CudaExport& e) {
     }
     unsigned long long base = 0;
     size_t size = 0;
-    if (Driver().address_range(&base, &size, reinterpret_cast<unsigned long long>(m.ptr)) != 0 ||
-        base != reinterpret_cast<unsigned long long>(m.ptr)) {
+    const bool sized =
+        Driver().address_range(&base, &size, reinterpret_cast<unsigned long long>(m.ptr)) == 0 &&
+        base == reinterpret_cast<unsigned long long>(m.ptr);
+    // A handle whose size cannot be read, or that opens less than the claim,
+    // is closed again at once (not kept open until the channel closes).
+    if (!sized || e.alloc_len > size) {
       (void)cudaIpcCloseMemHandle(m.ptr);
       (void)cudaGetLastError();
-      return Status::Backend("cannot read the size of peer '" + peer_name_ + "' memory opened");
+      if (!sized)
+        return Status::Backend("cannot read the size of peer '" + peer_name_ + "' memory opened");
+      return refused(size);
     }
     m.len = size;
     it = opened_.emplace(id, m).first;
-  }
-  if (e.alloc_len > it->second.len) {
-    const Status refused = Status::NotAllowed(
-        "peer '" + peer_name_ + "' claims a " + std::to_string(e.alloc_len) +
-        "-byte allocation; its handle opens " + std::to_string(it->second.len) + " bytes");
-    // No piece maps into it (opened just now for this claim): it is closed
-    // again rather than kept open until the channel closes.
-    if (it->second.keys.empty()) {
-      (void)cudaIpcCloseMemHandle(it->second.ptr);
-      (void)cudaGetLastError();
-      opened_.erase(it);
-    }
-    return refused;
+  } else if (e.alloc_len > it->second.len) {
+    return refused(it->second.len);  // opened for an honest claim before: stays open for it
   }
   if (std::find(it->second.keys.begin(), it->second.keys.end(), e.key) == it->second.keys.end())
     it->second.keys.push_back(e.key);

@@ -1,0 +1,93 @@
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+#include "bench_probes.h"
+#include "copy_probe.h"
+#include "gpu/copy_launch.h"
+#include "percentile.h"
+
+namespace kvlane::test {
+namespace {
+
+// The first descriptor of segs whose destination differs from its source, -1
+// when none does; both read back to the host in one copy each.
+int64_t FirstMismatch(const std::vector<gpu::CopySeg>& segs, const uint8_t* src_base,
+                      const uint8_t* dst_base, uint64_t span) {
+  std::vector<uint8_t> hs(span), hd(span);
+  if (cudaMemcpy(hs.data(), src_base, span, cudaMemcpyDefault) != cudaSuccess ||
+      cudaMemcpy(hd.data(), dst_base, span, cudaMemcpyDefault) != cudaSuccess)
+    return -2;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const uint64_t so = segs[i].src - reinterpret_cast<uint64_t>(src_base);
+    const uint64_t doff = segs[i].dst - reinterpret_cast<uint64_t>(dst_base);
+    if (std::memcmp(hs.data() + so, hd.data() + doff, segs[i].len) != 0)
+      return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+}  // namespace
+
+void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs,
+                   uint64_t n, uint64_t d) {
+  // Each descriptor 16 bytes shorter than its slot, so that a destination moved
+  // by up to 15 bytes stays inside its own slot.
+  const uint64_t len = d - 16, span = 2 * n * d;
+  gpu::CopySeg* segs = nullptr;
+  uint32_t* fin = nullptr;
+  uint64_t* done = nullptr;
+  cudaMalloc(reinterpret_cast<void**>(&segs), n * sizeof(gpu::CopySeg));
+  cudaMalloc(reinterpret_cast<void**>(&fin), 4);
+  cudaMemset(fin, 0, 4);
+  cudaHostAlloc(reinterpret_cast<void**>(&done), 8, cudaHostAllocMapped);
+  double aligned = 0;
+  struct Variant {
+    uint64_t shift;
+    bool byte_loop;
+  };
+  for (const Variant v : {Variant{0, false}, Variant{8, false}, Variant{4, false},
+                          Variant{2, false}, Variant{1, false}, Variant{1, true}}) {
+    std::vector<gpu::CopySeg> h(n);
+    for (uint64_t i = 0; i < n; ++i)
+      h[i] = {reinterpret_cast<uint64_t>(b.local) + ls[i] * d,
+              reinterpret_cast<uint64_t>(b.ref_dst) + rs[i] * d + v.shift, len};
+    cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
+    auto launch = [&](int it) {
+      cudaError_t e = v.byte_loop
+                          ? LaunchByteLoopProbe(segs, static_cast<uint32_t>(n), b.stream)
+                          : gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1,
+                                                    static_cast<int>(n), {fin, done, uint64_t(it)},
+                                                    gpu::BlockFence::kSystem, b.stream);
+      return e == cudaSuccess ? cudaStreamSynchronize(b.stream) : e;
+    };
+    cudaMemset(b.ref_dst, 0xab, span);
+    cudaDeviceSynchronize();
+    cudaError_t err = launch(0);
+    const int64_t bad = err == cudaSuccess ? FirstMismatch(h, b.local, b.ref_dst, span) : -2;
+    char name[112];
+    std::snprintf(name, sizeof(name), "probe %s dst+%llu 6146x37424B GB/s (vs aligned)",
+                  v.byte_loop ? "byte loop" : "kernel", static_cast<unsigned long long>(v.shift));
+    std::printf("%s verify: %s\n", name,
+                bad == -1   ? "PASS"
+                : bad == -2 ? cudaGetErrorString(err)
+                            : ("FAIL at desc " + std::to_string(bad)).c_str());
+    (void)cudaGetLastError();
+    if (bad != -1) continue;
+    err = cudaSuccess;
+    const std::vector<double> t = ProbeTimes(b, launch, &err);
+    if (err != cudaSuccess || t.empty()) continue;
+    const double rate = n * len / Pct(t, 50) / 1e3;
+    if (v.shift == 0) aligned = rate;
+    Row(name, rate, aligned, "GB/s");
+  }
+  cudaFree(segs);
+  cudaFree(fin);
+  cudaFreeHost(done);
+}
+
+}  // namespace kvlane::test
