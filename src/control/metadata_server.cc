@@ -60,7 +60,8 @@ Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string&
   uint16_t bound = 0;
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(host, port, &bound));
   std::unique_ptr<MetadataServer> server(new MetadataServer(bound, std::move(source)));
-  server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); });
+  KVLANE_RETURN_IF_ERROR(
+      server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); }));
   return server;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "control/metadata_server.h"
 #include "core/affinity.h"
@@ -242,11 +243,20 @@ Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
   KVLANE_ASSIGN_OR_RETURN(AgentMeta meta, DecodeMeta(blob));
   std::string name = meta.name;
   std::shared_ptr<PeerState> known;
+  // A restarted peer's old state: when nothing else holds it, it is destroyed
+  // (its channels closed, lane threads joined) after peers_mu_ is let go, which
+  // every other peer's calls take.
+  std::shared_ptr<PeerState> replaced;
   {
     std::unique_lock lock(peers_mu_);
     auto it = peers_.find(name);
     if (it == peers_.end() || it->second->meta.agent_id != meta.agent_id) {
-      peers_[name] = std::make_shared<PeerState>(std::move(meta));  // new or restarted peer
+      auto fresh = std::make_shared<PeerState>(std::move(meta));
+      if (it == peers_.end()) {
+        peers_.emplace(name, std::move(fresh));  // new peer
+      } else {
+        replaced = std::exchange(it->second, std::move(fresh));  // restarted peer
+      }
       return name;
     }
     known = it->second;
@@ -272,10 +282,13 @@ Result<std::string> AgentImpl::LoadPeer(std::string_view blob) {
 }
 
 Status AgentImpl::RemovePeer(std::string_view peer) {
+  std::shared_ptr<PeerState> gone;  // destroyed after the lock, as in LoadPeer
   std::unique_lock lock(peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end()) return Status::NotFound("unknown peer '" + std::string(peer) + "'");
+  gone = std::move(it->second);
   peers_.erase(it);  // closes when the last transfer referring to it is released
+  lock.unlock();
   return Status::Ok();
 }
 

@@ -30,8 +30,8 @@ class LaneQueue {
   explicit LaneQueue(uint32_t slots);
 
   // Reserves the next ticket and publishes `item`; waits (spin, then sleep) up
-  // to `deadline` while the ring is full. kTimeout when it stays full, the
-  // latched status when `abandon` becomes true.
+  // to `deadline` while the ring is full. kTimeout when it stays full, kCanceled
+  // when `abandon` (the channel's closing flag) becomes true meanwhile.
   // `ring` false: the issue side is not woken (the caller then Ring()s, or
   // hands the item to Channel::Kick, which does when it leaves it queued).
   Status Push(const WorkItem& item, std::chrono::steady_clock::time_point deadline,

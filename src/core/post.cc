@@ -295,7 +295,10 @@ void AgentImpl::FreeSlot(Request* r) {
   uint32_t gen = RecordGen(r->record.load(std::memory_order_relaxed)) + 1;
   r->record.store(PackRecord(gen, Code::kNotFound), std::memory_order_release);  // stale for all
   r->in_use.store(false, std::memory_order_relaxed);
-  r->peer.reset();
+  // The last reference to a removed peer closes its channels (joins their
+  // threads): that happens when this returns, after the claim is let go, which
+  // a DeregisterMemory meanwhile waits for.
+  const std::shared_ptr<PeerState> peer = std::move(r->peer);
   r->channel = nullptr;
   r->segs.clear();
   r->chunks.clear();

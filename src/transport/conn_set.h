@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/start_thread.h"
 #include "transport/stream/socket.h"
 
 namespace kvlane::core {
@@ -41,11 +42,12 @@ class ConnSet {
   ConnSet& operator=(const ConnSet&) = delete;
 
   // Takes ownership of a listening socket; every accepted connection runs
-  // serve(c) on a thread of its own.
-  void Start(Fd listener, std::function<void(C*)> serve) {
+  // serve(c) on a thread of its own. An accept thread that cannot start is an
+  // error (the listener is closed with the set).
+  Status Start(Fd listener, std::function<void(C*)> serve) {
     listener_ = std::move(listener);
     serve_ = std::move(serve);
-    accept_thread_ = std::thread([this] { AcceptLoop(); });
+    return StartThread(&accept_thread_, "accept", [this] { AcceptLoop(); });
   }
 
   // Stops accepting, cuts every connection, joins every thread. Idempotent.

@@ -52,6 +52,25 @@ void PayloadForAnyFrame(int fd, const std::atomic<bool>&) {
   (void)core::SendAll(fd, out.data(), out.size());
 }
 
+// Answers the connection's first frame with a bare successful reply: no
+// payload, whatever the frame moves.
+void BareReplyToAnyFrame(int fd, const std::atomic<bool>&) {
+  core::FrameHeader h{};
+  if (!ReadFrame(fd, &h)) return;
+  const std::string out = ReplyBytes(h.ticket, 0);
+  (void)core::SendAll(fd, out.data(), out.size());
+}
+
+// Answers the connection's first frame with a successful reply followed by 8
+// bytes it did not ask for (as a READ's payload), whatever the frame was.
+void ReplyWithEightBytes(int fd, const std::atomic<bool>&) {
+  core::FrameHeader h{};
+  if (!ReadFrame(fd, &h)) return;
+  std::string out = ReplyBytes(h.ticket, 8);
+  out.append(8, '\x66');
+  (void)core::SendAll(fd, out.data(), out.size());
+}
+
 // A target that trickles its answers a byte every 300 ms, loaded by agent `a_`
 // on one tcp lane with io_timeout 1 s.
 class TricklingTarget : public ::testing::Test {
@@ -133,6 +152,47 @@ TEST(PayloadOnWrite, IsRefusedAndTheSourceStaysIntact) {
   EXPECT_EQ(a->PeerError("target").code(), Code::kBackend);
   target.Release();
   EXPECT_TRUE(a->Release(&x).ok());
+}
+
+// On tcp a READ's bytes come only in its reply: a "done" without them is a
+// protocol violation, not a READ that succeeded with the buffer untouched
+// (which would also have sent its notification).
+TEST(BareReplyToRead, IsRefusedAndTheBufferStaysAsItWas) {
+  ScriptedTarget target(BareReplyToAnyFrame);
+  auto a_or = Agent::Create(OneLaneTcp(2000ms));
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  std::vector<uint8_t> buf(16 << 10);
+  Fill(buf, 47);
+  ASSERT_TRUE(a->RegisterMemory(buf.data(), buf.size()).ok());
+  ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
+  auto h = MakeSimple(*a, "target", Op::kRead, buf.data(), reinterpret_cast<void*>(1ull << 40),
+                      buf.size(), "read done");
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  XferHandle x = h.value();
+  Status s = PostAndWait(*a, &x);
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_NE(s.message().find("without its payload"), std::string::npos) << s.ToString();
+  EXPECT_EQ(FirstMismatch(buf.data(), buf.size(), 47), -1);
+  EXPECT_EQ(a->PeerError("target").code(), Code::kBackend);
+  target.Release();
+  EXPECT_TRUE(a->Release(&x).ok());
+}
+
+// A notification's acknowledgement is a bare header: one that announces bytes
+// after it latches a protocol error, rather than leaving them on the control
+// connection to be read as the next notification's acknowledgement.
+TEST(NotificationAckWithPayload, IsRefused) {
+  ScriptedTarget target(ReplyWithEightBytes);
+  auto a_or = Agent::Create(OneLaneTcp(2000ms));
+  ASSERT_TRUE(a_or.ok());
+  std::unique_ptr<Agent> a = std::move(a_or).value();
+  ASSERT_TRUE(a->LoadPeer(target.Blob()).ok());
+  Status s = a->SendNotification("target", "hello");
+  EXPECT_EQ(s.code(), Code::kBackend) << s.ToString();
+  EXPECT_NE(s.message().find("acknowledgement"), std::string::npos) << s.ToString();
+  EXPECT_EQ(a->PeerError("target").code(), Code::kBackend);
+  target.Release();
 }
 
 // A "target" that accepts connections and never says a word (no challenge):

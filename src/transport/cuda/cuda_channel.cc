@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "core/random.h"
+#include "core/start_thread.h"
 #include "transport/cuda/cuda_check.h"
 #include "transport/cuda/cuda_control.h"
 #include "transport/local/local_directory.h"
@@ -45,10 +46,17 @@ Result<std::unique_ptr<Channel>> CudaChannel::Open(const AgentContext& ctx, cons
     ch->DestroyGpu();
     return s;
   }
-  ch->control_thread_ = std::thread([p = ch.get()] { p->ControlLoop(); });
+  // Each lane's issuer before its retirer: a retirer ends only after its
+  // issuer did (RetireLoop), so one whose issuer could not start would hold
+  // Close. Nothing was posted yet: a lane left without threads is only closed.
+  KVLANE_RETURN_IF_ERROR(
+      StartThread(&ch->control_thread_, "cuda control", [p = ch.get()] { p->ControlLoop(); }));
   for (int i = 0; i < ch->lane_count(); ++i) {
-    ch->lanes_[i]->issuer = std::thread([p = ch.get(), i] { p->IssueLoop(i); });
-    ch->lanes_[i]->retirer = std::thread([p = ch.get(), i] { p->RetireLoop(i); });
+    Lane& l = *ch->lanes_[i];
+    KVLANE_RETURN_IF_ERROR(
+        StartThread(&l.issuer, "cuda lane issuer", [p = ch.get(), i] { p->IssueLoop(i); }));
+    KVLANE_RETURN_IF_ERROR(
+        StartThread(&l.retirer, "cuda lane retirer", [p = ch.get(), i] { p->RetireLoop(i); }));
   }
   return std::unique_ptr<Channel>(std::move(ch));
 }

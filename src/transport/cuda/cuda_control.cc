@@ -97,8 +97,7 @@ Result<Fd> DialControl(const AgentContext& ctx, const AgentMeta& peer, const std
 
 Status ControlServer::Start(const std::string& socket) {
   KVLANE_ASSIGN_OR_RETURN(Fd listener, ListenUnix(socket));
-  conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
-  return Status::Ok();
+  return conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
 }
 
 void ControlServer::Serve(Conn* c) {

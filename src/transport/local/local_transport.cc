@@ -7,6 +7,7 @@
 
 #include "core/random.h"
 #include "core/request.h"
+#include "core/start_thread.h"
 #include "transport/local/local_directory.h"
 
 namespace kvlane::core {
@@ -47,10 +48,20 @@ class LocalChannel final : public Channel {
       : Channel(o.lanes_per_peer, o.lane_ring_slots, completer),
         peer_(std::move(peer)),
         self_name_(std::move(self_name)),
-        spin_(o.spin) {
-    for (int i = 0; i < lane_count(); ++i) threads_.emplace_back([this, i] { Run(i); });
-  }
+        spin_(o.spin) {}
   ~LocalChannel() override { Close(); }
+
+  // One worker per lane; a lane whose worker could not start is only closed
+  // (nothing was posted yet).
+  Status StartWorkers() {
+    threads_.reserve(lane_count());  // push_back below never reallocates (throws)
+    for (int i = 0; i < lane_count(); ++i) {
+      std::thread t;
+      KVLANE_RETURN_IF_ERROR(StartThread(&t, "local lane", [this, i] { Run(i); }));
+      threads_.push_back(std::move(t));
+    }
+    return Status::Ok();
+  }
 
   const char* transport() const override { return "local"; }
 
@@ -135,8 +146,10 @@ class LocalTransport final : public Transport {
       return Status::NotAllowed("local peer '" + peer.name +
                                 "': the agent of this process with its id holds another secret " +
                                 "(forged or damaged metadata)");
-    return std::unique_ptr<Channel>(
-        new LocalChannel(std::move(ep), ctx_->name, ctx_->options, ctx_->completer));
+    auto ch =
+        std::make_unique<LocalChannel>(std::move(ep), ctx_->name, ctx_->options, ctx_->completer);
+    KVLANE_RETURN_IF_ERROR(ch->StartWorkers());
+    return std::unique_ptr<Channel>(std::move(ch));
   }
   void Stop() override { UnpublishLocal(ctx_->agent_id); }
 

@@ -191,7 +191,13 @@ Status FrameExecutor::Notify(const FrameHeader& h) {
 
 Status FrameExecutor::Reply(uint64_t ticket, const Status& s) {
   ReplyHeader r{ticket, static_cast<int32_t>(s.code()), 0, 0};
-  return SendAll(fd_, &r, sizeof(r), by_);
+  // A verdict reached past the frame's deadline (CmaCopy's kTimeout after a
+  // wait for the registry lock) is still sent, one header with io_timeout of
+  // its own: the initiator then reads why this chunk failed, not a connection
+  // closed under every chunk of the lane.
+  const Deadline by =
+      std::chrono::steady_clock::now() > by_ ? DeadlineIn(ctx_->options.io_timeout) : by_;
+  return SendAll(fd_, &r, sizeof(r), by);
 }
 
 }  // namespace kvlane::core

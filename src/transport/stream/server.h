@@ -36,8 +36,8 @@ class StreamServer {
   ~StreamServer() { Stop(); }
 
   // Takes ownership of a listening socket and starts accepting.
-  void Start(Fd listener) {
-    conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
+  Status Start(Fd listener) {
+    return conns_.Start(std::move(listener), [this](Conn* c) { Serve(c); });
   }
   void Stop() { conns_.Stop(); }
 

@@ -158,8 +158,9 @@ Status SendIov(int fd, struct iovec* iov, int n, Deadline by) {
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
-    ssize_t rc;
-    KVLANE_SYSCALL_RETRY(rc, sendmsg(fd, &msg, MSG_NOSIGNAL));
+    // EINTR: round the loop, so that no call starts after `by`.
+    const ssize_t rc = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (rc < 0 && errno == EINTR) continue;
     if (rc < 0) return IoError("sendmsg", errno);
     Advance(iov, n, &first, static_cast<size_t>(rc));
   }
@@ -200,8 +201,8 @@ Status RecvIov(int fd, struct iovec* iov, int n, Deadline by) {
     msghdr msg{};
     msg.msg_iov = iov + first;
     msg.msg_iovlen = std::min(n - first, 1024);
-    ssize_t rc;
-    KVLANE_SYSCALL_RETRY(rc, recvmsg(fd, &msg, MSG_WAITALL));
+    const ssize_t rc = recvmsg(fd, &msg, MSG_WAITALL);
+    if (rc < 0 && errno == EINTR) continue;  // as in SendIov
     if (rc < 0) return IoError("recvmsg", errno);
     if (rc == 0) return PeerClosed();
     Advance(iov, n, &first, static_cast<size_t>(rc));
@@ -237,11 +238,23 @@ Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout) {
   return Status::Ok();
 }
 
+int PollFor(pollfd* fds, int n, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + timeout;
+  for (;;) {
+    int ms = -1;
+    if (timeout.count() >= 0) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+      ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
+    }
+    const int rc = poll(fds, static_cast<nfds_t>(n), ms);
+    if (rc >= 0 || errno != EINTR) return rc;
+  }
+}
+
 Status WaitReadable(int fd, std::chrono::milliseconds timeout) {
   pollfd p{fd, POLLIN, 0};
-  int rc;
-  KVLANE_SYSCALL_RETRY(rc,
-                       poll(&p, 1, timeout.count() < 0 ? -1 : static_cast<int>(timeout.count())));
+  const int rc = PollFor(&p, 1, timeout);
   if (rc < 0) return ErrnoStatus("poll", errno);
   if (rc == 0) return Status::Timeout("no data from peer within the I/O timeout");
   return Status::Ok();
@@ -275,11 +288,14 @@ Result<Fd> ListenTcp(const std::string& host, uint16_t port, uint16_t* bound_por
     return Status::InvalidArgument("cannot resolve listen host '" + host +
                                    "': " + gai_strerror(rc));
   Fd fd(socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  int one = 1;
-  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  bool bad = !fd.valid() || bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 ||
-             listen(fd.get(), 128) != 0;
-  int err = errno;
+  int err = errno;  // socket()'s, before setsockopt below could overwrite it
+  bool bad = !fd.valid();
+  if (!bad) {
+    int one = 1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    bad = bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0 || listen(fd.get(), 128) != 0;
+    err = errno;
+  }
   freeaddrinfo(res);
   if (bad) return ErrnoStatus(("listen on " + host + ":" + ps).c_str(), err);
   sockaddr_storage ss{};

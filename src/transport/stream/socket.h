@@ -2,6 +2,7 @@
 // Every call retries EINTR and turns failures into Status.
 #pragma once
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -82,6 +83,9 @@ Status Discard(int fd, uint64_t len, Deadline by = kNoDeadline);
 Status SetIoTimeout(int fd, std::chrono::milliseconds timeout);
 // The same for receives only (SO_RCVTIMEO).
 Status SetRecvTimeout(int fd, std::chrono::milliseconds timeout);
+// poll(fds, n) for at most `timeout` in all (negative: forever): a call
+// interrupted by a signal goes on with the time left, not a fresh timeout.
+int PollFor(struct pollfd* fds, int n, std::chrono::milliseconds timeout);
 // Waits until fd is readable. kTimeout after `timeout` (negative: forever).
 Status WaitReadable(int fd, std::chrono::milliseconds timeout);
 

@@ -16,6 +16,7 @@
 #include "core/peer_code.h"
 #include "core/request.h"
 #include "core/staging_quota.h"
+#include "core/start_thread.h"
 #include "core/sys.h"
 #include "transport/notif_queue.h"
 #include "transport/stream/staged_io.h"
@@ -70,9 +71,15 @@ Result<std::unique_ptr<Channel>> StreamChannel::Open(const AgentContext& ctx, Pa
     l->recv_iov.resize(ch->max_segs_);
     ch->lanes_.push_back(std::move(l));
   }
+  // Each lane's receiver before its sender: a sender waits for its receiver
+  // to finish (Send), so one whose receiver could not start would hold Close.
+  // A lane left without threads is only closed (nothing was posted yet).
   for (int i = 0; i < ch->lane_count(); ++i) {
-    ch->lanes_[i]->sender = std::thread([p = ch.get(), i] { p->Send(i); });
-    ch->lanes_[i]->receiver = std::thread([p = ch.get(), i] { p->Receive(i); });
+    Lane& l = *ch->lanes_[i];
+    KVLANE_RETURN_IF_ERROR(
+        StartThread(&l.receiver, "stream lane receiver", [p = ch.get(), i] { p->Receive(i); }));
+    KVLANE_RETURN_IF_ERROR(
+        StartThread(&l.sender, "stream lane sender", [p = ch.get(), i] { p->Send(i); }));
   }
   return std::unique_ptr<Channel>(std::move(ch));
 }
@@ -367,6 +374,10 @@ Status StreamChannel::ReceiveOne(Lane& l, int i) {
     KVLANE_RETURN_IF_ERROR(ReceivePayload(l, req, c, r, &s, by));
   } else if (r.flags != 0) {
     return Status::Backend("protocol: a status trailer without a payload");
+  } else if (s.ok() && mode_ == PayloadMode::kInline && req.op == Op::kRead && c.bytes != 0) {
+    // On tcp a READ's bytes come only in its reply: "done" without them
+    // would retire the chunk ok (and send its notification) with nothing read.
+    return Status::Backend("protocol: a READ's reply without its payload");
   }
   // Release: a poster that reads every frame answered (Kick) sends after this.
   l.replied.store(l.replied.load(std::memory_order_relaxed) + 1, std::memory_order_release);
@@ -417,8 +428,7 @@ Status StreamChannel::AwaitReply(Lane& l, bool busy, std::chrono::milliseconds t
   }
   l.receiver_asleep.store(true, std::memory_order_seq_cst);
   pollfd p[2] = {{l.fd.get(), POLLIN, 0}, {l.wake.get(), POLLIN, 0}};
-  int rc;
-  KVLANE_SYSCALL_RETRY(rc, poll(p, 2, static_cast<int>(timeout.count())));
+  const int rc = PollFor(p, 2, timeout);
   l.receiver_asleep.store(false, std::memory_order_relaxed);
   if (rc < 0) return ErrnoStatus("poll", errno);
   if (p[0].revents != 0) return Status::Ok();
@@ -510,6 +520,13 @@ Status StreamChannel::Notify(std::string_view bytes) {
     // What Fail latched: kCanceled once Close began (a Notify after Close's
     // shutdown gets EPIPE; one in flight holds control_mu_, which Close waits for),
     // else this error, or a lane's that came first.
+    return latch().Get();
+  }
+  if (r.bytes != 0 || r.flags != 0) {
+    // An acknowledgement is a bare header: bytes after it would be read as
+    // the next notification's, and every later one would be out of step.
+    s = Status::Backend("protocol: a notification's acknowledgement with a payload or flags");
+    Fail(0, s);
     return latch().Get();
   }
   if (r.status != 0) return RefusedNotification(r.status);

@@ -31,16 +31,14 @@ class StreamTransport final : public Transport {
                     static_cast<unsigned long long>(ctx_->agent_id));
       socket_name_ = buf;
       KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenUnix(socket_name_));
-      server_.Start(std::move(fd));
-      return Status::Ok();
+      return server_.Start(std::move(fd));
     }
     const AgentOptions& o = ctx_->options;
     KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(o.tcp_listen_host, o.tcp_listen_port, &port_));
     host_ = !o.tcp_advertise_host.empty()   ? o.tcp_advertise_host
             : IsWildcard(o.tcp_listen_host) ? HostName()
                                             : o.tcp_listen_host;
-    server_.Start(std::move(fd));
-    return Status::Ok();
+    return server_.Start(std::move(fd));
   }
 
   void Export(AgentMeta* self) const override {
