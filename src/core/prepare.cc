@@ -86,8 +86,16 @@ PreparedId AgentImpl::AddPrepared(std::shared_ptr<PreparedList> p) {
 }
 
 Status AgentImpl::ReleasePrepared(PreparedId id) {
-  std::lock_guard lock(prepared_mu_);
-  if (prepared_.erase(id.value) == 0) return Status::NotFound("unknown prepared list");
+  // A list of a removed peer may hold its last reference: destroyed (its
+  // channels closed) after prepared_mu_ is let go, which every Prepare and
+  // MakeTransfer takes.
+  std::shared_ptr<PreparedList> gone;
+  std::unique_lock lock(prepared_mu_);
+  auto it = prepared_.find(id.value);
+  if (it == prepared_.end()) return Status::NotFound("unknown prepared list");
+  gone = std::move(it->second);
+  prepared_.erase(it);
+  lock.unlock();
   return Status::Ok();  // transfers made from it keep their own resolved copy
 }
 

@@ -92,6 +92,7 @@ __device__ __noinline__ void CopyMisaligned(uint8_t* d, const uint8_t* s, uint64
 template <int kU = kUnroll>
 __device__ __forceinline__ void CopyRange(uint64_t dst, uint64_t src, uint64_t len, uint64_t rank,
                                           uint64_t n) {
+  static_assert(kU >= 2 && kU % 2 == 0, "CopyMisaligned takes kU / 2 vectors in flight");
   auto* d = reinterpret_cast<uint8_t*>(dst);
   const auto* s = reinterpret_cast<const uint8_t*>(src);
   if (((dst ^ src) & 15) == 0)

@@ -1,5 +1,6 @@
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -14,21 +15,24 @@
 namespace kvlane::test {
 namespace {
 
-// The first descriptor of segs whose destination differs from its source, -1
-// when none does; both read back to the host in one copy each.
-int64_t FirstMismatch(const std::vector<gpu::CopySeg>& segs, const uint8_t* src_base,
-                      const uint8_t* dst_base, uint64_t span) {
-  std::vector<uint8_t> hs(span), hd(span);
-  if (cudaMemcpy(hs.data(), src_base, span, cudaMemcpyDefault) != cudaSuccess ||
-      cudaMemcpy(hd.data(), dst_base, span, cudaMemcpyDefault) != cudaSuccess)
-    return -2;
-  for (size_t i = 0; i < segs.size(); ++i) {
-    const uint64_t so = segs[i].src - reinterpret_cast<uint64_t>(src_base);
-    const uint64_t doff = segs[i].dst - reinterpret_cast<uint64_t>(dst_base);
-    if (std::memcmp(hs.data() + so, hd.data() + doff, segs[i].len) != 0)
-      return static_cast<int64_t>(i);
+// What the destination span should hold after segs moved: `fill` except
+// where a descriptor landed; "" when it does, else where it does not (or why
+// it could not be read back).
+std::string CheckSpan(const std::vector<gpu::CopySeg>& segs, const uint8_t* src_base,
+                      const uint8_t* dst_base, uint64_t span, uint8_t fill) {
+  std::vector<uint8_t> hs(span), hd(span), want(span, fill);
+  if (cudaError_t e = cudaMemcpy(hs.data(), src_base, span, cudaMemcpyDefault); e != cudaSuccess)
+    return std::string("reading the source back: ") + cudaGetErrorString(e);
+  if (cudaError_t e = cudaMemcpy(hd.data(), dst_base, span, cudaMemcpyDefault); e != cudaSuccess)
+    return std::string("reading the destination back: ") + cudaGetErrorString(e);
+  for (const gpu::CopySeg& g : segs) {
+    const uint64_t so = g.src - reinterpret_cast<uint64_t>(src_base);
+    const uint64_t doff = g.dst - reinterpret_cast<uint64_t>(dst_base);
+    std::memcpy(want.data() + doff, hs.data() + so, g.len);
   }
-  return -1;
+  const auto bad = std::mismatch(hd.begin(), hd.end(), want.begin());
+  if (bad.first == hd.end()) return "";
+  return "FAIL at destination byte " + std::to_string(bad.first - hd.begin());
 }
 
 }  // namespace
@@ -68,16 +72,14 @@ void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<
     cudaMemset(b.ref_dst, 0xab, span);
     cudaDeviceSynchronize();
     cudaError_t err = launch(0);
-    const int64_t bad = err == cudaSuccess ? FirstMismatch(h, b.local, b.ref_dst, span) : -2;
+    const std::string bad =
+        err == cudaSuccess ? CheckSpan(h, b.local, b.ref_dst, span, 0xab) : cudaGetErrorString(err);
     char name[112];
     std::snprintf(name, sizeof(name), "probe %s dst+%llu 6146x37424B GB/s (vs aligned)",
                   v.byte_loop ? "byte loop" : "kernel", static_cast<unsigned long long>(v.shift));
-    std::printf("%s verify: %s\n", name,
-                bad == -1   ? "PASS"
-                : bad == -2 ? cudaGetErrorString(err)
-                            : ("FAIL at desc " + std::to_string(bad)).c_str());
+    std::printf("%s verify: %s\n", name, bad.empty() ? "PASS" : bad.c_str());
     (void)cudaGetLastError();
-    if (bad != -1) continue;
+    if (!bad.empty()) continue;
     err = cudaSuccess;
     const std::vector<double> t = ProbeTimes(b, launch, &err);
     if (err != cudaSuccess || t.empty()) continue;

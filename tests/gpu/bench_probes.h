@@ -19,8 +19,9 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
 // Probe (not kvlane): the copy kernel (LaunchCopySegments, one block per
 // descriptor) over the scattered list with every destination moved by 8, 4, 2
 // and 1 bytes off the source's congruence, and the byte loop it used for such
-// pairs before; each beside the same list aligned, in this run. Every
-// destination byte is checked after each variant's first launch.
+// pairs before; each beside the same list aligned, in this run. After each
+// variant's first launch the whole destination span is checked: every
+// descriptor's bytes landed, every other byte kept its fill.
 void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<uint32_t>& rs,
                    uint64_t n, uint64_t d);
 

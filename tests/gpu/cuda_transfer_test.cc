@@ -103,10 +103,11 @@ TEST_P(CudaTransferTest, MergedRunsOfPagesMoveExactly) {
   EXPECT_TRUE(agent_->Release(&r).ok());
 }
 
-// Descriptors whose two sides are not congruent mod 16 (every class 0-15
-// between local and remote, others on the way back), long enough for the copy
-// kernel (not the proxy) and of odd length: every byte lands, and none of the
-// bytes around a destination changes.
+// Long descriptors (192 KiB + 13 B, the copy kernel's units and parts) whose
+// two sides are not congruent mod 16: the WRITE's pairs differ by 6i + 3 (the
+// odd classes: funnel-shifted words), the READ's by 8 - 2i (the even ones:
+// 16-, 8- and 4-byte vectors, and shifted words). Every byte lands, and none
+// of the bytes around a destination changes.
 TEST_P(CudaTransferTest, MisalignedDescriptorsMoveExactly) {
   MakeAgent();
   constexpr uint64_t kDescs = 16, kLen = (192 << 10) + 13, kSlot = kLen + 64;
@@ -155,6 +156,70 @@ TEST_P(CudaTransferTest, MisalignedDescriptorsMoveExactly) {
       if (k < b || k >= b + kLen) ASSERT_EQ(got[k], 0xCC) << "descriptor " << i << " byte " << k;
   }
   EXPECT_TRUE(agent_->Release(&w).ok());
+  EXPECT_TRUE(agent_->Release(&r).ok());
+}
+
+// Every (destination & 15, source & 15) pair, 256 descriptors of 1-40 bytes
+// in one list (the copy kernel: too many segments for the proxy), lengths
+// below, at and past each path's head: WRITE, then READ with the pairs
+// swapped. Every byte where it belongs, none around it changed (the whole
+// remote span read back in one contiguous READ).
+TEST_P(CudaTransferTest, EveryAlignmentPairOfShortDescriptorsMovesExactly) {
+  MakeAgent();
+  constexpr uint64_t kPairs = 256, kSlot = 64, kBytes = kPairs * kSlot;
+  auto len = [](uint64_t k) { return 1 + (k * 7) % 40; };
+  auto at = [](uint64_t k, uint64_t shift) { return k * kSlot + 8 + shift; };
+  uint8_t *src = nullptr, *back = nullptr, *whole = nullptr;
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&src, kBytes, 91));
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&back, kBytes));
+  ASSERT_NO_FATAL_FAILURE(DevAllocRegistered(&whole, kBytes));
+  ASSERT_EQ(cudaMemset(back, 0xCC, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<uint8_t> source(kBytes);
+  ASSERT_EQ(cudaMemcpy(source.data(), src, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  Remote dst = Alloc(kBytes);
+  ASSERT_EQ(RemoteMemset(dst.addr, kBytes, 0x5A), "ok");
+  Load();
+  // Pair k: destination offset k / 16, source offset k % 16 (mod 16).
+  DescList ls{MemoryKind::kCuda, {}}, rd{MemoryKind::kCuda, {}}, lb{MemoryKind::kCuda, {}};
+  for (uint64_t k = 0; k < kPairs; ++k) {
+    ls.Add(src + at(k, k % 16), len(k));
+    rd.Add(dst.addr + at(k, k / 16), len(k));
+    lb.Add(back + at(k, k % 16), len(k));  // READ: destination k % 16, source k / 16
+  }
+  XferHandle w = Make(Op::kWrite, ls, rd);
+  auto plan = agent_->Describe(w);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->segments, kPairs);
+  ASSERT_TRUE(PostWait(&w).ok());
+  XferHandle all = MakeOne(Op::kRead, whole, dst.addr, kBytes);
+  ASSERT_TRUE(PostWait(&all).ok());
+  std::vector<uint8_t> got(kBytes);
+  ASSERT_EQ(cudaMemcpy(got.data(), whole, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  // `in`: the buffer read back; a pair's destination bytes hold the source's
+  // bytes at its source offset, every other byte `fill`.
+  auto check = [&](const std::vector<uint8_t>& in, auto dst_shift, auto src_shift, uint8_t fill,
+                   const char* what) {
+    for (uint64_t k = 0; k < kPairs; ++k) {
+      const uint64_t d = at(k, dst_shift(k)), s = at(k, src_shift(k));
+      for (uint64_t b = k * kSlot; b < (k + 1) * kSlot; ++b) {
+        const bool inside = b >= d && b < d + len(k);
+        const uint8_t want = inside ? source[s + (b - d)] : fill;
+        ASSERT_EQ(in[b], want) << what << ": pair " << k << " (dst " << d % 16 << ", src " << s % 16
+                               << ", " << len(k) << " B), byte " << b - d;
+      }
+    }
+  };
+  auto hi = [](uint64_t k) { return k / 16; };
+  auto lo = [](uint64_t k) { return k % 16; };
+  ASSERT_NO_FATAL_FAILURE(check(got, hi, lo, 0x5A, "WRITE"));
+  XferHandle r = Make(Op::kRead, lb, rd);
+  ASSERT_TRUE(PostWait(&r).ok());
+  ASSERT_EQ(cudaMemcpy(got.data(), back, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  // back at k % 16 from the remote side at k / 16, which holds source at k % 16.
+  ASSERT_NO_FATAL_FAILURE(check(got, lo, lo, 0xCC, "READ"));
+  EXPECT_TRUE(agent_->Release(&w).ok());
+  EXPECT_TRUE(agent_->Release(&all).ok());
   EXPECT_TRUE(agent_->Release(&r).ok());
 }
 

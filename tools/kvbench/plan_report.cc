@@ -63,9 +63,14 @@ json LayoutToJson(const PoolLayout& layout) {
   return {{"bytes", layout.bytes}, {"groups", groups}, {"pieces", pieces}};
 }
 
-json PlanToJson(const Plan& plan) {
+json PointsToJson(const Plan& plan) {
   json points = json::array();
   for (const PlanPoint& p : plan.points) points.push_back(PointToJson(p));
+  return points;
+}
+
+json PlanToJson(const Plan& plan) {
+  const json points = PointsToJson(plan);
   const PlanOptions& o = plan.options;
   json workload = {{"name", plan.workload.name()}, {"block", plan.workload.block()}};
   if (!plan.workload.dtype().empty()) workload["dtype"] = plan.workload.dtype();  // kv-mla only
@@ -103,7 +108,7 @@ std::string ShedSummary(const json& points) {
     if (!batches.empty())
       s += fmt::format("{}isl {}: {}", s.empty() ? "" : "; ", field(p, "isl"), batches);
   }
-  return s;
+  return s.empty() ? s : "not measured, shed by the budgets (batch (budget)): " + s;
 }
 
 void PrintPlan(const Plan& plan, std::ostream& out) {

@@ -27,9 +27,8 @@ void PrintHeader(const Session& s) {
              MemoryName(s.path()), s.peer().hostname, s.self().hostname,
              p.layout.bytes / double(1 << 30), p.layout.pieces.size(), p.Rows(),
              s.config().ops.size(), s.config().warmup, s.config().samples, s.config().trials);
-  const std::string shed = ShedSummary(PlanToJson(p)["points"]);
-  if (!shed.empty())
-    fmt::print(stderr, "[kvbench] not measured, shed by the budgets (batch (budget)): {}\n", shed);
+  const std::string shed = ShedSummary(PointsToJson(p));
+  if (!shed.empty()) fmt::print(stderr, "[kvbench] {}\n", shed);
 }
 
 // Whether a run a stop signal cut short (a stop after its last row cut nothing)

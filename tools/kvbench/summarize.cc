@@ -181,7 +181,7 @@ std::string CaseSection(const LoadedDocument& d) {
       workload != d.json.end() && workload->is_object() && workload->contains("points")
           ? ShedSummary((*workload)["points"])
           : std::string();
-  if (!shed.empty()) s += "- not measured, shed by the budgets (batch (budget)): " + shed + "\n";
+  if (!shed.empty()) s += "- " + shed + "\n";
   s += fmt::format("- outcome: {}{}\n", outcome.value("valid", false) ? "valid" : "INVALID",
                    partial ? " (over the rows measured)" : "");
   const json reasons = outcome.value("reasons", json::array());

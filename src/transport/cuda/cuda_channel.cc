@@ -136,12 +136,13 @@ void CudaChannel::DestroyGpu() {
     free_order_->stream = nullptr;
     free_order_->event = nullptr;
   }
-  for (auto& l : lanes_) {
+  for (auto& l : lanes_) {  // each pointer cleared: a second call frees nothing again
     if (l->sm) (void)cudaStreamDestroy(l->sm);  // synchronized above
     if (l->ce) (void)cudaStreamSynchronize(l->ce), (void)cudaStreamDestroy(l->ce);
     if (l->blocks_finished) (void)cudaFree(l->blocks_finished);
     l->proxy.Free();
     if (l->done) (void)cudaFreeHost(l->done);
+    l->sm = nullptr, l->ce = nullptr, l->blocks_finished = nullptr, l->done = nullptr;
   }
   std::lock_guard lock(build_mu_);
   if (build_stream_) (void)cudaStreamDestroy(build_stream_), build_stream_ = nullptr;
@@ -288,6 +289,10 @@ void CudaChannel::ControlLoop() {
     Status s = RecvCtl(control_.get(), &f, &payload, io_timeout_);
     if (s.ok() && f.type == static_cast<uint32_t>(CtlType::kNotifyAck)) {
       std::lock_guard lock(ack_mu_);
+      if (late_acks_ > 0) {  // the answer to a notification whose Notify gave up
+        --late_acks_;
+        continue;
+      }
       ack_status_ = static_cast<int32_t>(f.seq);
       ++acks_;
       ack_cv_.notify_all();
@@ -316,6 +321,10 @@ void CudaChannel::ControlLoop() {
       Fail(s.ok() ? Status::Backend("cuda control: protocol violation by peer '" + peer_name_ + "'")
                   : Status::RemoteDisconnect("peer '" + peer_name_ +
                                              "' closed its control connection (process gone?)"));
+    // No answer comes any more: a Notify or a live check waiting for one
+    // stops waiting now (closing), not at its deadline.
+    std::lock_guard lock(ack_mu_);
+    ack_cv_.notify_all();
     return;
   }
 }
@@ -428,12 +437,18 @@ Status CudaChannel::Notify(std::string_view bytes) {
     }
   }
   std::unique_lock lock(ack_mu_);
-  bool acked = ack_cv_.wait_for(lock, io_timeout_, [&] { return acks_ > before || latch().latched(); });
+  const auto ended = [&] { return latch().latched() || closing().load(std::memory_order_acquire); };
+  bool acked = ack_cv_.wait_for(lock, io_timeout_, [&] { return acks_ > before || ended(); });
   if (acks_ > before) {
     return ack_status_ == 0 ? Status::Ok() : RefusedNotification(ack_status_);
   }
-  if (!acked) return Status::Timeout("peer did not acknowledge the notification");
-  return latch().Get();
+  if (!acked) {
+    // Acknowledgements come in order and carry no number: this one may still
+    // come, and must not be read as the next notification's.
+    ++late_acks_;
+    return Status::Timeout("peer did not acknowledge the notification");
+  }
+  return latch().latched() ? latch().Get() : Status::Canceled("channel closed");
 }
 
 void CudaChannel::StopLanes() {

@@ -329,6 +329,7 @@ class CudaChannel final : public Channel {
   std::mutex ack_mu_;
   std::condition_variable ack_cv_;
   uint64_t acks_ = 0;        // GUARDED_BY(ack_mu_)
+  uint64_t late_acks_ = 0;   // GUARDED_BY(ack_mu_): given-up notifications' answers to drop
   // Live checks (one thread checks at a time: the opener, then LoadPeer's
   // under PeerState::refresh_mu): the last one's number, the one the control
   // thread awaits the answer of (0: none) and the last answered.

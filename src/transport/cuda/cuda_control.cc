@@ -177,12 +177,14 @@ bool ControlServer::Handle(Conn* c, const std::string& name, const CtlFrame& f,
 // reading any frame: a revocation after the registry lookup below reaches this
 // connection, one before it is in the answer.
 Status ControlServer::ServeLiveCheck(Conn* c, uint64_t seq, const std::string& keys) {
+  std::vector<uint64_t> asked(keys.size() / 8);
+  std::memcpy(asked.data(), keys.data(), asked.size() * 8);
+  // One look under the registry's lock for all of them (not a lock per key,
+  // each behind any registration waiting for it).
+  const std::vector<bool> live = ctx_->registry->Live(asked);
   std::string gone;
-  for (size_t i = 0; i < keys.size(); i += 8) {
-    uint64_t key;
-    std::memcpy(&key, keys.data() + i, 8);
-    if (!ctx_->registry->HasKey(key)) gone.append(keys, i, 8);
-  }
+  for (size_t i = 0; i < asked.size(); ++i)
+    if (!live[i]) gone.append(keys, i * 8, 8);
   std::lock_guard w(c->write_mu);
   return SendCtl(c->fd.get(), CtlType::kLiveReply, seq, gone.data(),
                  static_cast<uint32_t>(gone.size()), DeadlineIn(ctx_->options.io_timeout));

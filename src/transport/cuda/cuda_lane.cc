@@ -69,8 +69,12 @@ void CudaChannel::IssueLoop(int i) {
       CpuRelax();
       continue;
     }
-    // A posting thread may have issued it between the peek and the lock.
-    if (q.PeekIssue() != nullptr) {
+    // A posting thread may have issued it between the peek and the lock, or
+    // taken the ring's last free batch (Kick checks the ring under the lock;
+    // so does this): a batch still in flight is never overwritten.
+    if (q.PeekIssue() != nullptr &&
+        l.issued.load(std::memory_order_relaxed) - l.retired.load(std::memory_order_acquire) <
+            kBatchRing) {
       KVLANE_HOP_BY_POSTER(0);
       IssueBatch(i, false);
     }

@@ -165,7 +165,10 @@ class CudaTransport final : public Transport {
 
   // The slots' terminal records, mapped for the GPUs once (nullptr when that
   // failed): a lane's GPU work then publishes a post itself, and Check sees it
-  // without waiting for the lane's retire thread.
+  // without waiting for the lane's retire thread. The lanes also read a record
+  // through the same pointer on the host (RecordLanded): only where the GPUs'
+  // address of the table is its host address (unified addressing, as on every
+  // 64-bit Linux system CUDA 13 supports), else the host publishes every post.
   uint8_t* MappedRecords() {
     std::lock_guard lock(mu_);
     if (records_tried_ || ctx_->records == nullptr) return records_dev_;
@@ -173,7 +176,7 @@ class CudaTransport final : public Transport {
     RecordTable& t = *ctx_->records;
     if (cudaHostRegister(t.base(), t.bytes(), cudaHostRegisterMapped | cudaHostRegisterPortable) == cudaSuccess) {
       void* dev = nullptr;
-      if (cudaHostGetDevicePointer(&dev, t.base(), 0) == cudaSuccess)
+      if (cudaHostGetDevicePointer(&dev, t.base(), 0) == cudaSuccess && dev == t.base())
         records_dev_ = static_cast<uint8_t*>(dev);
       else
         (void)cudaHostUnregister(t.base());
