@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bench_json.h"
+#include "gpu/copy_types.h"
 #include "kvlane/kvlane.h"
 #include "percentile.h"
 #include "target_proc.h"
@@ -86,6 +87,29 @@ struct Bench {
     }
     return t;
   }
+};
+
+// What a probe launching the copy kernel directly needs, freed on scope exit:
+// the descriptor table on the GPU (n segments), the kernel's finish counter
+// (zeroed) and its mapped host completion word.
+struct KernelScratch {
+  gpu::CopySeg* segs = nullptr;
+  uint32_t* fin = nullptr;
+  uint64_t* done = nullptr;
+
+  explicit KernelScratch(uint64_t n) {
+    cudaMalloc(reinterpret_cast<void**>(&segs), n * sizeof(gpu::CopySeg));
+    cudaMalloc(reinterpret_cast<void**>(&fin), sizeof(uint32_t));
+    cudaMemset(fin, 0, sizeof(uint32_t));
+    cudaHostAlloc(reinterpret_cast<void**>(&done), sizeof(uint64_t), cudaHostAllocMapped);
+  }
+  ~KernelScratch() {
+    cudaFree(segs);
+    cudaFree(fin);
+    cudaFreeHost(done);
+  }
+  KernelScratch(const KernelScratch&) = delete;
+  KernelScratch& operator=(const KernelScratch&) = delete;
 };
 
 // Every row printed, for --json.

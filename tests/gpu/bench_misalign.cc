@@ -42,13 +42,7 @@ void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<
   // Each descriptor 16 bytes shorter than its slot, so that a destination moved
   // by up to 15 bytes stays inside its own slot.
   const uint64_t len = d - 16, span = 2 * n * d;
-  gpu::CopySeg* segs = nullptr;
-  uint32_t* fin = nullptr;
-  uint64_t* done = nullptr;
-  cudaMalloc(reinterpret_cast<void**>(&segs), n * sizeof(gpu::CopySeg));
-  cudaMalloc(reinterpret_cast<void**>(&fin), 4);
-  cudaMemset(fin, 0, 4);
-  cudaHostAlloc(reinterpret_cast<void**>(&done), 8, cudaHostAllocMapped);
+  KernelScratch k(n);
   double aligned = 0;
   struct Variant {
     uint64_t shift;
@@ -60,13 +54,13 @@ void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<
     for (uint64_t i = 0; i < n; ++i)
       h[i] = {reinterpret_cast<uint64_t>(b.local) + ls[i] * d,
               reinterpret_cast<uint64_t>(b.ref_dst) + rs[i] * d + v.shift, len};
-    cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
+    cudaMemcpy(k.segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
     auto launch = [&](int it) {
-      cudaError_t e = v.byte_loop
-                          ? LaunchByteLoopProbe(segs, static_cast<uint32_t>(n), b.stream)
-                          : gpu::LaunchCopySegments(segs, 0, static_cast<uint32_t>(n), 1,
-                                                    static_cast<int>(n), {fin, done, uint64_t(it)},
-                                                    gpu::BlockFence::kSystem, b.stream);
+      cudaError_t e =
+          v.byte_loop ? LaunchByteLoopProbe(k.segs, static_cast<uint32_t>(n), b.stream)
+                      : gpu::LaunchCopySegments(k.segs, 0, static_cast<uint32_t>(n), 1,
+                                                static_cast<int>(n), {k.fin, k.done, uint64_t(it)},
+                                                gpu::BlockFence::kSystem, b.stream);
       return e == cudaSuccess ? cudaStreamSynchronize(b.stream) : e;
     };
     cudaMemset(b.ref_dst, 0xab, span);
@@ -87,9 +81,6 @@ void MisalignProbe(Bench& b, const std::vector<uint32_t>& ls, const std::vector<
     if (v.shift == 0) aligned = rate;
     Row(name, rate, aligned, "GB/s");
   }
-  cudaFree(segs);
-  cudaFree(fin);
-  cudaFreeHost(done);
 }
 
 }  // namespace kvlane::test

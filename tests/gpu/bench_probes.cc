@@ -24,13 +24,10 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
   for (uint64_t i = 0; i < n; ++i)
     h[i] = {reinterpret_cast<uint64_t>(b.local) + ls[i] * d,
             reinterpret_cast<uint64_t>(b.ref_dst) + rs[i] * d, d};
-  gpu::CopySeg* segs = nullptr;
-  uint32_t* fin = nullptr;
-  uint64_t* done = nullptr;
-  cudaMalloc(reinterpret_cast<void**>(&segs), n * sizeof(gpu::CopySeg));
-  cudaMalloc(reinterpret_cast<void**>(&fin), 4);
-  cudaMemset(fin, 0, 4);
-  cudaHostAlloc(reinterpret_cast<void**>(&done), 8, cudaHostAllocMapped);
+  KernelScratch k(n);
+  gpu::CopySeg* const segs = k.segs;
+  uint32_t* const fin = k.fin;
+  uint64_t* const done = k.done;
   cudaMemcpy(segs, h.data(), n * sizeof(gpu::CopySeg), cudaMemcpyHostToDevice);
   for (uint32_t parts : {1u, 2u, 3u}) {
     for (int grid : {static_cast<int>(n * parts), 528, 1056}) {
@@ -181,9 +178,6 @@ void KernelSweep(Bench& b, const std::vector<uint32_t>& ls, const std::vector<ui
     (void)cudaGetLastError();
   }
   cudaStreamDestroy(side);
-  cudaFree(segs);
-  cudaFree(fin);
-  cudaFreeHost(done);
 }
 
 // Probe (not kvlane): the copy-engine mechanism of the bulk path alone, on the
