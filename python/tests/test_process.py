@@ -79,6 +79,40 @@ def test_forked_child_cannot_use_the_agent_and_closes_it_cleanly():
     a.close()
 
 
+def test_forked_child_agent_writes_into_the_parent():
+    # The child's own agent took the copy of the parent's agent in its memory
+    # for a local peer: the write "succeeded" into the child's copy of the
+    # buffer and the parent's stayed zero.
+    a = kvlane.Agent("parent", transports=["local", "shm", "tcp"])
+    buf = bytearray(4096)
+    region = a.register_memory(buf)
+    blob = a.export_metadata()
+    pid = os.fork()
+    if pid == 0:  # the child: report by exit status only
+        code = 0
+        try:
+            c = kvlane.Agent("child", transports=["local", "shm", "tcp"])
+            src = bytearray(b"X" * 4096)
+            rs = c.register_memory(src)
+            c.load_peer(blob)
+            if c.peer_transport("parent") == "local":
+                code = 20
+            else:
+                t = c.make_transfer("write", c.prepare_local([(rs.addr, 4096)]),
+                                    c.prepare_remote("parent", [(region.addr, 4096)]))
+                t.post()
+                code = 0 if t.wait(10) == kvlane.Code.OK else 21
+        except BaseException:
+            code = 22
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status), f"the child died: status {status:#x}"
+    assert os.WEXITSTATUS(status) == 0
+    assert bytes(buf) == b"X" * 4096
+    a.deregister_memory(region)
+    a.close()
+
+
 def test_forked_child_closes_an_agent_another_thread_was_using():
     # The fork came while a thread was inside wait(): the child inherits the
     # count of calls in flight but not the thread, and close() refused ("another

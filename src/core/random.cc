@@ -1,7 +1,9 @@
 #include "core/random.h"
 
+#include <pthread.h>
 #include <sys/random.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -28,9 +30,26 @@ uint64_t RandomU64() {
   return v;
 }
 
+namespace {
+
+std::atomic<uint64_t> g_token{0};
+
+// A forked child is another process: it must not take its parent's agents
+// (copies in its own memory, their threads gone) for agents of its own.
+void RenewTokenInChild() { g_token.store(RandomU64(), std::memory_order_relaxed); }
+
+}  // namespace
+
 uint64_t ProcessToken() {
-  static const uint64_t token = RandomU64();
-  return token;
+  static const bool renewed_at_fork = [] {
+    (void)pthread_atfork(nullptr, nullptr, &RenewTokenInChild);
+    return true;
+  }();
+  (void)renewed_at_fork;
+  uint64_t t = g_token.load(std::memory_order_relaxed);
+  if (t != 0) return t;
+  uint64_t fresh = RandomU64();
+  return g_token.compare_exchange_strong(t, fresh, std::memory_order_relaxed) ? fresh : t;
 }
 
 }  // namespace kvlane::core

@@ -1,5 +1,8 @@
 #include "transport/local/local_directory.h"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <mutex>
 #include <unordered_map>
 
@@ -11,9 +14,23 @@ struct Directory {
   std::unordered_map<uint64_t, std::shared_ptr<LocalEndpoint>> map;  // GUARDED_BY(mu)
 };
 
+// Never destroyed: agents may outlive statics.
+std::atomic<Directory*> g_dir{nullptr};
+
+// A forked child starts with an empty directory: the parent's entries are
+// copies of agents whose threads are gone (leaked, not destroyed: their
+// destructors would run the parent's teardown), and another thread of the
+// parent may have held the lock at the fork.
+void FreshDirectoryInChild() { g_dir.store(new Directory(), std::memory_order_relaxed); }
+
 Directory& Dir() {
-  static Directory* d = new Directory();  // never destroyed: agents may outlive statics
-  return *d;
+  static const bool fresh_at_fork = [] {
+    g_dir.store(new Directory(), std::memory_order_release);
+    (void)pthread_atfork(nullptr, nullptr, &FreshDirectoryInChild);
+    return true;
+  }();
+  (void)fresh_at_fork;
+  return *g_dir.load(std::memory_order_acquire);
 }
 
 }  // namespace
