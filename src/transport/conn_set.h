@@ -66,10 +66,18 @@ class ConnSet {
 
   // The connection's thread is about to return. Its descriptor is closed here,
   // not when the connection is reaped (at a later accept, which may need that
-  // very descriptor to succeed). REQUIRES: no other thread uses c->fd any more.
+  // very descriptor to succeed), and not under mu(): a close may block (a
+  // descriptor the peer left queued on the connection closes with it), and
+  // the accept loop and Stop take mu(). REQUIRES: no other thread uses c->fd
+  // any more.
   void Finish(C* c) {
+    Fd fd;
+    {
+      std::lock_guard lock(mu_);
+      fd = std::move(c->fd);  // Stop's shutdown of it: nothing left to cut
+    }
+    fd.Reset();
     std::lock_guard lock(mu_);
-    c->fd.Reset();
     c->done = true;
     cv_.notify_all();
   }

@@ -111,6 +111,7 @@ void ControlServer::Serve(Conn* c) {
   } catch (const std::bad_alloc&) {
   }
   shutdown(fd, SHUT_RDWR);
+  DrainQueued(fd);  // descriptors the peer may have sent
   {
     std::unique_lock lock(conns_.mu());
     c->leaving = true;  // Revoke pins no more, and stops waiting for this one

@@ -17,11 +17,21 @@ namespace {
 
 constexpr int kMaxFds = 4;  // room for a few, so that extras are seen (and closed), not truncated
 
+// Closes a descriptor a peer sent that nobody asked for. A socket closes
+// abortively: with SO_LINGER set and unsent data queued, its close would
+// block this thread for as long as the sender chose.
+void CloseUnwanted(int fd) {
+  const linger abort_now{1, 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_now, sizeof(abort_now));  // ENOTSOCK: not one
+  ::close(fd);
+}
+
 // Takes every descriptor of `msg`'s SCM_RIGHTS data: the first into `*fd` if it
 // is still empty (and `fd` not null), the others closed.
 void TakeFds(msghdr* msg, Fd* fd) {
   for (cmsghdr* c = CMSG_FIRSTHDR(msg); c != nullptr; c = CMSG_NXTHDR(msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0))
+      continue;
     size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
     for (size_t i = 0; i < n; ++i) {
       int got;
@@ -29,7 +39,7 @@ void TakeFds(msghdr* msg, Fd* fd) {
       if (fd != nullptr && !fd->valid())
         *fd = Fd(got);
       else
-        ::close(got);
+        CloseUnwanted(got);
     }
   }
 }
@@ -123,6 +133,23 @@ Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline) {
     len -= static_cast<size_t>(rc);
   }
   return Status::Ok();
+}
+
+void DrainQueued(int sock) {
+  char sink[4096];
+  for (int i = 0; i < kDrainMessages; ++i) {
+    alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))];
+    iovec v{sink, sizeof(sink)};
+    msghdr msg{};
+    msg.msg_iov = &v;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t rc;
+    KVLANE_SYSCALL_RETRY(rc, recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
+    if (rc <= 0) return;  // empty (EAGAIN), ended, or failed
+    TakeFds(&msg, nullptr);
+  }
 }
 
 }  // namespace kvlane::core

@@ -31,4 +31,15 @@ Status SendWithFd(int sock, const void* buf, size_t len, int fd, Deadline deadli
 // every one when `fd` is null, are closed; truncated control data fails.
 Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline);
 
+// Takes what a peer left queued on a unix connection about to close, without
+// waiting: bytes dropped, descriptors closed as unwanted ones are (a socket
+// abortively). Closing the connection would release them on the closing
+// thread, and a descriptor whose close blocks (a socket made to linger with
+// unsent data) would hold it. Call after shutdown(SHUT_RDWR), which stops the
+// peer sending more. At most kDrainMessages messages. Descriptors nested in a
+// passed unix socket are out of reach: the listeners refuse passed
+// descriptors where the kernel can (ListenUnix), which leaves nothing to drain.
+inline constexpr int kDrainMessages = 1024;
+void DrainQueued(int sock);
+
 }  // namespace kvlane::core

@@ -5,6 +5,7 @@
 
 #include <new>
 
+#include "transport/stream/fd_passing.h"
 #include "transport/stream/frame_exec.h"
 #include "transport/stream/handshake.h"
 #include "transport/stream/keepalive.h"
@@ -34,6 +35,7 @@ void StreamServer::Serve(Conn* c) {
   }
   // The peer's slot is free before it sees the close: it may reconnect at once.
   shutdown(fd, SHUT_RDWR);
+  if (mode_ == PayloadMode::kCma) DrainQueued(fd);  // unix: descriptors it may have sent
   conns_.Finish(c);
 }
 

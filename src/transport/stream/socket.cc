@@ -123,6 +123,14 @@ Result<Fd> TryConnectUnix(const sockaddr_un& a, socklen_t len, Deadline by) {
 
 constexpr char kPeerClosedMessage[] = "peer closed the connection";
 
+// SO_PASSRIGHTS (Linux 6.16, asm-generic/socket.h); older C library headers lack it.
+#ifdef SO_PASSRIGHTS
+constexpr int kSoPassRights = SO_PASSRIGHTS;
+#else
+constexpr int kSoPassRights = 83;
+#endif
+constexpr int kOff = 0;
+
 }  // namespace
 
 Status PeerClosed() { return Status::RemoteDisconnect(kPeerClosedMessage); }
@@ -338,6 +346,14 @@ Result<Fd> ListenUnix(const std::string& name) {
   sockaddr_un a = UnixAddr(name, &len);
   Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return ErrnoStatus("socket(AF_UNIX)", errno);
+  // Accepted connections take no descriptors from their peers (Linux 6.16+;
+  // older kernels: ENOPROTOOPT, and closing an unwanted one is made safe where
+  // it can be, fd_passing.cc). A descriptor queued on a connection is closed
+  // with it, by the thread that closes it: a socket the sender made to
+  // linger, or a file whose flush never ends, would hold that thread.
+  if (setsockopt(fd.get(), SOL_SOCKET, kSoPassRights, &kOff, sizeof(kOff)) != 0 &&
+      errno != ENOPROTOOPT && errno != EINVAL)
+    return ErrnoStatus("setsockopt(SO_PASSRIGHTS)", errno);
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0)
     return ErrnoStatus("bind(unix)", errno);
   if (listen(fd.get(), 128) != 0) return ErrnoStatus("listen(unix)", errno);
