@@ -44,10 +44,14 @@ void RemoveArmedFiles() {
 // Async-signal-safe: lock-free atomics, unlink, sigaction and raise only.
 extern "C" void OnStop(int sig) {
   const auto later = static_cast<LaterStop>(g_later.load(std::memory_order_relaxed));
-  if (g_stop_signal.load(std::memory_order_relaxed) == 0 || later == LaterStop::kRecord) {
+  if (later == LaterStop::kRecord) {
     g_stop_signal.store(sig, std::memory_order_relaxed);
     return;
   }
+  // One first stop: two signals handled on two threads at once must not both
+  // take it (the second would then not act as a later stop).
+  int none = 0;
+  if (g_stop_signal.compare_exchange_strong(none, sig, std::memory_order_relaxed)) return;
   if (later == LaterStop::kIgnore) return;
   const int saved = errno;
   RemoveArmedFiles();
@@ -71,6 +75,7 @@ void CatchStopSignals(LaterStop later) {
     sa.sa_handler = OnStop;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
+    for (int other : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&sa.sa_mask, other);  // one at a time
     sigaction(sig, &sa, nullptr);
   }
 }

@@ -183,7 +183,10 @@ kvlane::Status SplitHostPort(const std::string& host_port, std::string* host, ui
 kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Listen(
     const std::string& host_port) {
   KVLANE_ASSIGN_OR_RETURN(int fd, ListenOn(host_port));
-  return std::unique_ptr<ControlListener>(new ControlListener(fd, host_port));
+  auto listener = std::unique_ptr<ControlListener>(new ControlListener(fd, host_port));
+  if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+    return Errno("fcntl on the listener");
+  return listener;
 }
 
 kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Adopt(int fd,
@@ -198,7 +201,9 @@ kvlane::Result<std::unique_ptr<ControlListener>> ControlListener::Adopt(int fd,
                                            " handed down for " + host_port +
                                            " is no listening TCP socket");
   }
-  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) return Errno("fcntl on the handed-down listener");
+  if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 ||
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0)
+    return Errno("fcntl on the handed-down listener");
   return std::unique_ptr<ControlListener>(new ControlListener(fd, std::move(host_port)));
 }
 
@@ -215,18 +220,25 @@ kvlane::Result<std::unique_ptr<ControlChannel>> ControlListener::Accept(
     std::chrono::milliseconds timeout, const WaitNotice& notice) {
   const auto deadline = Clock::now() + timeout;
   WaitTicker ticker(notice);
-  pollfd pfd{fd_, POLLIN, 0};
-  int rc;
-  do {
-    ticker.Tick();
-    rc = poll(&pfd, 1, MsUntil(std::min(deadline, ticker.Next())));
-  } while ((rc < 0 && errno == EINTR) || (rc == 0 && Clock::now() < deadline));
-  if (rc == 0) {
-    return kvlane::Status::Timeout("control: no peer connected to " + host_port_ + " within " +
-                                   std::to_string(timeout.count()) + " ms");
+  int fd = -1;
+  while (fd < 0) {
+    pollfd pfd{fd_, POLLIN, 0};
+    int rc;
+    do {
+      ticker.Tick();
+      rc = poll(&pfd, 1, MsUntil(std::min(deadline, ticker.Next())));
+    } while ((rc < 0 && errno == EINTR) || (rc == 0 && Clock::now() < deadline));
+    if (rc == 0) {
+      return kvlane::Status::Timeout("control: no peer connected to " + host_port_ + " within " +
+                                     std::to_string(timeout.count()) + " ms");
+    }
+    if (rc < 0) return Errno("poll on " + host_port_);
+    // The listener does not block: a connection that went away between the
+    // poll and here leaves nothing to take, and the wait goes on to its deadline.
+    fd = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return Errno("accept on " + host_port_);
   }
-  int fd = rc > 0 ? accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC) : -1;
-  if (fd < 0) return Errno("accept on " + host_port_);
   SetNoDelay(fd);
   return std::unique_ptr<ControlChannel>(new ControlChannel(fd, timeout));
 }
@@ -383,7 +395,9 @@ kvlane::Status ControlChannel::Send(const nlohmann::json& message) {
   }
   kvlane::Status s = SendRaw(&len, sizeof(len));
   if (s.ok()) s = SendRaw(body.data(), body.size());
-  if (!s.ok() && sealed()) Abort();  // the peer would take the next message as out of order
+  // Part of the message may have gone out: the peer would read the next one out
+  // of step (sealed: as out of order; unsealed: as a malformed or oversized one).
+  if (!s.ok()) Abort();
   return s;
 }
 

@@ -41,8 +41,8 @@ class ControlListener {
   static kvlane::Result<std::unique_ptr<ControlListener>> Listen(const std::string& host_port);
   // Takes over `fd`, a listening TCP socket on `host_port` that this rank's
   // launcher opened before starting it (RunConfig::listen_fd), and marks it
-  // close-on-exec. InvalidArgument, `fd` left as it was, when it is no listening
-  // TCP socket.
+  // close-on-exec and non-blocking (Accept). InvalidArgument, `fd` left as it was, when it is no
+  // listening TCP socket.
   static kvlane::Result<std::unique_ptr<ControlListener>> Adopt(int fd, std::string host_port);
   ~ControlListener();
   ControlListener(const ControlListener&) = delete;
@@ -102,7 +102,7 @@ class ControlChannel {
   // timeout, and every later call here fails without touching the socket. Bytes
   // already sent still reach the peer. Idempotent. Receive calls it itself when a
   // message came in part, too long or with a wrong MAC (the framing is lost), and
-  // a sealed Send when it fails (its number is spent).
+  // a Send when it fails (part of it may have gone out; sealed: its number is spent).
   void Abort();
   bool aborted() const { return aborted_; }
 

@@ -85,6 +85,7 @@ class StopForwarding {
     struct sigaction forward = {};
     forward.sa_handler = ForwardStop;
     sigemptyset(&forward.sa_mask);
+    for (int sig : kStopSignals) sigaddset(&forward.sa_mask, sig);  // one handler at a time
     for (size_t i = 0; i < std::size(kStopSignals); ++i) {
       sigaction(kStopSignals[i], nullptr, &old_[i]);
       if (old_[i].sa_handler != SIG_IGN) sigaction(kStopSignals[i], &forward, nullptr);
@@ -141,6 +142,10 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t launcher = getpid();
+  // Between fork and exec only async-signal-safe calls (another thread may hold
+  // the allocator's or stdio's lock): the message is made here, written with write.
+  const std::string exec_failed =
+      fmt::format("kvbench: cannot exec /proc/self/exe for rank {}\n", rank);
   pid_t pid = fork();
   if (pid != 0) return pid;
   // A launcher killed outright (SIGKILL: nothing to forward) still stops its ranks.
@@ -149,7 +154,7 @@ pid_t Spawn(const RunConfig& config, int rank, const std::string& peer,
   if (listen_fd >= 0 && fcntl(listen_fd, F_SETFD, 0) != 0) _exit(kExitError);  // kept by exec
   forwarding.RestoreInChild();
   execve("/proc/self/exe", argv.data(), envp.data());
-  fmt::print(stderr, "kvbench: cannot exec /proc/self/exe for rank {}\n", rank);
+  (void)!write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
   _exit(kExitError);
 }
 

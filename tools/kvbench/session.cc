@@ -70,6 +70,17 @@ bool Agree(const json& mine, const json& theirs) {  // theirs: untrusted, any JS
          said("memory") == mine["peer_memory"] && said("peer_memory") == mine["memory"];
 }
 
+// Whether `host_port` names this host's loopback interface (only this host's
+// processes can connect there).
+bool LoopbackPeer(const std::string& host_port) {
+  std::string host;
+  uint16_t port = 0;
+  if (!SplitHostPort(host_port, &host, &port).ok()) return false;
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 kvlane::Result<std::unique_ptr<Session>> Session::Open(const RunConfig& config) {
@@ -121,6 +132,13 @@ kvlane::Status Session::Handshake() {
                1 - c.rank, c.rank == kTargetRank ? "to connect to" : "to listen at", c.peer,
                waited.count(), c.control_timeout_ms.count() / 1000);
   }};
+  if (c.secret.empty() && !LoopbackPeer(c.peer)) {
+    fmt::print(stderr,
+               "kvbench rank {}: warning: the control connection to {} is not authenticated "
+               "(no --secret-file or KVBENCH_SECRET_FILE): whoever connects first as rank {} "
+               "gets this rank's engine metadata, which reaches its pool\n",
+               c.rank, c.peer, 1 - c.rank);
+  }
   self_ = {c.rank,
            c.rank == kTargetRank ? "target" : "initiator",
            HostName(),
@@ -185,6 +203,9 @@ kvlane::Status Session::Handshake() {
     kvlane::Status why;
     if (accepted.ok()) {
       control_ = std::move(accepted).value();
+      // Its waits get the whole control timeout, not what the accept had left
+      // (a stray dropped before it, a rank 1 started late).
+      control_->set_timeout(c.control_timeout_ms);
       from = control_->PeerAddress();
       control_->Bound(std::min(std::chrono::steady_clock::now() + kHelloWait, deadline),
                       kMaxHelloBytes);

@@ -44,10 +44,19 @@ TEST_F(SlurmEnv, ExplicitRankAndOtherTaskCountsAreLeftAlone) {
   RunConfig c;
   ASSERT_TRUE(ApplySlurm(&c).ok());
   EXPECT_EQ(c.rank, -1);  // not a two-rank job: spawn locally as usual
+  // An explicit --rank: Slurm's is not read.
   setenv("SLURM_NTASKS", "2", 1);
+  setenv("SLURM_PROCID", "1", 1);
   c.rank = 0;
+  ASSERT_TRUE(ApplySlurm(&c).ok());
+  EXPECT_EQ(c.rank, 0);
+  EXPECT_TRUE(c.peer.empty());
+  // An explicit --peer under Slurm: the rank comes from Slurm, the peer stays.
+  setenv("SLURM_STEP_NODELIST", "h[12-13]", 1);
+  c.rank = -1;
   c.peer = "x:1";
   ASSERT_TRUE(ApplySlurm(&c).ok());
+  EXPECT_EQ(c.rank, 1);
   EXPECT_EQ(c.peer, "x:1");
 }
 
