@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "fork_guard.h"
 #include "scoped_flag.h"
@@ -26,6 +29,7 @@ PyAgent::~PyAgent() { (void)Destroy(); }  // memory to keep stays pinned all the
 
 Agent& PyAgent::agent() {
   if (agent_ == nullptr) throw py::value_error("the kvlane.Agent is closed");
+  if (stopping_) throw py::value_error("the kvlane.Agent is closing");
   if (ForkGeneration() != fork_generation_)
     throw std::runtime_error("this kvlane.Agent was created in process " + std::to_string(pid_) +
                              ", before a fork(): an agent does not survive fork(); create one "
@@ -39,9 +43,22 @@ void PyAgent::Close() {
     throw std::runtime_error("kvlane.Agent.close(): another thread is closing this agent");
   // (A forked child may have inherited calls in flight on threads it does not
   // have: they never end there.)
-  if (busy_ > 0 && ForkGeneration() == fork_generation_)
-    throw std::runtime_error(
-        "kvlane.Agent.close(): another thread is inside a call of this agent (a wait?)");
+  if (busy_ > 0 && agent_ != nullptr && ForkGeneration() == fork_generation_) {
+    if (stopping_)
+      throw std::runtime_error("kvlane.Agent.close(): another thread is closing this agent");
+    const ScopedFlag stopping(&stopping_);
+    const AgentOptions& o = agent_->options();
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::max<std::chrono::nanoseconds>(o.post_timeout, 2 * o.io_timeout) +
+                          std::chrono::seconds(1);
+    while (busy_ > 0 && std::chrono::steady_clock::now() < deadline) {
+      py::gil_scoped_release unlocked;  // their calls need the GIL back to return
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (busy_ > 0)
+      throw std::runtime_error(
+          "kvlane.Agent.close(): another thread is still inside a call of this agent");
+  }
   RaiseIfError(Destroy());
 }
 

@@ -78,12 +78,19 @@ class PyAgent {
   // once closed. `fn` must not touch Python objects.
   template <typename F>
   auto Blocking(F&& fn);
+  // Whether a thread is inside a Blocking call of this agent (GIL held).
+  bool others_blocking() const { return busy_ > 0; }
+  // Whether a close() waits for other threads' calls to end: wait() stops at
+  // its next slice (kvlane.Error CANCELED), and new calls raise ValueError.
+  bool stopping() const { return stopping_; }
   // Closes and destroys the engine agent (GIL released), then lets go of every
   // pinned buffer, or, when Agent::Close said memory may still be copied
   // (kBackend), of none: then raises that kvlane.Error, the agent closed.
-  // RuntimeError while another thread is inside a call of this agent, or is
-  // closing it (its engine close runs with the GIL released: the pins must
-  // stay until it returns). Idempotent. In a forked child the engine agent is let go of, not
+  // Calls other threads are inside end first (stopping()): waits for them, GIL
+  // released, up to max(post_timeout, 2 x io_timeout) + 1 s; RuntimeError if
+  // one is still inside then, or while another thread is closing it (its
+  // engine close runs with the GIL released: the pins must stay until it
+  // returns). Idempotent. In a forked child the engine agent is let go of, not
   // destroyed (its threads live in the parent only).
   void Close();
   // ValueError unless `owner` is this agent's serial.
@@ -120,6 +127,7 @@ class PyAgent {
   std::unique_ptr<Agent> agent_;
   int busy_ = 0;                     // Blocking calls in flight (GIL-guarded)
   bool closing_ = false;             // Destroy's engine close in flight (GIL-guarded)
+  bool stopping_ = false;            // Close waits for other calls to end (GIL-guarded)
   std::vector<XferHandle> orphans_;  // GIL-guarded
 };
 

@@ -36,7 +36,8 @@ std::unique_ptr<PyTransfer> MakeTransfer(py::object self, const std::string& op,
     return agent.MakeTransfer(o, local.id, li, remote.id, ri, notif, xo);
   }));
   Result<XferInfo> info = a.agent().Describe(h);
-  return std::make_unique<PyTransfer>(std::move(self), h, o, info.ok() ? info->chunks : UINT32_MAX);
+  return std::make_unique<PyTransfer>(std::move(self), h, o, info.ok() ? info->chunks : UINT32_MAX,
+                                      !notif.empty());
 }
 
 py::list TakeNotifications(PyAgent& self) {

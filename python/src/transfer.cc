@@ -15,20 +15,25 @@ using Clock = std::chrono::steady_clock;
 
 // Posts of more chunks than this release the GIL: queueing them takes long
 // enough to pay for it. Smaller ones keep it (a post never allocates), unless
-// their lane ring lacks room (Agent::PostMayWait): the post would then block
-// every Python thread up to AgentOptions::post_timeout.
+// it may wait: their lane ring lacks room (Agent::PostMayWait), another
+// thread is inside a call of the agent with the GIL released (a large post
+// may take the room PostMayWait saw; a deregistration holds the registry lock
+// a post may need), or the transfer notifies (the posting thread may be the
+// one that sends it: a round trip to the peer). Such a post would block every
+// Python thread, up to AgentOptions::post_timeout or io_timeout.
 constexpr uint32_t kUnlockedPostChunks = 64;
 // wait() blocks in slices this long and looks for signals (Ctrl-C) between them.
 constexpr std::chrono::nanoseconds kWaitSlice = std::chrono::milliseconds(100);
 
 }  // namespace
 
-PyTransfer::PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks)
+PyTransfer::PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks, bool notifies)
     : owner_(std::move(owner)),
       agent_(owner_.cast<PyAgent*>()),
       handle_(handle),
       op_(op),
-      chunks_(chunks) {}
+      chunks_(chunks),
+      notifies_(notifies) {}
 
 PyAgent& PyTransfer::Use() {
   if (released()) throw py::value_error("the kvlane.Transfer is released");
@@ -53,7 +58,17 @@ auto PyTransfer::Blocking(F&& fn) {
 PyTransfer::~PyTransfer() {
   if (released() || agent_->closed()) return;
   try {
-    const Status s = Blocking([](Agent& a, XferHandle& h) { return a.Release(&h); });
+    const Status s = Blocking([](Agent& a, XferHandle& h) {
+      // Still in flight: canceled where no lane has started it, and left to
+      // the agent. Release would wait for the lane to retire it, which behind
+      // a stalled peer takes up to io_timeout (a garbage collection, an event
+      // loop stuck meanwhile).
+      if (a.Check(h).in_progress()) {
+        (void)a.Cancel(h);
+        return Status::NotAllowed("in flight");
+      }
+      return a.Release(&h);
+    });
     // A lane owns part of it (or, kTimeout, still holds a post the GPU
     // published): its agent releases it later, not this thread now.
     if (s.code() == Code::kNotAllowed || s.code() == Code::kTimeout) agent_->Orphan(handle_);
@@ -65,7 +80,8 @@ PyTransfer::~PyTransfer() {
 
 py::object PyTransfer::Post() {
   Agent& agent = Use().agent();  // before marking: a refused call leaves posting_ alone
-  if (chunks_ <= kUnlockedPostChunks && !agent.PostMayWait(handle_))
+  if (chunks_ <= kUnlockedPostChunks && !notifies_ && !agent_->others_blocking() &&
+      !agent.PostMayWait(handle_))
     return CodeOrRaise(agent.Post(&handle_));
   const ScopedFlag posting(&posting_);
   return CodeOrRaise(Blocking([](Agent& a, XferHandle& h) { return a.Post(&h); }));
@@ -88,6 +104,8 @@ py::object PyTransfer::Wait(std::optional<double> timeout_s) {
     deadline = Clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(t);
   }
   for (;;) {
+    if (agent_->stopping())  // another thread's close() waits for this call to end
+      RaiseIfError(Status::Canceled("kvlane.Agent.close() was called: wait() gave up"));
     std::chrono::nanoseconds slice = kWaitSlice;
     if (deadline) slice = std::clamp<std::chrono::nanoseconds>(*deadline - Clock::now(), {}, slice);
     Status s = Blocking([&](Agent& a, XferHandle& h) {

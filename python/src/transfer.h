@@ -19,7 +19,9 @@ namespace kvlane::python {
 class PyTransfer {
  public:
   // `owner` is the kvlane.Agent object whose PyAgent made `handle`.
-  PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks);
+  // `notifies`: the transfer carries a notification (sent by whichever thread
+  // finishes a post: perhaps the posting one, a round trip to the peer).
+  PyTransfer(py::object owner, XferHandle handle, Op op, uint32_t chunks, bool notifies);
   // Releases the handle if the agent is still open; one whose request a lane
   // still owns goes to the agent (PyAgent::Orphan), released later.
   ~PyTransfer();
@@ -49,6 +51,7 @@ class PyTransfer {
   XferHandle handle_;
   Op op_;
   uint32_t chunks_;    // a post of more than kUnlockedPostChunks releases the GIL
+  bool notifies_;      // and so does one of a transfer with a notification
   bool busy_ = false;  // inside Blocking (GIL-guarded)
   bool posting_ = false;  // inside a post that released the GIL (GIL-guarded)
 };

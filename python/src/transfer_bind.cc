@@ -34,9 +34,11 @@ io_timeout_s.))")
 
 REQUIRES: the previous post has finished (else kvlane.Error NOT_ALLOWED) and the bytes to
 move are in place (for device memory: the work that wrote them has completed). Raises
-kvlane.Error. Releases the GIL for transfers of more than 64 chunks, and for any transfer
-whose lane ring lacks room for it (many posts queued behind a stalled peer: the post may
-wait up to post_timeout_s); a small post to rings with room keeps it.)")
+kvlane.Error. Releases the GIL for transfers of more than 64 chunks, for transfers with a
+notification (the posting thread may send it), while another thread is inside a call of the
+agent that released the GIL, and for any transfer whose lane ring lacks room for it (many
+posts queued behind a stalled peer: the post may wait up to post_timeout_s); otherwise a
+small post keeps it.)")
       .def("check", &PyTransfer::Check,
            R"(Code.IN_PROGRESS or Code.OK; raises kvlane.Error if the post failed.
 
@@ -56,9 +58,11 @@ finished one is left as it is.)")
            R"(Frees the transfer's slot; the object is unusable afterwards.
 
 An in-flight post is canceled first; if a lane still owns it, kvlane.Error NOT_ALLOWED and
-the transfer stays usable. It may block (GIL released) up to the agent's io_timeout while
-the lane of a post the GPU published lets go; past it, kvlane.Error TIMEOUT, the transfer
-usable. Calling it again does nothing.)")
+the transfer stays usable. A canceled post queued behind others is released once its lane
+reaches it, which behind a stalled peer may take up to the agent's io_timeout (GIL
+released; dropping the transfer instead does not wait). It may also block up to io_timeout
+while the lane of a post the GPU published lets go; past it, kvlane.Error TIMEOUT, the
+transfer usable. Calling it again does nothing.)")
       .def("describe", &PyTransfer::Describe, "A TransferInfo: bytes, pairs, segments, chunks.")
       .def_property_readonly(
           "op", [](const PyTransfer& t) { return std::string(OpName(t.op())); },

@@ -113,6 +113,87 @@ def test_fetch_metadata_from_the_listener(child):
 
 
 @pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
+def test_dropping_a_transfer_queued_behind_a_stalled_one_does_not_block(child):
+    # One lane; the peer stops (SIGSTOP) under a big WRITE and a small one is
+    # posted behind it. Dropping the small one released it, which canceled it
+    # and then waited for the lane to reach it: io_timeout (5 s here).
+    import signal
+    import time
+    with kvlane.Agent("parent", transports=["tcp"], lanes_per_peer=1, max_requests=2,
+                      io_timeout_s=5) as a:
+        src = bytearray(pattern(41, SIZE))
+        rs = a.register_memory(src)
+        assert a.load_peer(child.meta) == "child"
+        local = a.prepare_local([(rs.addr, SIZE)])
+        remote = a.prepare_remote("child", [(child.addr, SIZE)])
+        big = a.make_transfer("write", local, remote)
+        small = a.make_transfer("write", a.prepare_local([(rs.addr, 4096)]),
+                                a.prepare_remote("child", [(child.addr, 4096)]))
+        big.post()
+        assert big.wait(30) == kvlane.Code.OK  # connected
+        os.kill(child.proc.pid, signal.SIGSTOP)
+        try:
+            big.post()
+            time.sleep(0.3)
+            small.post()
+            time.sleep(0.1)
+            assert small.check() == kvlane.Code.IN_PROGRESS
+            start = time.monotonic()
+            del small
+            dropped_in = time.monotonic() - start
+        finally:
+            os.kill(child.proc.pid, signal.SIGCONT)
+        assert dropped_in < 1.0
+        try:
+            big.wait(30)
+        except kvlane.Error:
+            pass  # the stop may have outlasted io_timeout: the lane failed
+        del big
+    assert child.quit() == 0
+
+
+@pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
+def test_close_ends_another_threads_wait(child):
+    # A thread waits on a WRITE to a stopped peer (SIGSTOP): close() raised
+    # RuntimeError until the lane gave up (io_timeout), and leaving a `with`
+    # block raised too. Now the wait ends (CANCELED) and close() goes on.
+    import signal
+    import threading
+    import time
+    a = kvlane.Agent("parent", transports=["tcp"], io_timeout_s=20)
+    src = bytearray(pattern(51, SIZE))
+    rs = a.register_memory(src)
+    assert a.load_peer(child.meta) == "child"
+    w = a.make_transfer("write", a.prepare_local([(rs.addr, SIZE)]),
+                        a.prepare_remote("child", [(child.addr, SIZE)]))
+    w.post()
+    assert w.wait(30) == kvlane.Code.OK  # connected
+    ended = []
+    os.kill(child.proc.pid, signal.SIGSTOP)
+    try:
+        w.post()
+
+        def waiter():
+            try:
+                ended.append(w.wait())
+            except (kvlane.Error, ValueError) as e:
+                ended.append(e)
+        th = threading.Thread(target=waiter)
+        th.start()
+        time.sleep(0.3)
+        start = time.monotonic()
+        a.close()  # tcp: the WRITE cut short fails; its bytes were read into the socket
+        closed_in = time.monotonic() - start
+        th.join(10)
+    finally:
+        os.kill(child.proc.pid, signal.SIGCONT)
+    assert a.closed
+    assert not th.is_alive()
+    assert isinstance(ended[0], kvlane.Error) and ended[0].code == kvlane.Code.CANCELED, ended
+    assert closed_in < 5.0
+
+
+@pytest.mark.parametrize("child", [("tcp",)], indirect=True, ids=["tcp"])
 def test_dropping_a_transfer_a_stalled_peer_holds_does_not_block(child):
     # The peer stops (SIGSTOP) under a WRITE: dropping the transfer waited for
     # the lane, up to io_timeout (10 s here), with Ctrl-C ignored. Now the
