@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include "control/metadata_server.h"
 #include "test_util.h"
 
 namespace kvlane::test {
@@ -74,6 +76,30 @@ TEST(MetadataListener, EphemeralPortIsReportedAndServesCurrentMetadata) {
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   ASSERT_TRUE(PostAndWait(*a.value(), &h.value()).ok());
   EXPECT_EQ(FirstMismatch(dst.data(), dst.size(), 1), -1);
+}
+
+// Requests make the blob only when its version moved: a crowd of requests
+// (anyone who reaches the port, unauthenticated) costs one encoding per change.
+TEST(MetadataListener, TheBlobIsMadeOncePerVersion) {
+  std::atomic<int> made{0};
+  std::atomic<uint64_t> version{7};
+  auto server = core::MetadataServer::Start(
+      "127.0.0.1:0",
+      [&] { return "blob " + std::to_string(++made) + " of " + std::to_string(version.load()); },
+      [&] { return version.load(); });
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  const std::string where = "127.0.0.1:" + std::to_string(server.value()->port());
+  for (int i = 0; i < 5; ++i) {
+    auto blob = FetchMetadata(where, 2000ms);
+    ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+    EXPECT_EQ(blob.value(), "blob 1 of 7");
+  }
+  EXPECT_EQ(made.load(), 1);
+  version = 8;
+  auto blob = FetchMetadata(where, 2000ms);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_EQ(blob.value(), "blob 2 of 8");
+  EXPECT_EQ(made.load(), 2);
 }
 
 TEST(MetadataListener, NoListenerMeansPortZero) {

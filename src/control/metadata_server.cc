@@ -19,11 +19,14 @@ constexpr std::chrono::seconds kReplyTimeout{60};
 
 std::shared_ptr<const std::string> MetadataServer::CurrentBlob() {
   std::lock_guard lock(blob_mu_);
-  std::string fresh = source_();
-  if (auto held = shared_.lock(); held != nullptr && *held == fresh) return held;
-  auto made = std::make_shared<const std::string>(std::move(fresh));
-  shared_ = made;
-  return made;
+  // Read before source(): a blob made meanwhile of a newer table is labelled
+  // with the older count, and made again at the next request.
+  const uint64_t v = version_();
+  if (made_ != nullptr && made_version_ == v) return made_;
+  made_.reset();  // let go of the old one first: one blob made at a time, at most two held
+  made_ = std::make_shared<const std::string>(source_());
+  made_version_ = v;
+  return made_;
 }
 
 // The request must arrive within kClientTimeout as a whole (a client that
@@ -53,13 +56,14 @@ void MetadataServer::Serve(Conn* c) {
 }
 
 Result<std::unique_ptr<MetadataServer>> MetadataServer::Start(const std::string& host_port,
-                                                              Source source) {
+                                                              Source source, Version version) {
   std::string host;
   uint16_t port = 0;
   KVLANE_RETURN_IF_ERROR(SplitHostPort(host_port, &host, &port));
   uint16_t bound = 0;
   KVLANE_ASSIGN_OR_RETURN(Fd fd, ListenTcp(host, port, &bound));
-  std::unique_ptr<MetadataServer> server(new MetadataServer(bound, std::move(source)));
+  std::unique_ptr<MetadataServer> server(
+      new MetadataServer(bound, std::move(source), std::move(version)));
   KVLANE_RETURN_IF_ERROR(
       server->conns_.Start(std::move(fd), [p = server.get()](Conn* c) { p->Serve(c); }));
   return server;

@@ -115,9 +115,10 @@ Status AgentImpl::Init() {
     return Status::NotSupported("no transport of AgentOptions.transports works on this host (" +
                                 inert + "); add local, shm or tcp");
   if (!ctx_.options.metadata_listen.empty()) {
-    KVLANE_ASSIGN_OR_RETURN(metadata_server_,
-                            MetadataServer::Start(ctx_.options.metadata_listen,
-                                                  [this] { return EncodeMeta(SelfMeta()); }));
+    KVLANE_ASSIGN_OR_RETURN(metadata_server_, MetadataServer::Start(
+                                                  ctx_.options.metadata_listen,
+                                                  [this] { return EncodeMeta(SelfMeta()); },
+                                                  [this] { return ctx_.registry->changes(); }));
   }
   return Status::Ok();
 }

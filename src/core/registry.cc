@@ -44,6 +44,7 @@ Result<RegionId> Registry::Add(uint64_t addr, uint64_t len, MemoryKind kind, int
     sorted_.push_back(p);
   }
   std::sort(sorted_.begin(), sorted_.end(), [](const Piece& a, const Piece& b) { return a.base < b.base; });
+  changes_.fetch_add(1, std::memory_order_release);
   return id;
 }
 
@@ -58,6 +59,7 @@ Result<std::vector<uint64_t>> Registry::Remove(RegionId id) {
     std::erase_if(sorted_, dead);
     std::erase_if(by_key_, [&](const auto& kv) { return dead(kv.second); });
     removals_.fetch_add(1, std::memory_order_seq_cst);
+    changes_.fetch_add(1, std::memory_order_release);
   }
   {
     std::lock_guard hook_lock(hook_mu_);

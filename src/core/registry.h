@@ -108,6 +108,10 @@ class Registry {
   // consistent, with Remove's increment: Post marks itself in flight and then
   // reads this; DeregisterMemory removes and then looks for posts in flight.
   uint64_t removals() const { return removals_.load(std::memory_order_seq_cst); }
+  // Changes to the table so far (regions added or removed); never decreases.
+  // Moves after the change: a reader that reads it and then the pieces sees
+  // at least the table of the count it read.
+  uint64_t changes() const { return changes_.load(std::memory_order_acquire); }
 
   // Agent shutting down: every later remote access fails.
   void Close();
@@ -129,6 +133,7 @@ class Registry {
   bool closed_ = false;                              // GUARDED_BY(mu_)
   // Incremented after the pieces left the table (seq_cst: see removals()).
   std::atomic<uint64_t> removals_{0};
+  std::atomic<uint64_t> changes_{0};                 // see changes()
   std::mutex hook_mu_;                               // held while the hook runs
   RemoveHook remove_hook_;                           // GUARDED_BY(hook_mu_)
 };
