@@ -18,13 +18,26 @@ bool WritableBuffer(py::handle obj) {
   return true;
 }
 
+// Whether `obj` is a numpy array (a read-only 0-d integer array has __index__
+// too, but is memory, not an address). numpy not imported: it is none.
+bool NumpyArray(py::handle obj) {
+  PyObject* numpy = PyImport_GetModule(py::str("numpy").ptr());  // new reference, or null
+  if (numpy == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  py::object np = py::reinterpret_steal<py::object>(numpy);
+  if (!py::hasattr(np, "ndarray")) return false;
+  return py::isinstance(obj, np.attr("ndarray"));
+}
+
 // `obj` as an address: an int (not a bool), or an integer-like object that is
 // not a writable buffer and whose __index__ answers (a numpy integer scalar,
 // which exports a read-only buffer of its own bytes). nullopt: not an address.
 std::optional<py::int_> AsAddress(py::handle obj) {
   if (PyBool_Check(obj.ptr())) return std::nullopt;
   if (PyLong_Check(obj.ptr())) return py::reinterpret_borrow<py::int_>(obj);
-  if (!PyIndex_Check(obj.ptr()) || WritableBuffer(obj)) return std::nullopt;
+  if (!PyIndex_Check(obj.ptr()) || WritableBuffer(obj) || NumpyArray(obj)) return std::nullopt;
   PyObject* index = PyNumber_Index(obj.ptr());
   if (index == nullptr) {
     PyErr_Clear();

@@ -160,6 +160,10 @@ def test_a_numpy_integer_is_an_address(local_pair):
     r = a.register_memory(np.zeros((), dtype=np.int64))  # a writable 0-d array is a buffer
     assert r.length == 8
     a.deregister_memory(r)
+    ro0d = np.array(addr, dtype=np.int64)  # a read-only 0-d array: memory, not an address
+    ro0d.flags.writeable = False
+    with pytest.raises(BufferError, match="writable"):
+        a.register_memory(ro0d, 4096)
 
 
 def test_a_removed_peer_is_not_found_but_its_transfers_still_post(local_pair):
