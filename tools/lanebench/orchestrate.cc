@@ -90,9 +90,10 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace), Stopping)}};
   const auto ran = Clock::now() - start;
   auto res = ReadJsonFile(ResultPath(dir));
+  // A source exits 1 when its result says the run failed (a payload did not verify): as
+  // written, before the check below may turn a malformed "ok" result into a failed run.
+  const int source_expected = res.ok() ? ExpectedSourceExit(res.value()) : 0;
   if (res.ok()) res = CheckedResult(std::move(res).value(), spec);  // then of the expected types
-  // A source exits 1 when its result says the run failed (a payload did not verify).
-  const int source_expected = res.ok() && !res->value("ok", false) ? 1 : 0;
   bool clean = codes["source"] == source_expected;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
     codes["targets"].push_back(
