@@ -107,6 +107,13 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   const Doc base = BuildDocument(cfg, cases, {}, command, env);
   PrintPreamble(base, stdout);
   std::fflush(stdout);
+  if (const int64_t n = PlannedRunIterations(cfg, cases.size()); n > kManyRunIterations)
+    std::fprintf(stderr,
+                 "lanebench: warning: %zu runs x %d measured iterations keep every iteration's "
+                 "samples in memory and in the JSON: about %.1f GB and %.1f GB "
+                 "(fewer --iters, --pairs or cases keep it smaller)\n",
+                 PlannedRuns(cfg, cases.size()), cfg.iters, n * double(kRunIterationMemory) / 1e9,
+                 n * double(kRunIterationJson) / 1e9);
   if (kvlane::Status s = ProbeTransport(cfg); !s.ok()) return Unavailable(cfg, base, s);
   // Pinned: this process (it spawns and waits for the workers) stays off the poller's CPU too.
   if (!cases.empty() && cases.front().spec.poller_cpu >= 0) {

@@ -137,6 +137,10 @@ size_t PlannedRuns(const BenchConfig& cfg, size_t cases) {
   return cases * static_cast<size_t>(cfg.pairs) * 2;
 }
 
+int64_t PlannedRunIterations(const BenchConfig& cfg, size_t cases) {
+  return static_cast<int64_t>(PlannedRuns(cfg, cases)) * cfg.iters;
+}
+
 std::vector<Case> BuildCases(const BenchConfig& cfg) {
   std::vector<Case> cases;
   if (cfg.shape != "single") cases.push_back(MixedCase(cfg));

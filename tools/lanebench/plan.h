@@ -67,6 +67,15 @@ inline constexpr const char* kCandidate = "independent";
 std::vector<std::string> ArmOrder(int pair);
 // The runs of a whole plan of `cases` cases: each case once per arm and process pair.
 size_t PlannedRuns(const BenchConfig& cfg, size_t cases);
+// Every run's per-iteration series stay in memory until the document is written,
+// and all of them go into it: about kRunIterationMemory and kRunIterationJson bytes
+// per run and measured iteration (the mixed shape's). Past kManyRunIterations
+// (about 0.6 GB of memory) lanebench warns before any run.
+inline constexpr int64_t kRunIterationMemory = 600;
+inline constexpr int64_t kRunIterationJson = 200;
+inline constexpr int64_t kManyRunIterations = 1000000;
+// PlannedRuns(cfg, cases) x cfg.iters.
+int64_t PlannedRunIterations(const BenchConfig& cfg, size_t cases);
 
 struct Case {
   std::string id;     // "mixed-write", "single-read-4KiB", ...

@@ -71,8 +71,9 @@ void PrintTail(const Doc& doc, std::FILE* out) {
       fmt::print(out,
                  "  {:<18} {:<12} {:>3}/{:<4} slow: poller stalled {}, Post() slow {}, "
                  "neither {}; host stalls {}, {}, {}\n",
-                 c["id"].get<std::string>(), arm, t.value("slow", 0), t.value("measured", 0),
-                 t.value("slow_stalled", 0), t.value("slow_post", 0), t.value("slow_other", 0),
+                 c["id"].get<std::string>(), arm, t.value("slow", int64_t{0}),
+                 t.value("measured", int64_t{0}), t.value("slow_stalled", int64_t{0}),
+                 t.value("slow_post", int64_t{0}), t.value("slow_other", int64_t{0}),
                  NumUnit(Get(t, "host_stalls_5us_per_s"), "/s"),
                  NumUnit(Get(t, "host_stalls_10us_per_s"), "/s"),
                  NumUnit(Get(t, "host_stalled_pct"), "%"));

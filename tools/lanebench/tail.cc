@@ -6,8 +6,8 @@
 namespace lanebench {
 namespace {
 
-struct Counts {
-  int measured = 0, slow = 0, stalled = 0, slow_post = 0, other = 0;
+struct Counts {  // pooled over runs: pairs x iters reaches 10^12, past int's range
+  int64_t measured = 0, slow = 0, stalled = 0, slow_post = 0, other = 0;
 };
 
 void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c) {
@@ -17,7 +17,7 @@ void CountRun(const std::string& shape, const nlohmann::json& result, Counts* c)
   const std::vector<double> stall = RunSeries(result, "stall_us", x);
   if (lat.empty() || post.size() != lat.size() || stall.size() != lat.size()) return;
   const double median = Median(lat);
-  c->measured += static_cast<int>(lat.size());
+  c->measured += static_cast<int64_t>(lat.size());
   for (size_t i = 0; i < lat.size(); ++i) {
     if (lat[i] <= kSlowFactor * median) continue;
     ++c->slow;
