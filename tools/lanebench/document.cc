@@ -168,8 +168,9 @@ Doc MethodDoc() {
            "per peer); arm order rotates between process pairs"},
           {"verify",
            "every iteration, warm-up included, is checked outside the timed region "
-           "against an oracle mixing source rank, epoch and byte offset; the first 8 "
-           "bytes of each payload hold the epoch"}};
+           "against an oracle mixing source rank, epoch, where the payload belongs (target "
+           "and offset in its buffer) and byte offset; the first 8 bytes of each payload hold "
+           "the epoch"}};
 }
 
 Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {

@@ -30,6 +30,9 @@ struct IterTimes {
       -1;  // previous iteration's last completion to this first post; -1: none before it
 };
 
+// Where transfer `x`'s payload belongs (the target fills and checks it there).
+Slot SlotOf(const XferSpec& x) { return {static_cast<uint32_t>(x.peer), x.remote_offset}; }
+
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
 using Stamps = std::array<Clock::time_point, kMaxXfers>;
@@ -157,7 +160,7 @@ kvlane::Status Stage(SourceRig& rig, uint64_t epoch) {
     if (rig.op == kvlane::Op::kRead)
       std::fill_n(rig.staging.begin(), x.spec.bytes, uint8_t{0xEE});
     else
-      FillPayload(rig.staging.data(), x.spec.bytes, kSourceRank, epoch);
+      FillPayload(rig.staging.data(), x.spec.bytes, kSourceRank, epoch, SlotOf(x.spec));
     KVLANE_RETURN_IF_ERROR(rig.space->Upload(x.local, rig.staging.data(), x.spec.bytes));
   }
   return kvlane::Status::Ok();
@@ -168,7 +171,8 @@ kvlane::Result<std::string> Verify(SourceRig& rig, uint64_t epoch) {
   if (rig.op == kvlane::Op::kWrite) return AskTargets(rig, "verify", epoch, "ok");
   for (SourceXfer& x : rig.xfers) {
     KVLANE_RETURN_IF_ERROR(rig.space->Download(rig.staging.data(), x.local, x.spec.bytes));
-    int64_t bad = FirstMismatch(rig.staging.data(), x.spec.bytes, x.spec.peer + 1, epoch);
+    int64_t bad =
+        FirstMismatch(rig.staging.data(), x.spec.bytes, x.spec.peer + 1, epoch, SlotOf(x.spec));
     if (bad >= 0) return x.spec.name + ": first bad byte at offset " + std::to_string(bad);
   }
   return std::string();

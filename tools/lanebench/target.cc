@@ -14,6 +14,7 @@ namespace lanebench {
 namespace {
 
 struct TargetState {
+  uint32_t index = 0;  // this target's: the oracle's Slot::target
   BufferSpace* space = nullptr;
   uint8_t* buf = nullptr;
   uint64_t bytes = 0;
@@ -26,8 +27,9 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
   KVLANE_ASSIGN_OR_RETURN(const TargetRequest r, ParseRequest(message, t.bytes));
   const auto& [cmd, epoch, src, off, len] = r;
   const std::string e = " " + std::to_string(epoch);
+  const Slot slot{t.index, off};  // where the payload belongs: here, at the offset asked
   if (cmd == "fill") {
-    FillPayload(t.staging.data(), len, src, epoch);
+    FillPayload(t.staging.data(), len, src, epoch, slot);
     KVLANE_RETURN_IF_ERROR(t.space->Upload(t.buf + off, t.staging.data(), len));
     return "ready" + e;
   }
@@ -36,7 +38,7 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
     return "flipped" + e;
   }
   KVLANE_RETURN_IF_ERROR(t.space->Download(t.staging.data(), t.buf + off, len));
-  int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch);
+  int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch, slot);
   return bad < 0 ? "ok" + e : "bad" + e + " " + std::to_string(bad);
 }
 
@@ -59,7 +61,7 @@ kvlane::Status Serve(const std::string& dir, int index) {
     return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
   KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory, /*role=*/1));
   KVLANE_ASSIGN_OR_RETURN(auto agent, MakeAgent(spec, TargetName(index)));
-  TargetState t{space.get(), nullptr, spec.target_bytes[index], {}};
+  TargetState t{static_cast<uint32_t>(index), space.get(), nullptr, spec.target_bytes[index], {}};
   t.staging.resize(t.bytes);
   KVLANE_ASSIGN_OR_RETURN(t.buf, space->Allocate(t.bytes));
   KVLANE_RETURN_IF_ERROR(
