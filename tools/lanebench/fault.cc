@@ -5,22 +5,35 @@
 #include "worker.h"
 
 namespace lanebench {
+namespace {
 
-kvlane::Result<int> FlipByteIteration(const std::string& fault, int iters) {
-  if (fault == "none") return 0;
-  if (fault == "flip-byte") return 1;
+kvlane::Status Refused(const std::string& text, int iters) {
+  return kvlane::Status::InvalidArgument(
+      "--inject-fault " + text +
+      ": none, flip-byte, flip-byte:N or flip-byte:N:bulk|small (--shape mixed) with N a "
+      "measured iteration, 1.." +
+      std::to_string(iters) + " (--iters)");
+}
+
+}  // namespace
+
+kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const std::string& shape) {
+  if (text == "none") return FaultSpec{};
+  if (text == "flip-byte") return FaultSpec{"flip-byte", 1, ""};
   const std::string prefix = "flip-byte:";
-  int n = 0;
-  const char* end = fault.data() + fault.size();
-  const bool named = fault.rfind(prefix, 0) == 0;
-  auto [at, ec] = std::from_chars(fault.data() + (named ? prefix.size() : 0), end, n);
-  if (!named || ec != std::errc() || at != end || n < 1 || n > iters) {
-    const std::string allowed =
-        ": none, flip-byte or flip-byte:N with N a measured iteration, 1.." +
-        std::to_string(iters) + " (--iters)";
-    return kvlane::Status::InvalidArgument("--inject-fault " + fault + allowed);
-  }
-  return n;
+  if (text.rfind(prefix, 0) != 0) return Refused(text, iters);
+  FaultSpec f{"flip-byte", 0, ""};
+  const char* end = text.data() + text.size();
+  auto [at, ec] = std::from_chars(text.data() + prefix.size(), end, f.iteration);
+  if (ec != std::errc() || f.iteration < 1 || f.iteration > iters) return Refused(text, iters);
+  if (at == end) return f;
+  f.xfer = std::string(at, end);
+  if (f.xfer != ":bulk" && f.xfer != ":small") return Refused(text, iters);
+  f.xfer.erase(0, 1);
+  if (shape != "mixed")
+    return kvlane::Status::InvalidArgument("--inject-fault " + text +
+                                           ": names a transfer of the mixed shape (--shape mixed)");
+  return f;
 }
 
 kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at) {
@@ -31,7 +44,10 @@ kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at) {
 }
 
 kvlane::Status FlipOneReceivedByte(SourceRig& rig, uint64_t epoch) {
-  const SourceXfer& x = rig.xfers.front();
+  const SourceXfer* found = &rig.xfers.front();
+  for (const SourceXfer& x : rig.xfers)
+    if (x.spec.name == rig.spec.fault.xfer) found = &x;
+  const SourceXfer& x = *found;
   if (rig.op == kvlane::Op::kRead) return FlipByteAt(*rig.space, x.local, x.spec.bytes / 2);
   const std::string e = std::to_string(epoch);
   // The target's "fill|verify|flip <epoch> <source-rank> <offset> <len>" (target.cc).

@@ -2,7 +2,9 @@
 // payload in measured iteration N of every run, after it landed and before it is
 // verified, so that a run shows that its verification catches corruption: that
 // iteration fails verification, the run is invalid and lanebench exits 1. The
-// name and value follow kvbench's --inject-fault flip-byte. Free functions.
+// name and value follow kvbench's --inject-fault flip-byte; "flip-byte:N:small"
+// (or ":bulk", the mixed shape only) names the transfer whose payload is flipped.
+// Free functions.
 #pragma once
 
 #include <cstdint>
@@ -10,16 +12,17 @@
 
 #include "kvlane/status.h"
 #include "source_rig.h"
+#include "spec.h"
 
 namespace lanebench {
 
-// The measured iteration (1-based) whose payload `fault` has flipped: 0 for "none",
-// N for "flip-byte:N", 1 for "flip-byte". InvalidArgument naming --inject-fault for
-// anything else, or an N outside 1..iters.
-kvlane::Result<int> FlipByteIteration(const std::string& fault, int iters);
+// `text` parsed: "none"; "flip-byte" (iteration 1); "flip-byte:N" (the run's first
+// transfer); "flip-byte:N:bulk|small" (REQUIRES shape "mixed"). N is a measured
+// iteration, 1..iters. InvalidArgument naming --inject-fault for anything else.
+kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const std::string& shape);
 
-// Flips one byte (the middle one) of the iteration's first transfer (the bulk one of
-// the mixed shape) where it landed: in this source's buffer for a read, in the
+// Flips one byte (the middle one) of the iteration's transfer `rig.spec.fault.xfer`
+// (the first when empty) where it landed: in this source's buffer for a read, in the
 // target's for a write (told by a "flip" message, answered "flipped <epoch>").
 kvlane::Status FlipOneReceivedByte(SourceRig& rig, uint64_t epoch);
 

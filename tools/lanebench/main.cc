@@ -71,7 +71,8 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--inject-fault", cfg.inject_fault,
                  "testing only: flip-byte:N flips one received byte of measured iteration N "
                  "(flip-byte: 1) in every run, after it landed and before its verification, "
-                 "which must then fail it (the run invalid, exit 1)")
+                 "which must then fail it (the run invalid, exit 1); of the first transfer, or "
+                 "with flip-byte:N:small (or :bulk; --shape mixed) of that one")
       ->capture_default_str()
       ->group("Testing");
 }

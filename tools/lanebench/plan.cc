@@ -25,8 +25,8 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.post_inline_bytes = cfg.post_inline_bytes;
   s.stall_probe_ms = cfg.stall_probe_ms;
   s.idle_us = cfg.ResolvedIdleUs();
-  const kvlane::Result<int> flip = FlipByteIteration(cfg.inject_fault, cfg.iters);
-  s.flip_byte_iteration = flip.ok() ? flip.value() : 0;  // Validate() refused a bad one
+  const kvlane::Result<FaultSpec> fault = ParseFault(cfg.inject_fault, cfg.iters, cfg.shape);
+  if (fault.ok()) s.fault = fault.value();  // Validate() refused a bad one
   if (PinResolved(cfg.pin)) {
     const CpuSplit split = SplitCpus();
     s.poller_cpu = split.poller;
@@ -114,7 +114,7 @@ kvlane::Status BenchConfig::Validate() const {
   if (stall_probe_ms < 0 || stall_probe_ms > 10000) return bad("--stall-probe-ms: 0..10000");
   if (idle_us < -1 || idle_us > 1000000) return bad("--idle-us: -1 (per transport) or 0..1000000");
   if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
-  KVLANE_RETURN_IF_ERROR(FlipByteIteration(inject_fault, iters).status());
+  KVLANE_RETURN_IF_ERROR(ParseFault(inject_fault, iters, shape).status());
   return kvlane::Status::Ok();
 }
 

@@ -53,7 +53,8 @@ struct BenchConfig {
   int64_t ResolvedIdleUs() const;
   std::string json = "lanebench.json";
   // Testing only (fault.h): "none", or "flip-byte:N" (N a measured iteration, from 1;
-  // "flip-byte": 1) to flip one received byte of that iteration in every run.
+  // "flip-byte": 1) to flip one received byte of that iteration in every run;
+  // "flip-byte:N:small" (or ":bulk"; --shape mixed) of that transfer.
   std::string inject_fault = "none";
 
   kvlane::Status Validate() const;

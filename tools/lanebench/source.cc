@@ -210,7 +210,7 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
     KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig, &last_done));
     const bool measured = it >= rig.spec.warmup;
     const int64_t index = measured ? it - rig.spec.warmup + 1 : it + 1;  // from 1, in its kind
-    if (measured && index == rig.spec.flip_byte_iteration)  // --inject-fault: landed, unchecked
+    if (measured && index == rig.spec.fault.iteration)  // --inject-fault: landed, unchecked
       KVLANE_RETURN_IF_ERROR(FlipOneReceivedByte(rig, epoch));
     KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
     if (!failure.empty()) {
