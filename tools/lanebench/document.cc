@@ -170,7 +170,9 @@ Doc MethodDoc() {
            "every iteration, warm-up included, is checked outside the timed region "
            "against an oracle mixing source rank, epoch, where the payload belongs (target "
            "and offset in its buffer) and byte offset; the first 8 bytes of each payload hold "
-           "the epoch"}};
+           "the epoch. Right after completion the side the bytes moved from is overwritten "
+           "(write: the source's buffers; read: the target's region, the source's buffers "
+           "checked before and after), so bytes moved after completion fail"}};
 }
 
 Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {

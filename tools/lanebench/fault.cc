@@ -1,6 +1,8 @@
 #include "fault.h"
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 
 #include "worker.h"
 
@@ -10,8 +12,8 @@ namespace {
 kvlane::Status Refused(const std::string& text, int iters) {
   return kvlane::Status::InvalidArgument(
       "--inject-fault " + text +
-      ": none, flip-byte, flip-byte:N or flip-byte:N:bulk|small (--shape mixed) with N a "
-      "measured iteration, 1.." +
+      ": none, flip-byte, flip-byte:N, flip-byte:N:bulk|small (--shape mixed) or repost:N with "
+      "N a measured iteration, 1.." +
       std::to_string(iters) + " (--iters)");
 }
 
@@ -20,13 +22,15 @@ kvlane::Status Refused(const std::string& text, int iters) {
 kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const std::string& shape) {
   if (text == "none") return FaultSpec{};
   if (text == "flip-byte") return FaultSpec{"flip-byte", 1, ""};
-  const std::string prefix = "flip-byte:";
-  if (text.rfind(prefix, 0) != 0) return Refused(text, iters);
-  FaultSpec f{"flip-byte", 0, ""};
+  FaultSpec f;
+  f.kind = text.substr(0, text.find(':'));
+  if ((f.kind != "flip-byte" && f.kind != "repost") || f.kind.size() == text.size())
+    return Refused(text, iters);
   const char* end = text.data() + text.size();
-  auto [at, ec] = std::from_chars(text.data() + prefix.size(), end, f.iteration);
+  auto [at, ec] = std::from_chars(text.data() + f.kind.size() + 1, end, f.iteration);
   if (ec != std::errc() || f.iteration < 1 || f.iteration > iters) return Refused(text, iters);
   if (at == end) return f;
+  if (f.kind != "flip-byte") return Refused(text, iters);
   f.xfer = std::string(at, end);
   if (f.xfer != ":bulk" && f.xfer != ":small") return Refused(text, iters);
   f.xfer.erase(0, 1);
@@ -34,6 +38,16 @@ kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const s
     return kvlane::Status::InvalidArgument("--inject-fault " + text +
                                            ": names a transfer of the mixed shape (--shape mixed)");
   return f;
+}
+
+kvlane::Status RepostAll(SourceRig& rig) {
+  for (SourceXfer& x : rig.xfers) KVLANE_RETURN_IF_ERROR(rig.agent->Post(&x.handle));
+  for (SourceXfer& x : rig.xfers) {
+    const auto left = std::max(rig.deadline - std::chrono::steady_clock::now(),
+                               std::chrono::steady_clock::duration::zero());
+    KVLANE_RETURN_IF_ERROR(rig.agent->Wait(x.handle, left));
+  }
+  return kvlane::Status::Ok();
 }
 
 kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at) {

@@ -4,6 +4,10 @@
 // iteration fails verification, the run is invalid and lanebench exits 1. The
 // name and value follow kvbench's --inject-fault flip-byte; "flip-byte:N:small"
 // (or ":bulk", the mixed shape only) names the transfer whose payload is flipped.
+// "repost:N" posts iteration N's transfers again after the source saw them complete
+// and overwrote what they moved from (source_payload.h), as a transport still
+// moving bytes after it reported completion would: the moved bytes then carry
+// the overwrite's pattern, and that iteration must fail its verification too.
 // Free functions.
 #pragma once
 
@@ -17,14 +21,18 @@
 namespace lanebench {
 
 // `text` parsed: "none"; "flip-byte" (iteration 1); "flip-byte:N" (the run's first
-// transfer); "flip-byte:N:bulk|small" (REQUIRES shape "mixed"). N is a measured
-// iteration, 1..iters. InvalidArgument naming --inject-fault for anything else.
+// transfer); "flip-byte:N:bulk|small" (REQUIRES shape "mixed"); "repost:N". N is a
+// measured iteration, 1..iters. InvalidArgument naming --inject-fault for anything else.
 kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const std::string& shape);
 
 // Flips one byte (the middle one) of the iteration's transfer `rig.spec.fault.xfer`
 // (the first when empty) where it landed: in this source's buffer for a read, in the
 // target's for a write (told by a "flip" message, answered "flipped <epoch>").
 kvlane::Status FlipOneReceivedByte(SourceRig& rig, uint64_t epoch);
+
+// Posts every transfer of the rig again and waits for each to end (by rig.deadline).
+// REQUIRES: their previous posts have finished.
+kvlane::Status RepostAll(SourceRig& rig);
 
 // Flips byte `at` of `buf` in `space` (through a one-byte host copy, so device memory too).
 kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at);

@@ -5,6 +5,7 @@
 # outcome is invalid and lanebench exits 1. Both places a payload lands: the source's
 # buffer (read) and the target's (write); and in the mixed shape the small transfer's
 # payload (flip-byte:N:small), on two targets (write) and on two lanes of one (read).
+# --inject-fault repost:N: bytes moved after completion fail verification too.
 # The same runs without the fault verify every iteration and exit 0, so each failure
 # is the fault's.
 # Usage: lanebench_fault_test.sh <lanebench binary> <json path>
@@ -94,4 +95,9 @@ clean "${mixed_write[@]}"
 faulty 2 "small: target replied 'bad 4 2048'" "${mixed_write[@]}" --inject-fault flip-byte:3:small
 clean "${mixed_read[@]}"
 faulty 2 "small: first bad byte at offset 2048" "${mixed_read[@]}" --inject-fault flip-byte:3:small
+# repost:N moves iteration N's bytes again after its completion, once the side they
+# move from was overwritten (a transport still moving bytes after it reported
+# completion): the verification must see it, though every byte moved in time was right.
+faulty 4 "xfer: first bad byte at offset 0 \(moved after completion\)|xfer: target replied 'bad 4 0'" \
+  "${single[@]}" --inject-fault repost:3
 exit $status

@@ -72,7 +72,9 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "testing only: flip-byte:N flips one received byte of measured iteration N "
                  "(flip-byte: 1) in every run, after it landed and before its verification, "
                  "which must then fail it (the run invalid, exit 1); of the first transfer, or "
-                 "with flip-byte:N:small (or :bulk; --shape mixed) of that one")
+                 "with flip-byte:N:small (or :bulk; --shape mixed) of that one. repost:N posts "
+                 "iteration N's transfers again after their completion and the overwrite of "
+                 "their sources, which its verification must also fail")
       ->capture_default_str()
       ->group("Testing");
 }

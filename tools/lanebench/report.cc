@@ -118,11 +118,15 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
                "idle: every timed iteration starts at least {} us after the previous one ended, "
                "in every case (--idle-us)\n",
                idle);
-  if (cfg.contains("inject_fault"))
-    fmt::print(out,
-               "FAULT INJECTED (testing, --inject-fault {}): one received byte of that measured "
-               "iteration of every run is flipped before its verification, which must fail it\n",
-               cfg["inject_fault"].get<std::string>());
+  if (cfg.contains("inject_fault")) {
+    const std::string fault = cfg["inject_fault"].get<std::string>();
+    fmt::print(out, "FAULT INJECTED (testing, --inject-fault {}): {}, which must fail it\n", fault,
+               fault.rfind("repost", 0) == 0
+                   ? "that measured iteration's transfers of every run are posted again after "
+                     "their completion and the overwrite of their sources, before verification"
+                   : "one received byte of that measured iteration of every run is flipped "
+                     "before its verification");
+  }
   if (const Doc& pin = cfg["pinning"]; pin.value("on", false))
     fmt::print(
         out,

@@ -1,12 +1,12 @@
 // The source role: posts every iteration's transfers, times each from just
 // before Post() to the first Check() that reports it finished, and checks every
-// payload against the oracle outside the timed region.
+// payload against the oracle outside the timed region (source_payload.h).
 #include <array>
 #include <cstdio>
 #include <thread>
 
 #include "fault.h"
-#include "oracle.h"
+#include "source_payload.h"
 #include "source_rig.h"
 #include "stall_probe.h"
 #include "worker.h"
@@ -29,9 +29,6 @@ struct IterTimes {
   double gap_us =
       -1;  // previous iteration's last completion to this first post; -1: none before it
 };
-
-// Where transfer `x`'s payload belongs (the target fills and checks it there).
-Slot SlotOf(const XferSpec& x) { return {static_cast<uint32_t>(x.peer), x.remote_offset}; }
 
 double Us(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
@@ -129,55 +126,6 @@ kvlane::Result<IterTimes> TimedIteration(SourceRig& rig, Clock::time_point* last
   return t;
 }
 
-// Sends one request per transfer to its target and checks every reply.
-kvlane::Result<std::string> AskTargets(SourceRig& rig, const char* cmd, uint64_t epoch,
-                                       const char* expect) {
-  for (const SourceXfer& x : rig.xfers) {
-    uint32_t src = rig.op == kvlane::Op::kRead ? x.spec.peer + 1 : kSourceRank;
-    KVLANE_RETURN_IF_ERROR(rig.link->Send(
-        TargetName(x.spec.peer),
-        std::string(cmd) + " " + std::to_string(epoch) + " " + std::to_string(src) + " " +
-            std::to_string(x.spec.remote_offset) + " " + std::to_string(x.spec.bytes)));
-  }
-  std::string failure;
-  const std::string want = std::string(expect) + " " + std::to_string(epoch);
-  for (const SourceXfer& x : rig.xfers) {
-    KVLANE_ASSIGN_OR_RETURN(std::string reply,
-                            rig.link->Await(TargetName(x.spec.peer), rig.deadline));
-    if (reply != want && failure.empty())
-      failure = x.spec.name + ": target replied '" + reply + "'";
-  }
-  return failure;
-}
-
-// Before the timed region: sources hold epoch's payloads, destinations a sentinel.
-kvlane::Status Stage(SourceRig& rig, uint64_t epoch) {
-  if (rig.op == kvlane::Op::kRead) {
-    KVLANE_ASSIGN_OR_RETURN(std::string failure, AskTargets(rig, "fill", epoch, "ready"));
-    if (!failure.empty()) return kvlane::Status::Backend(failure);
-  }
-  for (SourceXfer& x : rig.xfers) {
-    if (rig.op == kvlane::Op::kRead)
-      std::fill_n(rig.staging.begin(), x.spec.bytes, uint8_t{0xEE});
-    else
-      FillPayload(rig.staging.data(), x.spec.bytes, kSourceRank, epoch, SlotOf(x.spec));
-    KVLANE_RETURN_IF_ERROR(rig.space->Upload(x.local, rig.staging.data(), x.spec.bytes));
-  }
-  return kvlane::Status::Ok();
-}
-
-// After the timed region: "" when every payload matches the oracle.
-kvlane::Result<std::string> Verify(SourceRig& rig, uint64_t epoch) {
-  if (rig.op == kvlane::Op::kWrite) return AskTargets(rig, "verify", epoch, "ok");
-  for (SourceXfer& x : rig.xfers) {
-    KVLANE_RETURN_IF_ERROR(rig.space->Download(rig.staging.data(), x.local, x.spec.bytes));
-    int64_t bad =
-        FirstMismatch(rig.staging.data(), x.spec.bytes, x.spec.peer + 1, epoch, SlotOf(x.spec));
-    if (bad >= 0) return x.spec.name + ": first bad byte at offset " + std::to_string(bad);
-  }
-  return std::string();
-}
-
 // The measured samples of one run, per transfer.
 struct Samples {
   std::vector<std::vector<double>> lat, done, post, stall;
@@ -197,6 +145,21 @@ struct Samples {
   }
 };
 
+// After the timed region of `epoch` (`measured`: its measured index, from 1; 0 for a
+// warm-up one): "" when every payload verified, else the first failure. Outside the
+// timed region, with --inject-fault's fault at its place.
+kvlane::Result<std::string> CheckIteration(SourceRig& rig, uint64_t epoch, int64_t measured) {
+  const FaultSpec& fault = rig.spec.fault;
+  const bool faulty = measured > 0 && measured == fault.iteration;
+  if (faulty && fault.kind == "flip-byte")  // landed, unchecked
+    KVLANE_RETURN_IF_ERROR(FlipOneReceivedByte(rig, epoch));
+  KVLANE_ASSIGN_OR_RETURN(std::string failure, Overwrite(rig, epoch));
+  if (faulty && fault.kind == "repost")  // moved again, after completion and the overwrite
+    KVLANE_RETURN_IF_ERROR(RepostAll(rig));
+  KVLANE_ASSIGN_OR_RETURN(std::string late, Verify(rig, epoch));
+  return failure.empty() ? late : failure;
+}
+
 kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
   const int64_t total = int64_t{rig.spec.warmup} + rig.spec.iters;
   Samples samples(rig.xfers.size());
@@ -210,9 +173,7 @@ kvlane::Status RunIterations(SourceRig& rig, nlohmann::json& out) {
     KVLANE_ASSIGN_OR_RETURN(IterTimes t, TimedIteration(rig, &last_done));
     const bool measured = it >= rig.spec.warmup;
     const int64_t index = measured ? it - rig.spec.warmup + 1 : it + 1;  // from 1, in its kind
-    if (measured && index == rig.spec.fault.iteration)  // --inject-fault: landed, unchecked
-      KVLANE_RETURN_IF_ERROR(FlipOneReceivedByte(rig, epoch));
-    KVLANE_ASSIGN_OR_RETURN(std::string failure, Verify(rig, epoch));
+    KVLANE_ASSIGN_OR_RETURN(std::string failure, CheckIteration(rig, epoch, measured ? index : 0));
     if (!failure.empty()) {
       if (failed++ == 0)
         out["first_failure"] = std::string(measured ? "measured" : "warm-up") + " iteration " +

@@ -25,7 +25,7 @@ struct XferSpec {
 
 // --inject-fault, parsed (fault.h): what is done to which measured iteration.
 struct FaultSpec {
-  std::string kind = "none";  // "none" or "flip-byte"
+  std::string kind = "none";  // "none", "flip-byte" or "repost"
   int iteration = 0;          // the measured iteration (from 1) it hits; 0 for none
   std::string xfer;           // flip-byte: the transfer's name; "": the iteration's first
 };
