@@ -1,9 +1,16 @@
 #include "fault.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
+#include "control.h"
+#include "request.h"
 #include "worker.h"
 
 namespace lanebench {
@@ -12,9 +19,24 @@ namespace {
 kvlane::Status Refused(const std::string& text, int iters) {
   return kvlane::Status::InvalidArgument(
       "--inject-fault " + text +
-      ": none, flip-byte, flip-byte:N, flip-byte:N:bulk|small (--shape mixed) or repost:N with "
-      "N a measured iteration, 1.." +
+      ": none, flip-byte, flip-byte:N, repost:N, stop-peer:N, or flip-byte:N:bulk|small or "
+      "stop-peer:N:bulk|small (--shape mixed) with N a measured iteration, 1.." +
       std::to_string(iters) + " (--iters)");
+}
+
+// The transfer rig.spec.fault names; the first when it names none.
+const SourceXfer& FaultXfer(const SourceRig& rig) {
+  for (const SourceXfer& x : rig.xfers)
+    if (x.spec.name == rig.spec.fault.xfer) return x;
+  return rig.xfers.front();
+}
+
+// Whether process `pid` is stopped now (state T in /proc/<pid>/stat).
+bool IsStopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');  // the command name may hold spaces
+  return close != std::string::npos && stat.compare(close, 4, ") T ") == 0;
 }
 
 }  // namespace
@@ -24,13 +46,13 @@ kvlane::Result<FaultSpec> ParseFault(const std::string& text, int iters, const s
   if (text == "flip-byte") return FaultSpec{"flip-byte", 1, ""};
   FaultSpec f;
   f.kind = text.substr(0, text.find(':'));
-  if ((f.kind != "flip-byte" && f.kind != "repost") || f.kind.size() == text.size())
-    return Refused(text, iters);
+  const bool named = f.kind == "flip-byte" || f.kind == "stop-peer";  // may name a transfer
+  if ((!named && f.kind != "repost") || f.kind.size() == text.size()) return Refused(text, iters);
   const char* end = text.data() + text.size();
   auto [at, ec] = std::from_chars(text.data() + f.kind.size() + 1, end, f.iteration);
   if (ec != std::errc() || f.iteration < 1 || f.iteration > iters) return Refused(text, iters);
   if (at == end) return f;
-  if (f.kind != "flip-byte") return Refused(text, iters);
+  if (!named) return Refused(text, iters);
   f.xfer = std::string(at, end);
   if (f.xfer != ":bulk" && f.xfer != ":small") return Refused(text, iters);
   f.xfer.erase(0, 1);
@@ -50,6 +72,22 @@ kvlane::Status RepostAll(SourceRig& rig) {
   return kvlane::Status::Ok();
 }
 
+kvlane::Status StopPeer(SourceRig& rig) {
+  const SourceXfer& x = FaultXfer(rig);
+  KVLANE_ASSIGN_OR_RETURN(std::string text,
+                          AwaitFile(TargetPidPath(rig.dir, x.spec.peer), rig.deadline));
+  pid_t pid = 0;
+  if (!ParseDigits(text, &pid) || pid <= 1 || kill(pid, SIGSTOP) != 0)
+    return kvlane::Status::Backend("cannot stop " + TargetName(x.spec.peer) + " (pid " + text +
+                                   ")");
+  while (!IsStopped(pid)) {  // stopped once kill returned, but it takes the kernel a moment
+    if (std::chrono::steady_clock::now() >= rig.deadline)
+      return kvlane::Status::Timeout(TargetName(x.spec.peer) + " did not stop");
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return kvlane::Status::Ok();
+}
+
 kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at) {
   uint8_t byte = 0;
   KVLANE_RETURN_IF_ERROR(space.Download(&byte, buf + at, 1));
@@ -58,10 +96,7 @@ kvlane::Status FlipByteAt(BufferSpace& space, uint8_t* buf, uint64_t at) {
 }
 
 kvlane::Status FlipOneReceivedByte(SourceRig& rig, uint64_t epoch) {
-  const SourceXfer* found = &rig.xfers.front();
-  for (const SourceXfer& x : rig.xfers)
-    if (x.spec.name == rig.spec.fault.xfer) found = &x;
-  const SourceXfer& x = *found;
+  const SourceXfer& x = FaultXfer(rig);
   if (rig.op == kvlane::Op::kRead) return FlipByteAt(*rig.space, x.local, x.spec.bytes / 2);
   const std::string e = std::to_string(epoch);
   // The target's "fill|verify|flip <epoch> <source-rank> <offset> <len>" (target.cc).

@@ -50,4 +50,7 @@ check --inject-fault --inject-fault flip-byte:1:bulk --shape single
 check --inject-fault --inject-fault repost
 check --inject-fault --inject-fault repost:0
 check --inject-fault --inject-fault repost:1:small --shape mixed
+check --inject-fault --inject-fault stop-peer
+check --inject-fault --inject-fault stop-peer:1:small
+check --inject-fault --inject-fault stop-peer:1:x --shape mixed
 exit $status

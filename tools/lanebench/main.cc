@@ -74,7 +74,9 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
                  "which must then fail it (the run invalid, exit 1); of the first transfer, or "
                  "with flip-byte:N:small (or :bulk; --shape mixed) of that one. repost:N posts "
                  "iteration N's transfers again after their completion and the overwrite of "
-                 "their sources, which its verification must also fail")
+                 "their sources, which its verification must also fail. stop-peer:N (or "
+                 "stop-peer:N:small) stops that transfer's target before iteration N: the "
+                 "source must give up at its deadline, naming the transfer")
       ->capture_default_str()
       ->group("Testing");
 }

@@ -120,12 +120,17 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
                idle);
   if (cfg.contains("inject_fault")) {
     const std::string fault = cfg["inject_fault"].get<std::string>();
+    const char* what =
+        fault.rfind("repost", 0) == 0
+            ? "that measured iteration's transfers of every run are posted again after their "
+              "completion and the overwrite of their sources, before verification"
+        : fault.rfind("stop-peer", 0) == 0
+            ? "the target of a transfer of that measured iteration of every run is stopped "
+              "before its timed region"
+            : "one received byte of that measured iteration of every run is flipped before its "
+              "verification";
     fmt::print(out, "FAULT INJECTED (testing, --inject-fault {}): {}, which must fail it\n", fault,
-               fault.rfind("repost", 0) == 0
-                   ? "that measured iteration's transfers of every run are posted again after "
-                     "their completion and the overwrite of their sources, before verification"
-                   : "one received byte of that measured iteration of every run is flipped "
-                     "before its verification");
+               what);
   }
   if (const Doc& pin = cfg["pinning"]; pin.value("on", false))
     fmt::print(

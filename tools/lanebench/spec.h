@@ -25,9 +25,9 @@ struct XferSpec {
 
 // --inject-fault, parsed (fault.h): what is done to which measured iteration.
 struct FaultSpec {
-  std::string kind = "none";  // "none", "flip-byte" or "repost"
+  std::string kind = "none";  // "none", "flip-byte", "repost" or "stop-peer"
   int iteration = 0;          // the measured iteration (from 1) it hits; 0 for none
-  std::string xfer;           // flip-byte: the transfer's name; "": the iteration's first
+  std::string xfer;           // the transfer's name; "": the iteration's first
 };
 
 struct RunSpec {

@@ -1,5 +1,7 @@
 // The target role: owns one buffer, answers the source's fill and verify
 // requests (outside the source's timed region) until told to quit.
+#include <unistd.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -66,6 +68,7 @@ kvlane::Status Serve(const std::string& dir, int index) {
   KVLANE_ASSIGN_OR_RETURN(t.buf, space->Allocate(t.bytes));
   KVLANE_RETURN_IF_ERROR(
       agent->RegisterMemory(t.buf, t.bytes, space->kind(), space->device()).status());
+  KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetPidPath(dir, index), std::to_string(getpid())));
   KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetAddrPath(dir, index),
                                          std::to_string(reinterpret_cast<uintptr_t>(t.buf))));
   KVLANE_ASSIGN_OR_RETURN(std::string blob, agent->ExportMetadata());
