@@ -108,11 +108,11 @@ Doc TableRows(const Doc& case_doc) {
 
 // Mixed small-transfer p99 against the same op's single-lane p99 at the small size.
 Doc Isolation(const BenchConfig& cfg, const Doc& cases) {
-  const std::string single_id = "single-" + cfg.mixed_op + "-" + SizeName(cfg.small_bytes);
+  const std::string single_id = IsolationControlId(cfg);
   const Doc* mixed = nullptr;
   const Doc* single = nullptr;
   for (const Doc& c : cases) {
-    if (c["id"] == "mixed-" + cfg.mixed_op) mixed = &c;
+    if (c["id"] == MixedId(cfg)) mixed = &c;
     if (c["id"] == single_id) single = &c;
   }
   Doc out = Doc::array();
@@ -165,7 +165,9 @@ Doc MethodDoc() {
            "diagnostic beside the target's p99, not a replacement"},
           {"processes",
            "fresh processes per run (fork+exec of lanebench: one source, one target "
-           "per peer); arm order rotates between process pairs"},
+           "per peer); pair by pair, each pair running every case (the mixed one, then its "
+           "single-lane control, then the other single ones) in both arms back to back; arm "
+           "order rotates between process pairs"},
           {"verify",
            "every iteration, warm-up included, is checked outside the timed region "
            "against an oracle mixing source rank, epoch, where the payload belongs (target "

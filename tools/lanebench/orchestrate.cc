@@ -151,20 +151,16 @@ kvlane::Status ProbeTransport(const BenchConfig& cfg) {
 
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {
   std::vector<RunRecord> records;
-  const size_t total = PlannedRuns(cfg, cases.size());
-  for (const Case& c : cases) {
-    for (int pair = 0; pair < cfg.pairs; ++pair) {
-      std::vector<std::string> order = ArmOrder(pair);
-      for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-        RunSpec spec = c.spec;
-        spec.policy = order[pos];
-        if (Stopping()) return records;
-        nlohmann::json result = RunGroup(spec);
-        if (Stopping()) return records;  // a run stopped part-way is no result
-        records.push_back({c.id, order[pos], pair, pos, std::move(result)});
-        PrintProgress(records.back(), records.size(), total);
-      }
-    }
+  const std::vector<PlannedRun> order = RunOrder(cfg, cases.size());
+  for (const PlannedRun& run : order) {
+    const Case& c = cases[run.case_index];
+    RunSpec spec = c.spec;
+    spec.policy = run.arm;
+    if (Stopping()) return records;
+    nlohmann::json result = RunGroup(spec);
+    if (Stopping()) return records;  // a run stopped part-way is no result
+    records.push_back({c.id, run.arm, run.pair, run.position, std::move(result)});
+    PrintProgress(records.back(), records.size(), order.size());
   }
   return records;
 }

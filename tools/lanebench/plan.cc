@@ -36,8 +36,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
 }
 
 Case MixedCase(const BenchConfig& cfg) {
-  Case c{"mixed-" + cfg.mixed_op, "mixed", cfg.mixed_op, cfg.bulk_bytes + cfg.small_bytes,
-         BaseSpec(cfg)};
+  Case c{MixedId(cfg), "mixed", cfg.mixed_op, cfg.bulk_bytes + cfg.small_bytes, BaseSpec(cfg)};
   c.spec.op = cfg.mixed_op;
   if (cfg.mixed_peers == 2) {  // one data lane to each of two target processes
     c.spec.lanes_per_peer = 1;
@@ -141,12 +140,34 @@ int64_t PlannedRunIterations(const BenchConfig& cfg, size_t cases) {
   return static_cast<int64_t>(PlannedRuns(cfg, cases)) * cfg.iters;
 }
 
+std::vector<PlannedRun> RunOrder(const BenchConfig& cfg, size_t cases) {
+  std::vector<PlannedRun> order;
+  for (int pair = 0; pair < cfg.pairs; ++pair)
+    for (size_t c = 0; c < cases; ++c) {
+      const std::vector<std::string> arms = ArmOrder(pair);
+      for (int pos = 0; pos < static_cast<int>(arms.size()); ++pos)
+        order.push_back({c, arms[pos], pair, pos});
+    }
+  return order;
+}
+
+std::string MixedId(const BenchConfig& cfg) { return "mixed-" + cfg.mixed_op; }
+
+std::string IsolationControlId(const BenchConfig& cfg) {
+  return "single-" + cfg.mixed_op + "-" + SizeName(cfg.small_bytes);
+}
+
 std::vector<Case> BuildCases(const BenchConfig& cfg) {
   std::vector<Case> cases;
   if (cfg.shape != "single") cases.push_back(MixedCase(cfg));
   if (cfg.shape == "mixed") return cases;
   for (const std::string& op : cfg.single_ops)
     for (uint64_t bytes : cfg.single_bytes) cases.push_back(SingleCase(cfg, op, bytes));
+  // The isolation control right after the mixed case: they run next to each other.
+  const std::string control = IsolationControlId(cfg);
+  const auto it =
+      std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == control; });
+  if (cfg.shape == "all" && it != cases.end()) std::rotate(cases.begin() + 1, it, it + 1);
   return cases;
 }
 
