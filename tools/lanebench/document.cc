@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "isolation.h"
 #include "kvlane/agent.h"
 #include "pinning.h"
 #include "run_result.h"
@@ -10,32 +11,6 @@
 
 namespace lanebench {
 namespace {
-
-struct MetricDef {
-  const char* key;
-  const char* label;
-};
-
-const std::vector<MetricDef>& Defs(const std::string& shape) {
-  static const std::vector<MetricDef> kMixed = {
-      {"small_p50_us", "small p50 [us]"},         {"small_p99_us", "small p99 [us]"},
-      {"bulk_p50_us", "bulk p50 [us]"},           {"bulk_p99_us", "bulk p99 [us]"},
-      {"window_p50_us", "window p50 [us]"},       {"window_gbps", "window rate [GB/s]"},
-      {"small_first_pct", "small done first [%]"}};
-  static const std::vector<MetricDef> kSingle = {{"p50_us", "p50 [us]"}, {"p99_us", "p99 [us]"}};
-  return shape == "mixed" ? kMixed : kSingle;
-}
-
-// Percent of iterations in which the small transfer was seen done in an earlier
-// Check() sweep than the bulk one.
-double SmallFirstPct(const nlohmann::json& result) {
-  std::vector<double> small = RunSeries(result, "done_sweep", "small");
-  std::vector<double> bulk = RunSeries(result, "done_sweep", "bulk");
-  if (small.empty() || small.size() != bulk.size()) return NAN;
-  int first = 0;
-  for (size_t i = 0; i < small.size(); ++i) first += small[i] < bulk[i] ? 1 : 0;
-  return 100.0 * first / static_cast<double>(small.size());
-}
 
 Doc RunDoc(const Case& c, const RunRecord& r) {
   const nlohmann::json& res = r.result;
@@ -61,7 +36,7 @@ Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& 
   for (const RunRecord& r : records)
     if (r.case_id == c.id && r.arm == arm) runs.push_back(RunDoc(c, r));
   Doc median = Doc::object();
-  for (const MetricDef& m : Defs(c.shape)) {
+  for (const MetricDef& m : MetricDefs(c.shape)) {
     std::vector<double> v;
     for (const Doc& run : runs)
       if (run["valid"].get<bool>()) v.push_back(run["metrics"][m.key].get<double>());
@@ -92,7 +67,7 @@ Doc TableRows(const Doc& case_doc) {
   Doc rows = Doc::array();
   const Doc& base = case_doc["arms"][kBaseline];
   const Doc& cand = case_doc["arms"][kCandidate];
-  for (const MetricDef& m : Defs(case_doc["shape"])) {
+  for (const MetricDef& m : MetricDefs(case_doc["shape"])) {
     double b = base["median"].value(m.key, NAN), c = cand["median"].value(m.key, NAN);
     rows.push_back({{"case", case_doc["id"]},
                     {"metric", m.label},
@@ -104,35 +79,6 @@ Doc TableRows(const Doc& case_doc) {
                     {"candidate_runs", RunValues(cand, m.key)}});
   }
   return rows;
-}
-
-// Mixed small-transfer p99 against the same op's single-lane p99 at the small size.
-Doc Isolation(const BenchConfig& cfg, const Doc& cases) {
-  const std::string single_id = IsolationControlId(cfg);
-  const Doc* mixed = nullptr;
-  const Doc* single = nullptr;
-  for (const Doc& c : cases) {
-    if (c["id"] == MixedId(cfg)) mixed = &c;
-    if (c["id"] == single_id) single = &c;
-  }
-  Doc out = Doc::array();
-  if (mixed == nullptr || single == nullptr) return out;
-  for (const char* arm : {kBaseline, kCandidate}) {
-    double m = (*mixed)["arms"][arm]["median"].value("small_p99_us", NAN);
-    double s = (*single)["arms"][arm]["median"].value("p99_us", NAN);
-    // Diagnostic beside the ratio: the same with stalled iterations left out.
-    double mu = (*mixed)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
-    double su = (*single)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
-    out.push_back({{"arm", arm},
-                   {"mixed_small_p99_us", m},
-                   {"single_case", single_id},
-                   {"single_p99_us", s},
-                   {"ratio", m / s},
-                   {"mixed_small_p99_unstalled_us", mu},
-                   {"single_p99_unstalled_us", su},
-                   {"ratio_unstalled", mu / su}});
-  }
-  return out;
 }
 
 Doc MethodDoc() {
@@ -193,24 +139,6 @@ Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
 
 }  // namespace
 
-Doc RunMetrics(const Case& c, const nlohmann::json& result) {
-  if (c.shape != "mixed") {
-    std::vector<double> v = RunSeries(result, "lat_us", "xfer");
-    return {{"p50_us", Percentile(v, 50)}, {"p99_us", Percentile(v, 99)}};
-  }
-  std::vector<double> small = RunSeries(result, "lat_us", "small");
-  std::vector<double> bulk = RunSeries(result, "lat_us", "bulk");
-  std::vector<double> window = result.value("window_us", std::vector<double>{});
-  double w50 = Percentile(window, 50);
-  return {{"small_p50_us", Percentile(small, 50)},
-          {"small_p99_us", Percentile(small, 99)},
-          {"bulk_p50_us", Percentile(bulk, 50)},
-          {"bulk_p99_us", Percentile(bulk, 99)},
-          {"window_p50_us", w50},
-          {"window_gbps", static_cast<double>(c.bytes) / w50 / 1e3},
-          {"small_first_pct", SmallFirstPct(result)}};
-}
-
 Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                   const std::vector<RunRecord>& records, const std::string& command,
                   const Doc& environment) {
@@ -256,7 +184,7 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
     d["cases"].push_back(CaseDoc(c, records));
     for (const Doc& row : TableRows(d["cases"].back())) d["table"].push_back(row);
   }
-  d["isolation"] = Isolation(cfg, d["cases"]);
+  d["isolation"] = Isolation(MixedId(cfg), IsolationControlId(cfg), d["cases"]);
   const size_t planned = PlannedRuns(cfg, cases.size());
   d["verification"] = VerificationDoc(records, planned);
   d["outcome"] = d["verification"]["valid_runs"] == records.size() ? "ok" : "invalid";
