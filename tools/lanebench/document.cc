@@ -31,6 +31,17 @@ Doc RunDoc(const Case& c, const RunRecord& r) {
   return d;
 }
 
+// Every metric over the measured iterations of the arm's valid runs together, and
+// how many iterations that is (of the watched transfer).
+Doc PooledDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& records) {
+  nlohmann::json pooled = nlohmann::json::object();
+  for (const RunRecord& r : records)
+    if (r.case_id == c.id && r.arm == arm && RunValid(r.result)) PoolSeries(r.result, &pooled);
+  Doc d = RunMetrics(c, pooled);
+  d["samples"] = RunSeries(pooled, "lat_us", WatchedXfer(c.shape)).size();
+  return d;
+}
+
 Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& records) {
   Doc runs = Doc::array();
   for (const RunRecord& r : records)
@@ -42,7 +53,10 @@ Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& 
       if (run["valid"].get<bool>()) v.push_back(run["metrics"][m.key].get<double>());
     median[m.key] = Median(v);
   }
-  return {{"median", median}, {"tail", TailDoc(c, arm, records)}, {"runs", runs}};
+  return {{"median", median},
+          {"pooled", PooledDoc(c, arm, records)},
+          {"tail", TailDoc(c, arm, records)},
+          {"runs", runs}};
 }
 
 Doc CaseDoc(const Case& c, const std::vector<RunRecord>& records) {
@@ -82,45 +96,52 @@ Doc TableRows(const Doc& case_doc) {
 }
 
 Doc MethodDoc() {
-  return {{"latency",
-           "post to completion as the source's API reports it: from just before "
-           "Agent::Post() to the first Agent::Check() that returns a terminal status; the "
-           "source polls Check() in a loop (latest post first), yielding the CPU after "
-           "sweeps that saw nothing finish (source clock; not a receiver or hardware "
-           "timestamp)"},
-          {"window",
-           "mixed: (bulk + small bytes) / p50 of the per-iteration window from the first "
-           "Post() to the last observed completion, decimal GB/s; includes software "
-           "completion overhead (completer publication, Check polling)"},
-          {"order",
-           "mixed: the bulk transfer is posted first, then the small one; each has its own "
-           "data lane (lanes_per_peer 1 with two target processes)"},
-          {"percentiles", "nearest-rank over each run's measured iterations"},
-          {"small_first",
-           "mixed: percent of iterations in which the source saw the small transfer "
-           "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
-           "post first, so global-fifo reads 0 by construction)"},
-          {"summary", "each cell is the median of the per-run values; every run's value is kept"},
-          {"tail",
-           "per arm and case, over all runs: iterations whose watched transfer (mixed: small; "
-           "single: the transfer) took over twice its run's median, split into: the polling "
-           "thread went 5 us or more without looking at the clock after its Post() returned "
-           "(it did not run: stalled), Post() took 5 us or more, neither. The host-stall "
-           "probe spins on the poller's CPU before the run's transfers and counts such gaps "
-           "with no transfer in flight. The p99 with stalled iterations left out is a "
-           "diagnostic beside the target's p99, not a replacement"},
-          {"processes",
-           "fresh processes per run (fork+exec of lanebench: one source, one target "
-           "per peer); pair by pair, each pair running every case (the mixed one, then its "
-           "single-lane control, then the other single ones) in both arms back to back; arm "
-           "order rotates between process pairs"},
-          {"verify",
-           "every iteration, warm-up included, is checked outside the timed region "
-           "against an oracle mixing source rank, epoch, where the payload belongs (target "
-           "and offset in its buffer) and byte offset; the first 8 bytes of each payload hold "
-           "the epoch. Right after completion the side the bytes moved from is overwritten "
-           "(write: the source's buffers; read: the target's region, the source's buffers "
-           "checked before and after), so bytes moved after completion fail"}};
+  return {
+      {"latency",
+       "post to completion as the source's API reports it: from just before "
+       "Agent::Post() to the first Agent::Check() that returns a terminal status; the "
+       "source polls Check() in a loop (latest post first), yielding the CPU after "
+       "sweeps that saw nothing finish (source clock; not a receiver or hardware "
+       "timestamp)"},
+      {"window",
+       "mixed: (bulk + small bytes) / p50 of the per-iteration window from the first "
+       "Post() to the last observed completion, decimal GB/s; includes software "
+       "completion overhead (completer publication, Check polling)"},
+      {"order",
+       "mixed: the bulk transfer is posted first, then the small one; each has its own "
+       "data lane (lanes_per_peer 1 with two target processes)"},
+      {"percentiles", "nearest-rank over each run's measured iterations, or over the pooled ones"},
+      {"small_first",
+       "mixed: percent of iterations in which the source saw the small transfer "
+       "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
+       "post first, so global-fifo reads 0 by construction)"},
+      {"summary",
+       "each cell is the median of the per-run values; every run's value is kept. Each arm "
+       "also has every metric over its valid runs' samples pooled"},
+      {"isolation",
+       "mixed small p99 / the same op's single-lane p99 at the small size, each over the "
+       "arm's valid runs' samples pooled; beside it the same ratio within each process "
+       "pair (lowest..highest)"},
+      {"tail",
+       "per arm and case, over all runs: iterations whose watched transfer (mixed: small; "
+       "single: the transfer) took over twice its run's median, split into: the polling "
+       "thread went 5 us or more without looking at the clock after its Post() returned "
+       "(it did not run: stalled), Post() took 5 us or more, neither. The host-stall "
+       "probe spins on the poller's CPU before the run's transfers and counts such gaps "
+       "with no transfer in flight. The p99 with stalled iterations left out is a "
+       "diagnostic beside the target's p99, not a replacement"},
+      {"processes",
+       "fresh processes per run (fork+exec of lanebench: one source, one target "
+       "per peer); pair by pair, each pair running every case (the mixed one, then its "
+       "single-lane control, then the other single ones) in both arms back to back; arm "
+       "order rotates between process pairs"},
+      {"verify",
+       "every iteration, warm-up included, is checked outside the timed region "
+       "against an oracle mixing source rank, epoch, where the payload belongs (target "
+       "and offset in its buffer) and byte offset; the first 8 bytes of each payload hold "
+       "the epoch. Right after completion the side the bytes moved from is overwritten "
+       "(write: the source's buffers; read: the target's region, the source's buffers "
+       "checked before and after), so bytes moved after completion fail"}};
 }
 
 Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
@@ -142,7 +163,7 @@ Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
 Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                   const std::vector<RunRecord>& records, const std::string& command,
                   const Doc& environment) {
-  Doc d = {{"version", 1},
+  Doc d = {{"version", 2},
            {"tool", "lanebench"},
            {"kvlane", kvlane::VersionString()},
            {"command", command},

@@ -44,4 +44,18 @@ Doc RunMetrics(const Case& c, const nlohmann::json& result) {
           {"small_first_pct", SmallFirstPct(result)}};
 }
 
+void PoolSeries(const nlohmann::json& result, nlohmann::json* pooled) {
+  auto append = [](const nlohmann::json& from, nlohmann::json& to) {
+    if (!from.is_array()) return;
+    if (!to.is_array()) to = nlohmann::json::array();
+    for (const nlohmann::json& x : from) to.push_back(x);
+  };
+  for (const char* key : {"lat_us", "done_us", "done_sweep", "post_us", "stall_us"}) {
+    if (!result.contains(key) || !result[key].is_object()) continue;
+    for (const auto& [name, series] : result[key].items()) append(series, (*pooled)[key][name]);
+  }
+  for (const char* key : {"window_us", "gap_us"})
+    if (result.contains(key)) append(result[key], (*pooled)[key]);
+}
+
 }  // namespace lanebench

@@ -31,4 +31,12 @@ double SmallFirstPct(const nlohmann::json& result);
 // metric whose series is missing.
 Doc RunMetrics(const Case& c, const nlohmann::json& result);
 
+// Appends every per-iteration series of `result` (lat_us, done_us, done_sweep,
+// post_us and stall_us per transfer; window_us and gap_us) to the same series of
+// `*pooled` (an object; absent ones start empty). RunMetrics over the pooled
+// series of several runs takes every percentile over all their iterations
+// together: p99 of 3 x 100 samples is the 4th largest of 300, where each run's
+// own p99 is its 2nd largest.
+void PoolSeries(const nlohmann::json& result, nlohmann::json* pooled);
+
 }  // namespace lanebench

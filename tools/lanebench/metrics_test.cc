@@ -81,5 +81,21 @@ TEST(SmallFirstPct, MissingOrUnequalSeriesAreNaN) {
       SmallFirstPct({{"done_sweep", {{"small", json::array()}, {"bulk", json::array()}}}})));
 }
 
+// Pooled: every series end to end, in the order the runs came; RunMetrics over it
+// takes each percentile over all the runs' iterations together.
+TEST(PoolSeries, AppendsEverySeriesOfEachRun) {
+  json pooled = json::object();
+  PoolSeries({{"lat_us", {{"xfer", {1, 2}}}}, {"window_us", {5}}, {"ok", true}}, &pooled);
+  PoolSeries({{"lat_us", {{"xfer", {3}}, {"other", {9}}}}, {"gap_us", {-1}}}, &pooled);
+  EXPECT_EQ(pooled, (json{{"lat_us", {{"xfer", {1, 2, 3}}, {"other", {9}}}},
+                          {"window_us", {5}},
+                          {"gap_us", {-1}}}));
+  json three = json::object();
+  for (double scale : {1.0, 2.0, 3.0})
+    PoolSeries({{"lat_us", {{"xfer", Down(100, scale)}}}}, &three);
+  // 300 samples: p99 is the 297th smallest, the 4th largest (300, 297, 294, 291, ...).
+  EXPECT_EQ(RunMetrics(Single(), three)["p99_us"].get<double>(), 291);
+}
+
 }  // namespace
 }  // namespace lanebench

@@ -42,14 +42,24 @@ void PrintTable(const Doc& doc, std::FILE* out) {
   }
 }
 
+// "  (300 / 300 samples; per pair 1.100x..1.400x)": what the ratio stands on.
+std::string IsolationSpread(const Doc& r) {
+  return fmt::format("   ({} / {} samples; per pair {}..{})", r.value("mixed_samples", 0),
+                     r.value("single_samples", 0), NumUnit(Get(r, "ratio_min"), "x"),
+                     NumUnit(Get(r, "ratio_max"), "x"));
+}
+
 void PrintIsolation(const Doc& doc, std::FILE* out) {
   if (doc["isolation"].empty()) return;
-  fmt::print(out, "\nisolation: mixed small p99 / {} p99 (same op, single lane)\n",
+  fmt::print(out,
+             "\nisolation: mixed small p99 / {} p99 (same op, single lane), each over the "
+             "arm's valid runs pooled;\n           per pair: the same ratio within each process "
+             "pair, lowest..highest\n",
              doc["isolation"][0]["single_case"].get<std::string>());
   for (const Doc& r : doc["isolation"])
-    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}\n", r["arm"].get<std::string>(),
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}{}\n", r["arm"].get<std::string>(),
                Num(Get(r, "mixed_small_p99_us")), Num(Get(r, "single_p99_us")),
-               NumUnit(Get(r, "ratio"), "x"));
+               NumUnit(Get(r, "ratio"), "x"), IsolationSpread(r));
   fmt::print(out,
              "  diagnostic, not the target: the same over iterations whose poller did not "
              "stall (see tail)\n");

@@ -65,7 +65,27 @@ TEST(Report, PresentValueKeepsItsUnit) {
   doc["isolation"][0]["ratio"] = 1.25;
   const std::string text = Render(doc);
   EXPECT_NE(text.find("host stalls 1000.0/s, n/a, 1.000%"), std::string::npos) << text;
-  EXPECT_NE(text.find("= 1.250x\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("= 1.250x   (0 / 0 samples; per pair n/a..n/a)\n"), std::string::npos)
+      << text;
+}
+
+// The ratio over pooled samples, and beside it how many and the per-pair spread.
+TEST(Report, TheIsolationRatioSaysWhatItStandsOn) {
+  Doc doc = NothingMeasured();
+  Doc& iso = doc["isolation"][0];
+  iso["mixed_small_p99_us"] = 294.0;
+  iso["single_p99_us"] = 99.0;
+  iso["ratio"] = 294.0 / 99.0;
+  iso["mixed_samples"] = 200;
+  iso["single_samples"] = 200;
+  iso["ratio_min"] = 1.0;
+  iso["ratio_max"] = 3.0;
+  const std::string text = Render(doc);
+  EXPECT_NE(text.find("each over the arm's valid runs pooled"), std::string::npos) << text;
+  EXPECT_NE(text.find("  independent       294.0 /     99.0 = 2.970x   (200 / 200 samples; per "
+                      "pair 1.000x..3.000x)\n"),
+            std::string::npos)
+      << text;
 }
 
 // A stopped run's document (MarkStopped) reads as partial before the tables and in
