@@ -77,6 +77,13 @@ std::vector<double> RunValues(const Doc& arm, const char* key) {
   return v;
 }
 
+// Beside RunValues: whether each run counted (an invalid one is not in the median).
+std::vector<bool> RunsValid(const Doc& arm) {
+  std::vector<bool> v;
+  for (const Doc& run : arm["runs"]) v.push_back(run.value("valid", false));
+  return v;
+}
+
 Doc TableRows(const Doc& case_doc) {
   Doc rows = Doc::array();
   const Doc& base = case_doc["arms"][kBaseline];
@@ -90,7 +97,9 @@ Doc TableRows(const Doc& case_doc) {
                     {"candidate", c},
                     {"change_pct", (c - b) / b * 100.0},
                     {"baseline_runs", RunValues(base, m.key)},
-                    {"candidate_runs", RunValues(cand, m.key)}});
+                    {"candidate_runs", RunValues(cand, m.key)},
+                    {"baseline_runs_valid", RunsValid(base)},
+                    {"candidate_runs_valid", RunsValid(cand)}});
   }
   return rows;
 }
@@ -206,6 +215,10 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
     for (const Doc& row : TableRows(d["cases"].back())) d["table"].push_back(row);
   }
   d["isolation"] = Isolation(MixedId(cfg), IsolationControlId(cfg), d["cases"]);
+  if (d["isolation"].empty()) {  // which of the two cases the plan lacks, for the report
+    const bool mixed = !cases.empty() && cases.front().id == MixedId(cfg);
+    d["isolation_missing"] = mixed ? IsolationControlId(cfg) : MixedId(cfg);
+  }
   const size_t planned = PlannedRuns(cfg, cases.size());
   d["verification"] = VerificationDoc(records, planned);
   d["outcome"] = d["verification"]["valid_runs"] == records.size() ? "ok" : "invalid";

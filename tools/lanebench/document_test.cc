@@ -94,5 +94,31 @@ TEST(Document, TheIsolationRatioIsOverPooledSamplesWithItsPerPairSpread) {
   EXPECT_TRUE(std::isnan(base["ratio_runs"][1].get<double>()));
 }
 
+// Per-run values come with whether each run counted.
+TEST(Document, TableRowsSayWhichRunsAreValid) {
+  const Doc d = Build();
+  const Doc& row = d["table"][0];  // mixed-write, small p50
+  EXPECT_EQ(row["baseline_runs_valid"], Doc::array({true, false}));
+  EXPECT_EQ(row["candidate_runs_valid"], Doc::array({true, true}));
+  EXPECT_EQ(row["baseline_runs"].size(), 2u) << "the invalid run's value is still listed";
+}
+
+// With no pair of cases for the ratio, the document says which one the plan lacks.
+TEST(Document, AMissingIsolationCaseIsNamed) {
+  EXPECT_FALSE(Build().contains("isolation_missing"));
+  BenchConfig cfg = Config();
+  cfg.small_bytes = 8192;
+  Doc d = BuildDocument(cfg, BuildCases(cfg), {}, "lanebench", Doc::object());
+  EXPECT_TRUE(d["isolation"].empty());
+  EXPECT_EQ(d["isolation_missing"], "single-write-8KiB");
+  cfg.shape = "single";
+  d = BuildDocument(cfg, BuildCases(cfg), {}, "lanebench", Doc::object());
+  EXPECT_EQ(d["isolation_missing"], "mixed-write");
+  cfg.shape = "mixed";
+  cfg.small_bytes = 4096;
+  d = BuildDocument(cfg, BuildCases(cfg), {}, "lanebench", Doc::object());
+  EXPECT_EQ(d["isolation_missing"], "single-write-4KiB");
+}
+
 }  // namespace
 }  // namespace lanebench

@@ -19,27 +19,49 @@ double Get(const Doc& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
-std::string RunList(const Doc& values) {
+// The runs' values, each invalid run's marked "*" (`valid`: one bool per value; all
+// valid when absent).
+std::string RunList(const Doc& values, const Doc& valid) {
   std::string s;
-  for (const Doc& v : values)
-    s += (s.empty() ? "" : " ") + Num(v.is_number() ? v.get<double>() : NAN);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Doc& v = values[i];
+    const bool counted = !valid.is_array() || i >= valid.size() || valid[i].get<bool>();
+    s += (s.empty() ? "" : " ") + Num(v.is_number() ? v.get<double>() : NAN) + (counted ? "" : "*");
+  }
   return s;
+}
+
+// Whether a table row lists an invalid run.
+bool ListsInvalid(const Doc& row) {
+  for (const char* key : {"baseline_runs_valid", "candidate_runs_valid"})
+    if (row.contains(key))
+      for (const Doc& v : row[key])
+        if (!v.get<bool>()) return true;
+  return false;
 }
 
 void PrintTable(const Doc& doc, std::FILE* out) {
   fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {}\n", "case", "metric", "global-fifo",
              "independent", "change", "per-run values: global-fifo | independent");
   std::string last_case;
+  bool invalid = false;
   for (const Doc& row : doc["table"]) {
+    invalid = invalid || ListsInvalid(row);
     std::string id = row["case"];
     if (!last_case.empty() && id != last_case) fmt::print(out, "\n");
     double b = Get(row, "baseline"), c = Get(row, "candidate"), ch = Get(row, "change_pct");
     fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {} | {}\n", id == last_case ? "" : id,
                row["metric"].get<std::string>(), Num(b), Num(c),
                !std::isfinite(ch) ? "n/a" : fmt::format("{:+.1f}%", ch),
-               RunList(row["baseline_runs"]), RunList(row["candidate_runs"]));
+               RunList(row["baseline_runs"], row.value("baseline_runs_valid", Doc())),
+               RunList(row["candidate_runs"], row.value("candidate_runs_valid", Doc())));
     last_case = id;
   }
+  if (invalid)
+    fmt::print(out,
+               "{:<18} * an invalid run (a failed or unverified iteration): not in the "
+               "medians\n",
+               "");
 }
 
 // "  (300 / 300 samples; per pair 1.100x..1.400x)": what the ratio stands on.
@@ -50,7 +72,12 @@ std::string IsolationSpread(const Doc& r) {
 }
 
 void PrintIsolation(const Doc& doc, std::FILE* out) {
-  if (doc["isolation"].empty()) return;
+  if (doc["isolation"].empty()) {
+    if (doc.contains("isolation_missing"))
+      fmt::print(out, "\nisolation: no {} case in this run\n",
+                 doc["isolation_missing"].get<std::string>());
+    return;
+  }
   fmt::print(out,
              "\nisolation: mixed small p99 / {} p99 (same op, single lane), each over the "
              "arm's valid runs pooled;\n           per pair: the same ratio within each process "

@@ -88,6 +88,37 @@ TEST(Report, TheIsolationRatioSaysWhatItStandsOn) {
       << text;
 }
 
+// A run that did not verify is listed with its values (they are data) but marked:
+// it is not in the medians beside it.
+TEST(Report, AnInvalidRunIsMarkedInThePerRunValues) {
+  Doc doc = NothingMeasured();
+  doc["table"] = Doc::array({{{"case", "single-write-4KiB"},
+                              {"metric", "p99 [us]"},
+                              {"baseline", 1.5},
+                              {"candidate", 2.0},
+                              {"change_pct", 33.3},
+                              {"baseline_runs", {1.0, 2.0}},
+                              {"candidate_runs", {2.0, 3.0}},
+                              {"baseline_runs_valid", {true, false}},
+                              {"candidate_runs_valid", {true, true}}}});
+  std::string text = Render(doc);
+  EXPECT_NE(text.find("   1.000 2.000* | 2.000 3.000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("* an invalid run"), std::string::npos) << text;
+  doc["table"][0]["baseline_runs_valid"] = {true, true};
+  text = Render(doc);
+  EXPECT_EQ(text.find('*'), std::string::npos) << "every run valid: no mark\n" << text;
+}
+
+// The isolation section used to vanish silently when the plan lacked its control.
+TEST(Report, AMissingIsolationCaseIsSaid) {
+  Doc doc = NothingMeasured();
+  doc["isolation"] = Doc::array();
+  doc["isolation_missing"] = "single-write-8KiB";
+  EXPECT_NE(Render(doc).find("\nisolation: no single-write-8KiB case in this run\n"),
+            std::string::npos)
+      << Render(doc);
+}
+
 // A stopped run's document (MarkStopped) reads as partial before the tables and in
 // its outcome line; a complete one says neither.
 TEST(Report, AStoppedRunSaysItIsPartial) {
