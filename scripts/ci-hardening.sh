@@ -104,7 +104,8 @@ cuda() {
 # kvbench's and lanebench's tests start real processes (ranks, workers); a
 # sanitizer report of any of them fails the test (tools/common/sanitizer_reports.*).
 TOOL_TARGETS=(kvbench kvbench_core_test kvbench_run_test kvbench_e2e_test
-              lanebench lanebench_report_test lanebench_stop_test lanebench_input_test)
+              lanebench lanebench_report_test lanebench_stop_test lanebench_input_test
+              lanebench_unit_test)
 # The build dirs are the asan and tsan stages' (their engine library is reused;
 # those stages configure the tools off again).
 tools() {

@@ -35,10 +35,12 @@ std::string TempBeside(const std::string& path) {
 
 kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes) {
   const std::string tmp = TempBeside(path);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) return kvlane::Status::Backend("cannot write " + tmp);
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();  // the buffer's last bytes are written here: a full disk may fail only now
+  if (!out) {
+    std::remove(tmp.c_str());  // a partial file is no use to anyone, beside the user's path
+    return kvlane::Status::Backend("cannot write " + tmp);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -12,7 +12,8 @@
 
 namespace lanebench {
 
-// Writes `bytes` to `path` through a temporary file and a rename.
+// Writes `bytes` to `path` through a temporary file and a rename. On failure
+// `path` is unchanged and the temporary file is removed.
 kvlane::Status WriteFileAtomic(const std::string& path, const std::string& bytes);
 // Whether WriteFileAtomic(path, ...) can succeed now: creates and removes its
 // temporary file; `path` itself is neither created nor changed.

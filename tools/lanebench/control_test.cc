@@ -4,8 +4,11 @@
 #include "control.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -95,6 +98,34 @@ TEST(AwaitFile, AMissingFileIsATimeoutOnceTheDeadlinePasses) {
   auto present = AwaitFile(path, from);  // long past: an existing file is still read
   ASSERT_TRUE(present.ok()) << present.status().ToString();
   EXPECT_EQ(present.value(), "meta");
+  std::filesystem::remove(path);
+}
+
+// A write that fails (a full disk: here the file-size limit) left
+// "<path>.<pid>.tmp" beside the user's path; a short write only failed when the
+// stream was destroyed, unchecked, and the truncated file was renamed into place.
+TEST(WriteFileAtomic, AFailedWriteLeavesNeitherTheFileNorItsTemporary) {
+  const std::string path = ::testing::TempDir() + "/lanebench_control_test.full";
+  const std::string tmp = path + "." + std::to_string(getpid()) + ".tmp";
+  std::filesystem::remove(path);
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  rlimit small = old;
+  small.rlim_cur = 64;
+  auto* const old_handler = std::signal(SIGXFSZ, SIG_IGN);  // EFBIG instead of a core dump
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  // Nothing is printed under the limit (stdout may be a file): results are read after it.
+  const kvlane::Status buffered = WriteFileAtomic(path, std::string(100, 'x'));  // fails on close
+  const bool left_after_buffered = std::filesystem::exists(tmp) || std::filesystem::exists(path);
+  const kvlane::Status large = WriteFileAtomic(path, std::string(1 << 20, 'x'));  // on write
+  const bool left_after_large = std::filesystem::exists(tmp) || std::filesystem::exists(path);
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(buffered.ok()) << "a short write that failed on close";
+  EXPECT_FALSE(left_after_buffered) << tmp;
+  EXPECT_FALSE(large.ok());
+  EXPECT_FALSE(left_after_large) << tmp;
+  std::filesystem::remove(tmp);
   std::filesystem::remove(path);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "isolation.h"
 #include "kvlane/agent.h"
 #include "pinning.h"
 #include "run_result.h"
@@ -10,32 +11,6 @@
 
 namespace lanebench {
 namespace {
-
-struct MetricDef {
-  const char* key;
-  const char* label;
-};
-
-const std::vector<MetricDef>& Defs(const std::string& shape) {
-  static const std::vector<MetricDef> kMixed = {
-      {"small_p50_us", "small p50 [us]"},         {"small_p99_us", "small p99 [us]"},
-      {"bulk_p50_us", "bulk p50 [us]"},           {"bulk_p99_us", "bulk p99 [us]"},
-      {"window_p50_us", "window p50 [us]"},       {"window_gbps", "window rate [GB/s]"},
-      {"small_first_pct", "small done first [%]"}};
-  static const std::vector<MetricDef> kSingle = {{"p50_us", "p50 [us]"}, {"p99_us", "p99 [us]"}};
-  return shape == "mixed" ? kMixed : kSingle;
-}
-
-// Percent of iterations in which the small transfer was seen done in an earlier
-// Check() sweep than the bulk one.
-double SmallFirstPct(const nlohmann::json& result) {
-  std::vector<double> small = RunSeries(result, "done_sweep", "small");
-  std::vector<double> bulk = RunSeries(result, "done_sweep", "bulk");
-  if (small.empty() || small.size() != bulk.size()) return NAN;
-  int first = 0;
-  for (size_t i = 0; i < small.size(); ++i) first += small[i] < bulk[i] ? 1 : 0;
-  return 100.0 * first / static_cast<double>(small.size());
-}
 
 Doc RunDoc(const Case& c, const RunRecord& r) {
   const nlohmann::json& res = r.result;
@@ -56,18 +31,32 @@ Doc RunDoc(const Case& c, const RunRecord& r) {
   return d;
 }
 
+// Every metric over the measured iterations of the arm's valid runs together, and
+// how many iterations that is (of the watched transfer).
+Doc PooledDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& records) {
+  nlohmann::json pooled = nlohmann::json::object();
+  for (const RunRecord& r : records)
+    if (r.case_id == c.id && r.arm == arm && RunValid(r.result)) PoolSeries(r.result, &pooled);
+  Doc d = RunMetrics(c, pooled);
+  d["samples"] = RunSeries(pooled, "lat_us", WatchedXfer(c.shape)).size();
+  return d;
+}
+
 Doc ArmDoc(const Case& c, const std::string& arm, const std::vector<RunRecord>& records) {
   Doc runs = Doc::array();
   for (const RunRecord& r : records)
     if (r.case_id == c.id && r.arm == arm) runs.push_back(RunDoc(c, r));
   Doc median = Doc::object();
-  for (const MetricDef& m : Defs(c.shape)) {
+  for (const MetricDef& m : MetricDefs(c.shape)) {
     std::vector<double> v;
     for (const Doc& run : runs)
       if (run["valid"].get<bool>()) v.push_back(run["metrics"][m.key].get<double>());
     median[m.key] = Median(v);
   }
-  return {{"median", median}, {"tail", TailDoc(c, arm, records)}, {"runs", runs}};
+  return {{"median", median},
+          {"pooled", PooledDoc(c, arm, records)},
+          {"tail", TailDoc(c, arm, records)},
+          {"runs", runs}};
 }
 
 Doc CaseDoc(const Case& c, const std::vector<RunRecord>& records) {
@@ -88,11 +77,18 @@ std::vector<double> RunValues(const Doc& arm, const char* key) {
   return v;
 }
 
+// Beside RunValues: whether each run counted (an invalid one is not in the median).
+std::vector<bool> RunsValid(const Doc& arm) {
+  std::vector<bool> v;
+  for (const Doc& run : arm["runs"]) v.push_back(run.value("valid", false));
+  return v;
+}
+
 Doc TableRows(const Doc& case_doc) {
   Doc rows = Doc::array();
   const Doc& base = case_doc["arms"][kBaseline];
   const Doc& cand = case_doc["arms"][kCandidate];
-  for (const MetricDef& m : Defs(case_doc["shape"])) {
+  for (const MetricDef& m : MetricDefs(case_doc["shape"])) {
     double b = base["median"].value(m.key, NAN), c = cand["median"].value(m.key, NAN);
     rows.push_back({{"case", case_doc["id"]},
                     {"metric", m.label},
@@ -101,75 +97,60 @@ Doc TableRows(const Doc& case_doc) {
                     {"candidate", c},
                     {"change_pct", (c - b) / b * 100.0},
                     {"baseline_runs", RunValues(base, m.key)},
-                    {"candidate_runs", RunValues(cand, m.key)}});
+                    {"candidate_runs", RunValues(cand, m.key)},
+                    {"baseline_runs_valid", RunsValid(base)},
+                    {"candidate_runs_valid", RunsValid(cand)}});
   }
   return rows;
 }
 
-// Mixed small-transfer p99 against the same op's single-lane p99 at the small size.
-Doc Isolation(const BenchConfig& cfg, const Doc& cases) {
-  const std::string single_id = "single-" + cfg.mixed_op + "-" + SizeName(cfg.small_bytes);
-  const Doc* mixed = nullptr;
-  const Doc* single = nullptr;
-  for (const Doc& c : cases) {
-    if (c["id"] == "mixed-" + cfg.mixed_op) mixed = &c;
-    if (c["id"] == single_id) single = &c;
-  }
-  Doc out = Doc::array();
-  if (mixed == nullptr || single == nullptr) return out;
-  for (const char* arm : {kBaseline, kCandidate}) {
-    double m = (*mixed)["arms"][arm]["median"].value("small_p99_us", NAN);
-    double s = (*single)["arms"][arm]["median"].value("p99_us", NAN);
-    // Diagnostic beside the ratio: the same with stalled iterations left out.
-    double mu = (*mixed)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
-    double su = (*single)["arms"][arm]["tail"].value("p99_unstalled_us", NAN);
-    out.push_back({{"arm", arm},
-                   {"mixed_small_p99_us", m},
-                   {"single_case", single_id},
-                   {"single_p99_us", s},
-                   {"ratio", m / s},
-                   {"mixed_small_p99_unstalled_us", mu},
-                   {"single_p99_unstalled_us", su},
-                   {"ratio_unstalled", mu / su}});
-  }
-  return out;
-}
-
 Doc MethodDoc() {
-  return {{"latency",
-           "post to completion as the source's API reports it: from just before "
-           "Agent::Post() to the first Agent::Check() that returns a terminal status; the "
-           "source polls Check() in a loop (latest post first), yielding the CPU after "
-           "sweeps that saw nothing finish (source clock; not a receiver or hardware "
-           "timestamp)"},
-          {"window",
-           "mixed: (bulk + small bytes) / p50 of the per-iteration window from the first "
-           "Post() to the last observed completion, decimal GB/s; includes software "
-           "completion overhead (completer publication, Check polling)"},
-          {"order",
-           "mixed: the bulk transfer is posted first, then the small one; each has its own "
-           "data lane (lanes_per_peer 1 with two target processes)"},
-          {"percentiles", "nearest-rank over each run's measured iterations"},
-          {"small_first",
-           "mixed: percent of iterations in which the source saw the small transfer "
-           "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
-           "post first, so global-fifo reads 0 by construction)"},
-          {"summary", "each cell is the median of the per-run values; every run's value is kept"},
-          {"tail",
-           "per arm and case, over all runs: iterations whose watched transfer (mixed: small; "
-           "single: the transfer) took over twice its run's median, split into: the polling "
-           "thread went 5 us or more without looking at the clock after its Post() returned "
-           "(it did not run: stalled), Post() took 5 us or more, neither. The host-stall "
-           "probe spins on the poller's CPU before the run's transfers and counts such gaps "
-           "with no transfer in flight. The p99 with stalled iterations left out is a "
-           "diagnostic beside the target's p99, not a replacement"},
-          {"processes",
-           "fresh processes per run (fork+exec of lanebench: one source, one target "
-           "per peer); arm order rotates between process pairs"},
-          {"verify",
-           "every iteration, warm-up included, is checked outside the timed region "
-           "against an oracle mixing source rank, epoch and byte offset; the first 8 "
-           "bytes of each payload hold the epoch"}};
+  return {
+      {"latency",
+       "post to completion as the source's API reports it: from just before "
+       "Agent::Post() to the first Agent::Check() that returns a terminal status; the "
+       "source polls Check() in a loop (latest post first), yielding the CPU after "
+       "sweeps that saw nothing finish (source clock; not a receiver or hardware "
+       "timestamp)"},
+      {"window",
+       "mixed: (bulk + small bytes) / p50 of the per-iteration window from the first "
+       "Post() to the last observed completion, decimal GB/s; includes software "
+       "completion overhead (completer publication, Check polling)"},
+      {"order",
+       "mixed: the bulk transfer is posted first, then the small one; each has its own "
+       "data lane (lanes_per_peer 1 with two target processes)"},
+      {"percentiles", "nearest-rank over each run's measured iterations, or over the pooled ones"},
+      {"small_first",
+       "mixed: percent of iterations in which the source saw the small transfer "
+       "done in an earlier Check() sweep than the bulk one (sweeps check the latest "
+       "post first, so global-fifo reads 0 by construction)"},
+      {"summary",
+       "each cell is the median of the per-run values; every run's value is kept. Each arm "
+       "also has every metric over its valid runs' samples pooled"},
+      {"isolation",
+       "mixed small p99 / the same op's single-lane p99 at the small size, each over the "
+       "arm's valid runs' samples pooled; beside it the same ratio within each process "
+       "pair (lowest..highest)"},
+      {"tail",
+       "per arm and case, over all runs: iterations whose watched transfer (mixed: small; "
+       "single: the transfer) took over twice its run's median, split into: the polling "
+       "thread went 5 us or more without looking at the clock after its Post() returned "
+       "(it did not run: stalled), Post() took 5 us or more, neither. The host-stall "
+       "probe spins on the poller's CPU before the run's transfers and counts such gaps "
+       "with no transfer in flight. The p99 with stalled iterations left out is a "
+       "diagnostic beside the target's p99, not a replacement"},
+      {"processes",
+       "fresh processes per run (fork+exec of lanebench: one source, one target "
+       "per peer); pair by pair, each pair running every case (the mixed one, then its "
+       "single-lane control, then the other single ones) in both arms back to back; arm "
+       "order rotates between process pairs"},
+      {"verify",
+       "every iteration, warm-up included, is checked outside the timed region "
+       "against an oracle mixing source rank, epoch, where the payload belongs (target "
+       "and offset in its buffer) and byte offset; the first 8 bytes of each payload hold "
+       "the epoch. Right after completion the side the bytes moved from is overwritten "
+       "(write: the source's buffers; read: the target's region, the source's buffers "
+       "checked before and after), so bytes moved after completion fail"}};
 }
 
 Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
@@ -188,28 +169,10 @@ Doc VerificationDoc(const std::vector<RunRecord>& records, size_t planned) {
 
 }  // namespace
 
-Doc RunMetrics(const Case& c, const nlohmann::json& result) {
-  if (c.shape != "mixed") {
-    std::vector<double> v = RunSeries(result, "lat_us", "xfer");
-    return {{"p50_us", Percentile(v, 50)}, {"p99_us", Percentile(v, 99)}};
-  }
-  std::vector<double> small = RunSeries(result, "lat_us", "small");
-  std::vector<double> bulk = RunSeries(result, "lat_us", "bulk");
-  std::vector<double> window = result.value("window_us", std::vector<double>{});
-  double w50 = Percentile(window, 50);
-  return {{"small_p50_us", Percentile(small, 50)},
-          {"small_p99_us", Percentile(small, 99)},
-          {"bulk_p50_us", Percentile(bulk, 50)},
-          {"bulk_p99_us", Percentile(bulk, 99)},
-          {"window_p50_us", w50},
-          {"window_gbps", static_cast<double>(c.bytes) / w50 / 1e3},
-          {"small_first_pct", SmallFirstPct(result)}};
-}
-
 Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
                   const std::vector<RunRecord>& records, const std::string& command,
                   const Doc& environment) {
-  Doc d = {{"version", 1},
+  Doc d = {{"version", 2},
            {"tool", "lanebench"},
            {"kvlane", kvlane::VersionString()},
            {"command", command},
@@ -251,7 +214,11 @@ Doc BuildDocument(const BenchConfig& cfg, const std::vector<Case>& cases,
     d["cases"].push_back(CaseDoc(c, records));
     for (const Doc& row : TableRows(d["cases"].back())) d["table"].push_back(row);
   }
-  d["isolation"] = Isolation(cfg, d["cases"]);
+  d["isolation"] = Isolation(MixedId(cfg), IsolationControlId(cfg), d["cases"]);
+  if (d["isolation"].empty()) {  // which of the two cases the plan lacks, for the report
+    const bool mixed = !cases.empty() && cases.front().id == MixedId(cfg);
+    d["isolation_missing"] = mixed ? IsolationControlId(cfg) : MixedId(cfg);
+  }
   const size_t planned = PlannedRuns(cfg, cases.size());
   d["verification"] = VerificationDoc(records, planned);
   d["outcome"] = d["verification"]["valid_runs"] == records.size() ? "ok" : "invalid";

@@ -7,15 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "metrics.h"
 #include "orchestrate.h"
 #include "plan.h"
 
 namespace lanebench {
-
-using Doc = nlohmann::ordered_json;
-
-// Per-run metrics of one source result of case `c`.
-Doc RunMetrics(const Case& c, const nlohmann::json& result);
 
 // The whole document. `command` is the command line; `environment` from Environment().
 // "complete": whether `records` holds every planned run.

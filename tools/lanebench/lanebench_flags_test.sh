@@ -41,4 +41,16 @@ check --inject-fault --inject-fault flip-byte:0
 check --inject-fault --inject-fault flip-byte:6 --iters 5
 check --inject-fault --inject-fault flip-byte:x
 check --inject-fault --inject-fault flop
+# A transfer of the mixed shape, named: not another name, and not where it has none.
+check --inject-fault --inject-fault flip-byte:1:xfer --shape mixed
+check --inject-fault --inject-fault flip-byte:1:small: --shape mixed
+check --inject-fault --inject-fault flip-byte:1: --shape mixed
+check --inject-fault --inject-fault flip-byte:1:small
+check --inject-fault --inject-fault flip-byte:1:bulk --shape single
+check --inject-fault --inject-fault repost
+check --inject-fault --inject-fault repost:0
+check --inject-fault --inject-fault repost:1:small --shape mixed
+check --inject-fault --inject-fault stop-peer
+check --inject-fault --inject-fault stop-peer:1:small
+check --inject-fault --inject-fault stop-peer:1:x --shape mixed
 exit $status

@@ -71,7 +71,12 @@ void AddBenchFlags(CLI::App& app, BenchConfig& cfg) {
   app.add_option("--inject-fault", cfg.inject_fault,
                  "testing only: flip-byte:N flips one received byte of measured iteration N "
                  "(flip-byte: 1) in every run, after it landed and before its verification, "
-                 "which must then fail it (the run invalid, exit 1)")
+                 "which must then fail it (the run invalid, exit 1); of the first transfer, or "
+                 "with flip-byte:N:small (or :bulk; --shape mixed) of that one. repost:N posts "
+                 "iteration N's transfers again after their completion and the overwrite of "
+                 "their sources, which its verification must also fail. stop-peer:N (or "
+                 "stop-peer:N:small) stops that transfer's target before iteration N: the "
+                 "source must give up at its deadline, naming the transfer")
       ->capture_default_str()
       ->group("Testing");
 }
@@ -107,6 +112,13 @@ int RunBench(const BenchConfig& cfg, const std::string& command) {
   const Doc base = BuildDocument(cfg, cases, {}, command, env);
   PrintPreamble(base, stdout);
   std::fflush(stdout);
+  if (const int64_t n = PlannedRunIterations(cfg, cases.size()); n > kManyRunIterations)
+    std::fprintf(stderr,
+                 "lanebench: warning: %zu runs x %d measured iterations keep every iteration's "
+                 "samples in memory and in the JSON: about %.1f GB and %.1f GB "
+                 "(fewer --iters, --pairs or cases keep it smaller)\n",
+                 PlannedRuns(cfg, cases.size()), cfg.iters, n * double(kRunIterationMemory) / 1e9,
+                 n * double(kRunIterationJson) / 1e9);
   if (kvlane::Status s = ProbeTransport(cfg); !s.ok()) return Unavailable(cfg, base, s);
   // Pinned: this process (it spawns and waits for the workers) stays off the poller's CPU too.
   if (!cases.empty() && cases.front().spec.poller_cpu >= 0) {

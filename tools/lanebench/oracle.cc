@@ -19,8 +19,9 @@ uint64_t Mix64(uint64_t x) {  // splitmix64 finalizer
 
 uint64_t Word(uint64_t seed, uint64_t index) { return Mix64(seed + index * 0x9E3779B97F4A7C15ull); }
 
-uint64_t Seed(uint32_t source, uint64_t epoch) {
-  return Mix64((uint64_t{source} << 48) ^ Mix64(epoch + 1));
+uint64_t Seed(uint32_t source, uint64_t epoch, Slot slot) {
+  const uint64_t where = Mix64(Mix64(slot.offset + 1) ^ (uint64_t{slot.target} << 32));
+  return Mix64((uint64_t{source} << 48) ^ Mix64(epoch + 1) ^ where);
 }
 
 // Byte o of the oracle payload (o >= kMarkerBytes).
@@ -30,8 +31,8 @@ uint8_t OracleByte(uint64_t seed, uint64_t o) {
 
 }  // namespace
 
-void FillPayload(uint8_t* p, uint64_t n, uint32_t source, uint64_t epoch) {
-  const uint64_t seed = Seed(source, epoch);
+void FillPayload(uint8_t* p, uint64_t n, uint32_t source, uint64_t epoch, Slot slot) {
+  const uint64_t seed = Seed(source, epoch, slot);
   uint64_t o = kMarkerBytes;
   for (; o + 8 <= n; o += 8) {
     uint64_t w = Word(seed, o / 8);
@@ -41,11 +42,11 @@ void FillPayload(uint8_t* p, uint64_t n, uint32_t source, uint64_t epoch) {
   std::memcpy(p, &epoch, kMarkerBytes);
 }
 
-int64_t FirstMismatch(const uint8_t* p, uint64_t n, uint32_t source, uint64_t epoch) {
+int64_t FirstMismatch(const uint8_t* p, uint64_t n, uint32_t source, uint64_t epoch, Slot slot) {
   uint64_t marker = 0;
   std::memcpy(&marker, p, kMarkerBytes);
   if (marker != epoch) return 0;
-  const uint64_t seed = Seed(source, epoch);
+  const uint64_t seed = Seed(source, epoch, slot);
   uint64_t o = kMarkerBytes;
   for (; o + 8 <= n; o += 8) {
     uint64_t w = Word(seed, o / 8), got = 0;

@@ -90,9 +90,10 @@ nlohmann::json Reap(const std::vector<pid_t>& pids, const RunSpec& spec, const s
       {"source", WaitOrKill(pids.back(), deadline, ExistedFor(ResultPath(dir), kGrace), Stopping)}};
   const auto ran = Clock::now() - start;
   auto res = ReadJsonFile(ResultPath(dir));
+  // A source exits 1 when its result says the run failed (a payload did not verify): as
+  // written, before the check below may turn a malformed "ok" result into a failed run.
+  const int source_expected = res.ok() ? ExpectedSourceExit(res.value()) : 0;
   if (res.ok()) res = CheckedResult(std::move(res).value(), spec);  // then of the expected types
-  // A source exits 1 when its result says the run failed (a payload did not verify).
-  const int source_expected = res.ok() && !res->value("ok", false) ? 1 : 0;
   bool clean = codes["source"] == source_expected;
   for (size_t i = 0; i + 1 < pids.size(); ++i) {
     codes["targets"].push_back(
@@ -150,20 +151,16 @@ kvlane::Status ProbeTransport(const BenchConfig& cfg) {
 
 std::vector<RunRecord> RunPlan(const BenchConfig& cfg, const std::vector<Case>& cases) {
   std::vector<RunRecord> records;
-  const size_t total = PlannedRuns(cfg, cases.size());
-  for (const Case& c : cases) {
-    for (int pair = 0; pair < cfg.pairs; ++pair) {
-      std::vector<std::string> order = ArmOrder(pair);
-      for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-        RunSpec spec = c.spec;
-        spec.policy = order[pos];
-        if (Stopping()) return records;
-        nlohmann::json result = RunGroup(spec);
-        if (Stopping()) return records;  // a run stopped part-way is no result
-        records.push_back({c.id, order[pos], pair, pos, std::move(result)});
-        PrintProgress(records.back(), records.size(), total);
-      }
-    }
+  const std::vector<PlannedRun> order = RunOrder(cfg, cases.size());
+  for (const PlannedRun& run : order) {
+    const Case& c = cases[run.case_index];
+    RunSpec spec = c.spec;
+    spec.policy = run.arm;
+    if (Stopping()) return records;
+    nlohmann::json result = RunGroup(spec);
+    if (Stopping()) return records;  // a run stopped part-way is no result
+    records.push_back({c.id, run.arm, run.pair, run.position, std::move(result)});
+    PrintProgress(records.back(), records.size(), order.size());
   }
   return records;
 }

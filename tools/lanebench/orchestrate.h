@@ -1,5 +1,5 @@
 // The orchestrator: runs every case once per arm in `pairs` fresh process
-// groups (one source, one or two targets), rotating arm order between pairs.
+// groups (one source, one or two targets), in RunOrder (plan.h): pair by pair.
 #pragma once
 
 #include <nlohmann/json.hpp>

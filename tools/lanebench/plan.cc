@@ -25,8 +25,8 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
   s.post_inline_bytes = cfg.post_inline_bytes;
   s.stall_probe_ms = cfg.stall_probe_ms;
   s.idle_us = cfg.ResolvedIdleUs();
-  const kvlane::Result<int> flip = FlipByteIteration(cfg.inject_fault, cfg.iters);
-  s.flip_byte_iteration = flip.ok() ? flip.value() : 0;  // Validate() refused a bad one
+  const kvlane::Result<FaultSpec> fault = ParseFault(cfg.inject_fault, cfg.iters, cfg.shape);
+  if (fault.ok()) s.fault = fault.value();  // Validate() refused a bad one
   if (PinResolved(cfg.pin)) {
     const CpuSplit split = SplitCpus();
     s.poller_cpu = split.poller;
@@ -36,8 +36,7 @@ RunSpec BaseSpec(const BenchConfig& cfg) {
 }
 
 Case MixedCase(const BenchConfig& cfg) {
-  Case c{"mixed-" + cfg.mixed_op, "mixed", cfg.mixed_op, cfg.bulk_bytes + cfg.small_bytes,
-         BaseSpec(cfg)};
+  Case c{MixedId(cfg), "mixed", cfg.mixed_op, cfg.bulk_bytes + cfg.small_bytes, BaseSpec(cfg)};
   c.spec.op = cfg.mixed_op;
   if (cfg.mixed_peers == 2) {  // one data lane to each of two target processes
     c.spec.lanes_per_peer = 1;
@@ -114,7 +113,7 @@ kvlane::Status BenchConfig::Validate() const {
   if (stall_probe_ms < 0 || stall_probe_ms > 10000) return bad("--stall-probe-ms: 0..10000");
   if (idle_us < -1 || idle_us > 1000000) return bad("--idle-us: -1 (per transport) or 0..1000000");
   if (pin == "on" && SplitCpus().poller < 0) return bad("--pin on: needs at least 2 CPUs");
-  KVLANE_RETURN_IF_ERROR(FlipByteIteration(inject_fault, iters).status());
+  KVLANE_RETURN_IF_ERROR(ParseFault(inject_fault, iters, shape).status());
   return kvlane::Status::Ok();
 }
 
@@ -137,12 +136,38 @@ size_t PlannedRuns(const BenchConfig& cfg, size_t cases) {
   return cases * static_cast<size_t>(cfg.pairs) * 2;
 }
 
+int64_t PlannedRunIterations(const BenchConfig& cfg, size_t cases) {
+  return static_cast<int64_t>(PlannedRuns(cfg, cases)) * cfg.iters;
+}
+
+std::vector<PlannedRun> RunOrder(const BenchConfig& cfg, size_t cases) {
+  std::vector<PlannedRun> order;
+  for (int pair = 0; pair < cfg.pairs; ++pair)
+    for (size_t c = 0; c < cases; ++c) {
+      const std::vector<std::string> arms = ArmOrder(pair);
+      for (int pos = 0; pos < static_cast<int>(arms.size()); ++pos)
+        order.push_back({c, arms[pos], pair, pos});
+    }
+  return order;
+}
+
+std::string MixedId(const BenchConfig& cfg) { return "mixed-" + cfg.mixed_op; }
+
+std::string IsolationControlId(const BenchConfig& cfg) {
+  return "single-" + cfg.mixed_op + "-" + SizeName(cfg.small_bytes);
+}
+
 std::vector<Case> BuildCases(const BenchConfig& cfg) {
   std::vector<Case> cases;
   if (cfg.shape != "single") cases.push_back(MixedCase(cfg));
   if (cfg.shape == "mixed") return cases;
   for (const std::string& op : cfg.single_ops)
     for (uint64_t bytes : cfg.single_bytes) cases.push_back(SingleCase(cfg, op, bytes));
+  // The isolation control right after the mixed case: they run next to each other.
+  const std::string control = IsolationControlId(cfg);
+  const auto it =
+      std::find_if(cases.begin(), cases.end(), [&](const Case& c) { return c.id == control; });
+  if (cfg.shape == "all" && it != cases.end()) std::rotate(cases.begin() + 1, it, it + 1);
   return cases;
 }
 

@@ -53,7 +53,8 @@ struct BenchConfig {
   int64_t ResolvedIdleUs() const;
   std::string json = "lanebench.json";
   // Testing only (fault.h): "none", or "flip-byte:N" (N a measured iteration, from 1;
-  // "flip-byte": 1) to flip one received byte of that iteration in every run.
+  // "flip-byte": 1) to flip one received byte of that iteration in every run;
+  // "flip-byte:N:small" (or ":bulk"; --shape mixed) of that transfer.
   std::string inject_fault = "none";
 
   kvlane::Status Validate() const;
@@ -68,6 +69,30 @@ std::vector<std::string> ArmOrder(int pair);
 // The runs of a whole plan of `cases` cases: each case once per arm and process pair.
 size_t PlannedRuns(const BenchConfig& cfg, size_t cases);
 
+// One run of the plan: case `case_index` (of BuildCases) in arm `arm`, in process
+// pair `pair`, `position` 0 when that arm runs first in its pair.
+struct PlannedRun {
+  size_t case_index = 0;
+  std::string arm;
+  int pair = 0;
+  int position = 0;
+};
+// The order the runs go in: pair by pair; in each pair every case in BuildCases'
+// order (the mixed case, then its isolation control, then the other single cases),
+// each case's two arms back to back in ArmOrder(pair). So the isolation ratio's
+// numerator and denominator are measured minutes apart at most, not a whole shape
+// apart, and a drift of the host over the run hits both alike.
+std::vector<PlannedRun> RunOrder(const BenchConfig& cfg, size_t cases);
+// Every run's per-iteration series stay in memory until the document is written,
+// and all of them go into it: about kRunIterationMemory and kRunIterationJson bytes
+// per run and measured iteration (the mixed shape's). Past kManyRunIterations
+// (about 0.6 GB of memory) lanebench warns before any run.
+inline constexpr int64_t kRunIterationMemory = 600;
+inline constexpr int64_t kRunIterationJson = 200;
+inline constexpr int64_t kManyRunIterations = 1000000;
+// PlannedRuns(cfg, cases) x cfg.iters.
+int64_t PlannedRunIterations(const BenchConfig& cfg, size_t cases);
+
 struct Case {
   std::string id;     // "mixed-write", "single-read-4KiB", ...
   std::string shape;  // "mixed" | "single"
@@ -76,7 +101,14 @@ struct Case {
   RunSpec spec;        // everything but the policy
 };
 
+// Every case of cfg: the mixed one first, then its isolation control (if the single
+// shape has it), then the other single ones, by op and size.
 std::vector<Case> BuildCases(const BenchConfig& cfg);
+// The mixed case's id ("mixed-write"), and the id of the single case its small
+// transfer is compared with for the isolation ratio: the same op, the small size
+// ("single-write-4KiB").
+std::string MixedId(const BenchConfig& cfg);
+std::string IsolationControlId(const BenchConfig& cfg);
 // "4KiB", "2MiB", "1000B".
 std::string SizeName(uint64_t bytes);
 

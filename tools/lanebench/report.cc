@@ -19,37 +19,74 @@ double Get(const Doc& j, const char* key) {
   return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
 }
 
-std::string RunList(const Doc& values) {
+// The runs' values, each invalid run's marked "*" (`valid`: one bool per value; all
+// valid when absent).
+std::string RunList(const Doc& values, const Doc& valid) {
   std::string s;
-  for (const Doc& v : values)
-    s += (s.empty() ? "" : " ") + Num(v.is_number() ? v.get<double>() : NAN);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Doc& v = values[i];
+    const bool counted = !valid.is_array() || i >= valid.size() || valid[i].get<bool>();
+    s += (s.empty() ? "" : " ") + Num(v.is_number() ? v.get<double>() : NAN) + (counted ? "" : "*");
+  }
   return s;
+}
+
+// Whether a table row lists an invalid run.
+bool ListsInvalid(const Doc& row) {
+  for (const char* key : {"baseline_runs_valid", "candidate_runs_valid"})
+    if (row.contains(key))
+      for (const Doc& v : row[key])
+        if (!v.get<bool>()) return true;
+  return false;
 }
 
 void PrintTable(const Doc& doc, std::FILE* out) {
   fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {}\n", "case", "metric", "global-fifo",
              "independent", "change", "per-run values: global-fifo | independent");
   std::string last_case;
+  bool invalid = false;
   for (const Doc& row : doc["table"]) {
+    invalid = invalid || ListsInvalid(row);
     std::string id = row["case"];
     if (!last_case.empty() && id != last_case) fmt::print(out, "\n");
     double b = Get(row, "baseline"), c = Get(row, "candidate"), ch = Get(row, "change_pct");
     fmt::print(out, "{:<18} {:<19} {:>12} {:>12} {:>8}   {} | {}\n", id == last_case ? "" : id,
                row["metric"].get<std::string>(), Num(b), Num(c),
                !std::isfinite(ch) ? "n/a" : fmt::format("{:+.1f}%", ch),
-               RunList(row["baseline_runs"]), RunList(row["candidate_runs"]));
+               RunList(row["baseline_runs"], row.value("baseline_runs_valid", Doc())),
+               RunList(row["candidate_runs"], row.value("candidate_runs_valid", Doc())));
     last_case = id;
   }
+  if (invalid)
+    fmt::print(out,
+               "{:<18} * an invalid run (a failed or unverified iteration): not in the "
+               "medians\n",
+               "");
+}
+
+// "  (300 / 300 samples; per pair 1.100x..1.400x)": what the ratio stands on.
+std::string IsolationSpread(const Doc& r) {
+  return fmt::format("   ({} / {} samples; per pair {}..{})", r.value("mixed_samples", 0),
+                     r.value("single_samples", 0), NumUnit(Get(r, "ratio_min"), "x"),
+                     NumUnit(Get(r, "ratio_max"), "x"));
 }
 
 void PrintIsolation(const Doc& doc, std::FILE* out) {
-  if (doc["isolation"].empty()) return;
-  fmt::print(out, "\nisolation: mixed small p99 / {} p99 (same op, single lane)\n",
+  if (doc["isolation"].empty()) {
+    if (doc.contains("isolation_missing"))
+      fmt::print(out, "\nisolation: no {} case in this run\n",
+                 doc["isolation_missing"].get<std::string>());
+    return;
+  }
+  fmt::print(out,
+             "\nisolation: mixed small p99 / {} p99 (same op, single lane), each over the "
+             "arm's valid runs pooled;\n           per pair: the same ratio within each process "
+             "pair, lowest..highest\n",
              doc["isolation"][0]["single_case"].get<std::string>());
   for (const Doc& r : doc["isolation"])
-    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}\n", r["arm"].get<std::string>(),
+    fmt::print(out, "  {:<12} {:>10} / {:>8} = {}{}\n", r["arm"].get<std::string>(),
                Num(Get(r, "mixed_small_p99_us")), Num(Get(r, "single_p99_us")),
-               NumUnit(Get(r, "ratio"), "x"));
+               NumUnit(Get(r, "ratio"), "x"), IsolationSpread(r));
   fmt::print(out,
              "  diagnostic, not the target: the same over iterations whose poller did not "
              "stall (see tail)\n");
@@ -71,8 +108,9 @@ void PrintTail(const Doc& doc, std::FILE* out) {
       fmt::print(out,
                  "  {:<18} {:<12} {:>3}/{:<4} slow: poller stalled {}, Post() slow {}, "
                  "neither {}; host stalls {}, {}, {}\n",
-                 c["id"].get<std::string>(), arm, t.value("slow", 0), t.value("measured", 0),
-                 t.value("slow_stalled", 0), t.value("slow_post", 0), t.value("slow_other", 0),
+                 c["id"].get<std::string>(), arm, t.value("slow", int64_t{0}),
+                 t.value("measured", int64_t{0}), t.value("slow_stalled", int64_t{0}),
+                 t.value("slow_post", int64_t{0}), t.value("slow_other", int64_t{0}),
                  NumUnit(Get(t, "host_stalls_5us_per_s"), "/s"),
                  NumUnit(Get(t, "host_stalls_10us_per_s"), "/s"),
                  NumUnit(Get(t, "host_stalled_pct"), "%"));
@@ -117,11 +155,20 @@ void PrintPreamble(const Doc& doc, std::FILE* out) {
                "idle: every timed iteration starts at least {} us after the previous one ended, "
                "in every case (--idle-us)\n",
                idle);
-  if (cfg.contains("inject_fault"))
-    fmt::print(out,
-               "FAULT INJECTED (testing, --inject-fault {}): one received byte of that measured "
-               "iteration of every run is flipped before its verification, which must fail it\n",
-               cfg["inject_fault"].get<std::string>());
+  if (cfg.contains("inject_fault")) {
+    const std::string fault = cfg["inject_fault"].get<std::string>();
+    const char* what =
+        fault.rfind("repost", 0) == 0
+            ? "that measured iteration's transfers of every run are posted again after their "
+              "completion and the overwrite of their sources, before verification"
+        : fault.rfind("stop-peer", 0) == 0
+            ? "the target of a transfer of that measured iteration of every run is stopped "
+              "before its timed region"
+            : "one received byte of that measured iteration of every run is flipped before its "
+              "verification";
+    fmt::print(out, "FAULT INJECTED (testing, --inject-fault {}): {}, which must fail it\n", fault,
+               what);
+  }
   if (const Doc& pin = cfg["pinning"]; pin.value("on", false))
     fmt::print(
         out,

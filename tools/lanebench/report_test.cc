@@ -65,7 +65,58 @@ TEST(Report, PresentValueKeepsItsUnit) {
   doc["isolation"][0]["ratio"] = 1.25;
   const std::string text = Render(doc);
   EXPECT_NE(text.find("host stalls 1000.0/s, n/a, 1.000%"), std::string::npos) << text;
-  EXPECT_NE(text.find("= 1.250x\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("= 1.250x   (0 / 0 samples; per pair n/a..n/a)\n"), std::string::npos)
+      << text;
+}
+
+// The ratio over pooled samples, and beside it how many and the per-pair spread.
+TEST(Report, TheIsolationRatioSaysWhatItStandsOn) {
+  Doc doc = NothingMeasured();
+  Doc& iso = doc["isolation"][0];
+  iso["mixed_small_p99_us"] = 294.0;
+  iso["single_p99_us"] = 99.0;
+  iso["ratio"] = 294.0 / 99.0;
+  iso["mixed_samples"] = 200;
+  iso["single_samples"] = 200;
+  iso["ratio_min"] = 1.0;
+  iso["ratio_max"] = 3.0;
+  const std::string text = Render(doc);
+  EXPECT_NE(text.find("each over the arm's valid runs pooled"), std::string::npos) << text;
+  EXPECT_NE(text.find("  independent       294.0 /     99.0 = 2.970x   (200 / 200 samples; per "
+                      "pair 1.000x..3.000x)\n"),
+            std::string::npos)
+      << text;
+}
+
+// A run that did not verify is listed with its values (they are data) but marked:
+// it is not in the medians beside it.
+TEST(Report, AnInvalidRunIsMarkedInThePerRunValues) {
+  Doc doc = NothingMeasured();
+  doc["table"] = Doc::array({{{"case", "single-write-4KiB"},
+                              {"metric", "p99 [us]"},
+                              {"baseline", 1.5},
+                              {"candidate", 2.0},
+                              {"change_pct", 33.3},
+                              {"baseline_runs", {1.0, 2.0}},
+                              {"candidate_runs", {2.0, 3.0}},
+                              {"baseline_runs_valid", {true, false}},
+                              {"candidate_runs_valid", {true, true}}}});
+  std::string text = Render(doc);
+  EXPECT_NE(text.find("   1.000 2.000* | 2.000 3.000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("* an invalid run"), std::string::npos) << text;
+  doc["table"][0]["baseline_runs_valid"] = {true, true};
+  text = Render(doc);
+  EXPECT_EQ(text.find('*'), std::string::npos) << "every run valid: no mark\n" << text;
+}
+
+// The isolation section used to vanish silently when the plan lacked its control.
+TEST(Report, AMissingIsolationCaseIsSaid) {
+  Doc doc = NothingMeasured();
+  doc["isolation"] = Doc::array();
+  doc["isolation_missing"] = "single-write-8KiB";
+  EXPECT_NE(Render(doc).find("\nisolation: no single-write-8KiB case in this run\n"),
+            std::string::npos)
+      << Render(doc);
 }
 
 // A stopped run's document (MarkStopped) reads as partial before the tables and in

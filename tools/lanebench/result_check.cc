@@ -76,4 +76,10 @@ json CheckedResult(json result, const RunSpec& spec) {
   return json{{"ok", false}, {"error", "the source's result.json is malformed: " + why}};
 }
 
+int ExpectedSourceExit(const json& written) {
+  const bool ok = written.is_object() && written.contains("ok") && written["ok"].is_boolean() &&
+                  written["ok"].get<bool>();
+  return ok ? 0 : 1;
+}
+
 }  // namespace lanebench

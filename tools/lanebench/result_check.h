@@ -20,4 +20,10 @@ namespace lanebench {
 // lat_us series. Otherwise {"ok": false, "error": why}: the run failed.
 nlohmann::json CheckedResult(nlohmann::json result, const RunSpec& spec);
 
+// The exit code of a source that wrote `written` (its result.json as read, before
+// CheckedResult): 0 when it says "ok": true, else 1 (source.cc). Taken from the
+// file as written: a result CheckedResult refuses is not a reason to expect the
+// source to have failed, nor to warn that it did not exit cleanly.
+int ExpectedSourceExit(const nlohmann::json& written);
+
 }  // namespace lanebench

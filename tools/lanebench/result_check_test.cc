@@ -80,6 +80,19 @@ TEST(ResultCheck, AnOkResultMustCountTheSpecsIterations) {
   }
 }
 
+// A result the source wrote as ok but CheckedResult refuses: the source exited 0 as
+// it should, which read as "a process did not exit cleanly after the result".
+TEST(ResultCheck, TheSourcesExitCodeIsExpectedFromTheResultAsWritten) {
+  json malformed = Good();
+  malformed["iterations"] = 2;  // refused below, but written as ok
+  ASSERT_FALSE(CheckedResult(malformed, Spec()).value("ok", true));
+  EXPECT_EQ(ExpectedSourceExit(malformed), 0);
+  EXPECT_EQ(ExpectedSourceExit(Good()), 0);
+  EXPECT_EQ(ExpectedSourceExit(json{{"ok", false}, {"error", "x"}}), 1);
+  for (const json& odd : {json::array(), json{{"ok", "true"}}, json::object()})
+    EXPECT_EQ(ExpectedSourceExit(odd), 1) << odd.dump();
+}
+
 TEST(ResultCheck, PeerTextIsCutAndPrintable) {
   json r = Good();
   r["ok"] = false;

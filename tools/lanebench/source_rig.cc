@@ -63,7 +63,8 @@ kvlane::Result<std::unique_ptr<SourceRig>> SetUpSource(const RunSpec& spec,
                                                        const std::string& dir) {
   auto rig = std::make_unique<SourceRig>();
   rig->spec = spec;
-  rig->deadline = RunDeadline(spec);
+  rig->dir = dir;
+  rig->deadline = SourceDeadline(spec);
   rig->op = spec.op == "read" ? kvlane::Op::kRead : kvlane::Op::kWrite;
   KVLANE_ASSIGN_OR_RETURN(rig->space, MakeBufferSpace(spec.memory, /*role=*/0));
   KVLANE_ASSIGN_OR_RETURN(rig->agent, MakeAgent(spec, "source"));

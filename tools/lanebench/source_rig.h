@@ -22,6 +22,7 @@ struct SourceXfer {
 
 struct SourceRig {
   RunSpec spec;
+  std::string dir;  // the run directory
   kvlane::Op op = kvlane::Op::kWrite;
   std::unique_ptr<BufferSpace> space;  // declared before agent: outlives it
   std::unique_ptr<kvlane::Agent> agent;
@@ -29,7 +30,7 @@ struct SourceRig {
   std::vector<SourceXfer> xfers;
   std::vector<uint8_t> staging;  // host copy for fills and checks
   std::string transport;         // what the engine chose for the peers
-  // Every wait of the run ends by it (RunDeadline, taken when the rig is set up).
+  // Every wait of the run ends by it (SourceDeadline, taken when the rig is set up).
   std::chrono::steady_clock::time_point deadline;
 };
 

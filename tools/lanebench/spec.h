@@ -23,6 +23,13 @@ struct XferSpec {
   uint64_t remote_offset = 0;
 };
 
+// --inject-fault, parsed (fault.h): what is done to which measured iteration.
+struct FaultSpec {
+  std::string kind = "none";  // "none", "flip-byte", "repost" or "stop-peer"
+  int iteration = 0;          // the measured iteration (from 1) it hits; 0 for none
+  std::string xfer;           // the transfer's name; "": the iteration's first
+};
+
 struct RunSpec {
   std::string transport;  // "tcp", "shm", "cuda"
   std::string memory;     // "host" or "device" (see buffers.h)
@@ -36,7 +43,7 @@ struct RunSpec {
   std::vector<int> worker_cpus;  // --pin: every other thread's CPUs
   int stall_probe_ms = 100;      // the source's host-stall probe before its iterations (0: none)
   int64_t idle_us = 0;           // BenchConfig::idle_us, resolved
-  int flip_byte_iteration = 0;   // --inject-fault: the measured iteration (from 1) flipped; 0 none
+  FaultSpec fault;               // --inject-fault (testing only)
   int warmup = 20;
   int iters = 100;
   double timeout_s = 120;
@@ -45,10 +52,11 @@ struct RunSpec {
 };
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(XferSpec, name, peer, lane, bytes, remote_offset)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(FaultSpec, kind, iteration, xfer)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSpec, transport, memory, policy, op, lanes_per_peer, spin_us,
                                    proxy_renew_us, post_inline_bytes, poller_cpu, worker_cpus,
-                                   stall_probe_ms, idle_us, flip_byte_iteration, warmup, iters,
-                                   timeout_s, target_bytes, xfers)
+                                   stall_probe_ms, idle_us, fault, warmup, iters, timeout_s,
+                                   target_bytes, xfers)
 
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::json& j);
 kvlane::Status WriteJsonFile(const std::string& path, const nlohmann::ordered_json& j);

@@ -6,9 +6,10 @@
 //     between its Post() returning and the completion (source.cc: it did not run);
 //   - slow post: Post() itself took 5 us or more (the engine's time);
 //   - other: neither (the transfer itself, or the lanes, were slow).
-// Also kept: the runs' host-stall probes (stall_probe.h), and each run's p99
-// over the iterations whose poller did not stall, a diagnostic beside the
-// target's p99, never in its place.
+// Also kept: the runs' host-stall probes (stall_probe.h), and the p99 over the
+// iterations whose poller did not stall (pooled over the valid runs, as the
+// isolation ratio's p99; and each run's own), a diagnostic beside the target's
+// p99, never in its place.
 #pragma once
 
 #include <nlohmann/json.hpp>

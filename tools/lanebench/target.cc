@@ -1,5 +1,7 @@
 // The target role: owns one buffer, answers the source's fill and verify
 // requests (outside the source's timed region) until told to quit.
+#include <unistd.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace lanebench {
 namespace {
 
 struct TargetState {
+  uint32_t index = 0;  // this target's: the oracle's Slot::target
   BufferSpace* space = nullptr;
   uint8_t* buf = nullptr;
   uint64_t bytes = 0;
@@ -26,8 +29,9 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
   KVLANE_ASSIGN_OR_RETURN(const TargetRequest r, ParseRequest(message, t.bytes));
   const auto& [cmd, epoch, src, off, len] = r;
   const std::string e = " " + std::to_string(epoch);
+  const Slot slot{t.index, off};  // where the payload belongs: here, at the offset asked
   if (cmd == "fill") {
-    FillPayload(t.staging.data(), len, src, epoch);
+    FillPayload(t.staging.data(), len, src, epoch, slot);
     KVLANE_RETURN_IF_ERROR(t.space->Upload(t.buf + off, t.staging.data(), len));
     return "ready" + e;
   }
@@ -36,7 +40,7 @@ kvlane::Result<std::string> Handle(TargetState& t, const std::string& message) {
     return "flipped" + e;
   }
   KVLANE_RETURN_IF_ERROR(t.space->Download(t.staging.data(), t.buf + off, len));
-  int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch);
+  int64_t bad = FirstMismatch(t.staging.data(), len, src, epoch, slot);
   return bad < 0 ? "ok" + e : "bad" + e + " " + std::to_string(bad);
 }
 
@@ -59,11 +63,12 @@ kvlane::Status Serve(const std::string& dir, int index) {
     return kvlane::Status::InvalidArgument("no target " + std::to_string(index) + " in the spec");
   KVLANE_ASSIGN_OR_RETURN(auto space, MakeBufferSpace(spec.memory, /*role=*/1));
   KVLANE_ASSIGN_OR_RETURN(auto agent, MakeAgent(spec, TargetName(index)));
-  TargetState t{space.get(), nullptr, spec.target_bytes[index], {}};
+  TargetState t{static_cast<uint32_t>(index), space.get(), nullptr, spec.target_bytes[index], {}};
   t.staging.resize(t.bytes);
   KVLANE_ASSIGN_OR_RETURN(t.buf, space->Allocate(t.bytes));
   KVLANE_RETURN_IF_ERROR(
       agent->RegisterMemory(t.buf, t.bytes, space->kind(), space->device()).status());
+  KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetPidPath(dir, index), std::to_string(getpid())));
   KVLANE_RETURN_IF_ERROR(WriteFileAtomic(TargetAddrPath(dir, index),
                                          std::to_string(reinterpret_cast<uintptr_t>(t.buf))));
   KVLANE_ASSIGN_OR_RETURN(std::string blob, agent->ExportMetadata());

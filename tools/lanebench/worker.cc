@@ -11,6 +11,9 @@ std::string TargetMetaPath(const std::string& dir, int index) {
 std::string TargetAddrPath(const std::string& dir, int index) {
   return dir + "/" + TargetName(index) + ".addr";
 }
+std::string TargetPidPath(const std::string& dir, int index) {
+  return dir + "/" + TargetName(index) + ".pid";
+}
 std::string SourceMetaPath(const std::string& dir) { return dir + "/source.meta"; }
 
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec) {
@@ -19,6 +22,14 @@ std::chrono::milliseconds SpecTimeout(const RunSpec& spec) {
 
 std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec) {
   return std::chrono::steady_clock::now() + SpecTimeout(spec) + kWorkerGrace;
+}
+
+std::chrono::milliseconds SourceMargin(const RunSpec& spec) {
+  return std::min(SpecTimeout(spec) / 4, std::chrono::milliseconds(1000));
+}
+
+std::chrono::steady_clock::time_point SourceDeadline(const RunSpec& spec) {
+  return std::chrono::steady_clock::now() + SpecTimeout(spec) - SourceMargin(spec);
 }
 
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,

@@ -19,6 +19,7 @@ inline constexpr uint32_t kSourceRank = 0;  // oracle rank of the source; target
 std::string TargetName(int index);
 std::string TargetMetaPath(const std::string& dir, int index);
 std::string TargetAddrPath(const std::string& dir, int index);
+std::string TargetPidPath(const std::string& dir, int index);  // --inject-fault stop-peer
 std::string SourceMetaPath(const std::string& dir);
 
 // An agent for `spec` named `name`: the spec's policy, transport and lanes;
@@ -26,8 +27,8 @@ std::string SourceMetaPath(const std::string& dir);
 kvlane::Result<std::unique_ptr<kvlane::Agent>> MakeAgent(const RunSpec& spec,
                                                          const std::string& name);
 std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
-// When a worker started now must be done: now + SpecTimeout(spec) +
-// kWorkerGrace. A worker takes this once, first thing, and every wait of its run
+// When a target started now must be done: now + SpecTimeout(spec) +
+// kWorkerGrace. A target takes this once, first thing, and every wait of its run
 // (files, control messages) ends by it: a peer answering just in time each round
 // cannot stretch the run past it. The orchestrator kills the group at its own
 // start + SpecTimeout(spec), before this: the kill, which names the timeout,
@@ -36,6 +37,14 @@ std::chrono::milliseconds SpecTimeout(const RunSpec& spec);
 // whose orchestrator is gone.
 inline constexpr std::chrono::seconds kWorkerGrace{2};
 std::chrono::steady_clock::time_point RunDeadline(const RunSpec& spec);
+// The source ends its own run earlier: every wait of its run ends by its start +
+// SpecTimeout(spec) - SourceMargin(spec), before the orchestrator's kill (taken a
+// little earlier than the source's start), so that a source whose transfer never
+// completes, or whose run is too long for --timeout, writes what it gathered and
+// why it stopped (its result: ok false) and exits before it is killed.
+// SourceMargin: a quarter of the timeout, at most 1 s.
+std::chrono::milliseconds SourceMargin(const RunSpec& spec);
+std::chrono::steady_clock::time_point SourceDeadline(const RunSpec& spec);
 // When pinning: the calling thread (the worker's main thread, first thing)
 // and every thread started from it run on spec.worker_cpus.
 kvlane::Status EnterWorkerCpus(const RunSpec& spec);
