@@ -39,21 +39,24 @@ Agent& PyAgent::agent() {
 }
 
 void PyAgent::Close() {
-  if (closing_)
+  // Another thread's close is in its engine close (GIL released) or waiting
+  // for calls to end: the pins must stay until it is done.
+  if (closing_ || stopping_)
     throw std::runtime_error("kvlane.Agent.close(): another thread is closing this agent");
   // (A forked child may have inherited calls in flight on threads it does not
   // have: they never end there.)
   if (busy_ > 0 && agent_ != nullptr && ForkGeneration() == fork_generation_) {
-    if (stopping_)
-      throw std::runtime_error("kvlane.Agent.close(): another thread is closing this agent");
     const ScopedFlag stopping(&stopping_);
     const AgentOptions& o = agent_->options();
     const auto deadline = std::chrono::steady_clock::now() +
                           std::max<std::chrono::nanoseconds>(o.post_timeout, 2 * o.io_timeout) +
                           std::chrono::seconds(1);
     while (busy_ > 0 && std::chrono::steady_clock::now() < deadline) {
-      py::gil_scoped_release unlocked;  // their calls need the GIL back to return
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      {
+        py::gil_scoped_release unlocked;  // their calls need the GIL back to return
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C: the agent stays open
     }
     if (busy_ > 0)
       throw std::runtime_error(

@@ -173,14 +173,18 @@ def test_close_ends_another_threads_wait(child):
     try:
         w.post()
 
+        waiting = threading.Event()
+
         def waiter():
+            waiting.set()
             try:
                 ended.append(w.wait())
             except (kvlane.Error, ValueError) as e:
                 ended.append(e)
         th = threading.Thread(target=waiter)
         th.start()
-        time.sleep(0.3)
+        assert waiting.wait(10)
+        time.sleep(0.5)  # inside wait(), in a 100 ms slice
         start = time.monotonic()
         a.close()  # tcp: the WRITE cut short fails; its bytes were read into the socket
         closed_in = time.monotonic() - start

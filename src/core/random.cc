@@ -38,14 +38,14 @@ std::atomic<uint64_t> g_token{0};
 // (copies in its own memory, their threads gone) for agents of its own.
 void RenewTokenInChild() { g_token.store(RandomU64(), std::memory_order_relaxed); }
 
+// At load, not at first use: a fork while another thread ran a first use's
+// initialization would leave the child waiting on it for good.
+const bool kRenewedAtFork = pthread_atfork(nullptr, nullptr, &RenewTokenInChild) == 0;
+
 }  // namespace
 
 uint64_t ProcessToken() {
-  static const bool renewed_at_fork = [] {
-    (void)pthread_atfork(nullptr, nullptr, &RenewTokenInChild);
-    return true;
-  }();
-  (void)renewed_at_fork;
+  (void)kRenewedAtFork;
   uint64_t t = g_token.load(std::memory_order_relaxed);
   if (t != 0) return t;
   uint64_t fresh = RandomU64();

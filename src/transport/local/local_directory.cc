@@ -23,14 +23,17 @@ std::atomic<Directory*> g_dir{nullptr};
 // parent may have held the lock at the fork.
 void FreshDirectoryInChild() { g_dir.store(new Directory(), std::memory_order_relaxed); }
 
+// At load, not at first use (as ProcessToken's).
+const bool kFreshAtFork = pthread_atfork(nullptr, nullptr, &FreshDirectoryInChild) == 0;
+
 Directory& Dir() {
-  static const bool fresh_at_fork = [] {
-    g_dir.store(new Directory(), std::memory_order_release);
-    (void)pthread_atfork(nullptr, nullptr, &FreshDirectoryInChild);
-    return true;
-  }();
-  (void)fresh_at_fork;
-  return *g_dir.load(std::memory_order_acquire);
+  (void)kFreshAtFork;
+  Directory* d = g_dir.load(std::memory_order_acquire);
+  if (d != nullptr) return *d;
+  auto* made = new Directory();
+  if (g_dir.compare_exchange_strong(d, made, std::memory_order_acq_rel)) return *made;
+  delete made;  // another thread's came first
+  return *d;
 }
 
 }  // namespace

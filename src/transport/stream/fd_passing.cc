@@ -15,7 +15,10 @@
 namespace kvlane::core {
 namespace {
 
-constexpr int kMaxFds = 4;  // room for a few, so that extras are seen (and closed), not truncated
+// Room for as many as one message can carry (SCM_MAX_FD): descriptors that
+// do not fit are dropped by the kernel, closed on this thread as it returns,
+// beyond CloseUnwanted's reach (a lingering socket would hold it).
+constexpr int kMaxFds = 253;
 
 // Closes a descriptor a peer sent that nobody asked for. A socket closes
 // abortively: with SO_LINGER set and unsent data queued, its close would
@@ -66,6 +69,24 @@ void Advance(iovec* iov, int n, int* first, size_t done) {
 
 bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
+// One recvmsg of at most `len` bytes, without waiting; the descriptors that
+// came with them as TakeFds says. Its result (errno set when < 0).
+ssize_t RecvOnce(int sock, void* buf, size_t len, Fd* fd, bool* truncated) {
+  alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))];
+  iovec v{buf, len};
+  msghdr msg{};
+  msg.msg_iov = &v;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t rc;
+  KVLANE_SYSCALL_RETRY(rc, recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
+  if (rc <= 0) return rc;
+  TakeFds(&msg, fd);
+  *truncated = (msg.msg_flags & MSG_CTRUNC) != 0;
+  return rc;
+}
+
 }  // namespace
 
 Status WaitFor(int sock, short events, Deadline deadline) {
@@ -115,20 +136,12 @@ Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline) {
   char* p = static_cast<char*>(buf);
   while (len > 0) {
     KVLANE_RETURN_IF_ERROR(WaitFor(sock, POLLIN, deadline));
-    alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))];
-    iovec v{p, len};
-    msghdr msg{};
-    msg.msg_iov = &v;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t rc;
-    KVLANE_SYSCALL_RETRY(rc, recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
+    bool truncated = false;
+    const ssize_t rc = RecvOnce(sock, p, len, fd, &truncated);
     if (rc < 0 && WouldBlock(errno)) continue;
     if (rc < 0) return IoError("recvmsg", errno);
     if (rc == 0) return PeerClosed();
-    TakeFds(&msg, fd);
-    if (msg.msg_flags & MSG_CTRUNC) return Status::Backend("recvmsg: control data truncated");
+    if (truncated) return Status::Backend("recvmsg: control data truncated");
     p += rc;
     len -= static_cast<size_t>(rc);
   }
@@ -137,18 +150,10 @@ Status RecvWithFd(int sock, void* buf, size_t len, Fd* fd, Deadline deadline) {
 
 void DrainQueued(int sock) {
   char sink[4096];
+  bool truncated = false;
   for (int i = 0; i < kDrainMessages; ++i) {
-    alignas(cmsghdr) char control[CMSG_SPACE(kMaxFds * sizeof(int))];
-    iovec v{sink, sizeof(sink)};
-    msghdr msg{};
-    msg.msg_iov = &v;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t rc;
-    KVLANE_SYSCALL_RETRY(rc, recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
-    if (rc <= 0) return;  // empty (EAGAIN), ended, or failed
-    TakeFds(&msg, nullptr);
+    if (RecvOnce(sock, sink, sizeof(sink), nullptr, &truncated) <= 0)
+      return;  // empty, ended, failed
   }
 }
 

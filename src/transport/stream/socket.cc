@@ -123,11 +123,16 @@ Result<Fd> TryConnectUnix(const sockaddr_un& a, socklen_t len, Deadline by) {
 
 constexpr char kPeerClosedMessage[] = "peer closed the connection";
 
-// SO_PASSRIGHTS (Linux 6.16, asm-generic/socket.h); older C library headers lack it.
+// SO_PASSRIGHTS (Linux 6.16); older C library headers lack it. 83 is its
+// number where the architecture takes asm-generic/socket.h; elsewhere (-1)
+// the option is not set without the header's.
 #ifdef SO_PASSRIGHTS
 constexpr int kSoPassRights = SO_PASSRIGHTS;
-#else
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__arm__) || \
+    defined(__riscv)
 constexpr int kSoPassRights = 83;
+#else
+constexpr int kSoPassRights = -1;
 #endif
 constexpr int kOff = 0;
 
@@ -351,7 +356,8 @@ Result<Fd> ListenUnix(const std::string& name) {
   // it can be, fd_passing.cc). A descriptor queued on a connection is closed
   // with it, by the thread that closes it: a socket the sender made to
   // linger, or a file whose flush never ends, would hold that thread.
-  if (setsockopt(fd.get(), SOL_SOCKET, kSoPassRights, &kOff, sizeof(kOff)) != 0 &&
+  if (kSoPassRights >= 0 &&
+      setsockopt(fd.get(), SOL_SOCKET, kSoPassRights, &kOff, sizeof(kOff)) != 0 &&
       errno != ENOPROTOOPT && errno != EINVAL)
     return ErrnoStatus("setsockopt(SO_PASSRIGHTS)", errno);
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&a), len) != 0)
